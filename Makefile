@@ -1,0 +1,45 @@
+# ocular — the two commands users run: `make demo` and `make test`.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+ifeq ($(CI),true)
+  CMAKE_FLAGS += -DOCULAR_WERROR=ON
+endif
+GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+
+.PHONY: all setup configure build test demo asan fuzz reference-env fixtures clean
+
+all: build
+
+setup:
+	@scripts/setup
+
+configure: setup
+	@cmake -S . -B $(BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	@scripts/demo $(BUILD)
+
+# Tests under AddressSanitizer + UndefinedBehaviorSanitizer (CI runs this too).
+asan:
+	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKE_FLAGS="$(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCULAR_SANITIZE=ON"
+
+# The Python reference stack (transformers, torch, ...) — only needed to regenerate fixtures.
+reference-env: .venv/.installed
+.venv/.installed: tools/reference/requirements.txt
+	python3 -m venv .venv
+	.venv/bin/pip install -q -r tools/reference/requirements.txt
+	touch $@
+
+# Regenerates every committed fixture from the reference (deterministic).
+fixtures: reference-env
+	.venv/bin/python -m tools.reference.make_all
+
+clean:
+	rm -rf build build-asan build-fuzz

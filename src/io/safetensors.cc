@@ -1,0 +1,136 @@
+#include "io/safetensors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace ocular {
+
+namespace {
+
+constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // same cap as the reference library
+
+Status Bad(const std::string& path, const std::string& what) {
+  return Error(StatusCode::kDataLoss, "safetensors", path, ": ", what);
+}
+
+}  // namespace
+
+const TensorView* SafetensorsFile::Find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
+  SafetensorsFile st;
+  OCULAR_ASSIGN_OR_RETURN(st.file_, MappedFile::Open(path));
+  const uint8_t* base = st.file_.data();
+  const size_t size = st.file_.size();
+  if (size < 8) return Bad(path, StrCat("file is ", size, " bytes, too short for a header"));
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | base[i];
+  if (header_len > kMaxHeaderBytes || header_len > size - 8) {
+    return Bad(path, StrCat("header length ", header_len, " exceeds file size ", size));
+  }
+  const size_t data_begin = 8 + header_len;
+  const size_t data_size = size - data_begin;
+
+  nlohmann::json header = nlohmann::json::parse(base + 8, base + data_begin, nullptr,
+                                                /*allow_exceptions=*/false);
+  if (header.is_discarded() || !header.is_object()) {
+    return Bad(path, "header is not a well-formed JSON object");
+  }
+
+  struct Range {
+    uint64_t begin, end;
+    std::string name;
+  };
+  std::vector<Range> ranges;
+  for (auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) return Bad(path, "__metadata__ is not an object");
+      for (auto& [k, v] : entry.items()) {
+        if (!v.is_string()) return Bad(path, StrCat("__metadata__['", k, "'] is not a string"));
+        st.metadata_[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = StrCat("tensor '", name, "'");
+    if (!entry.is_object()) return Bad(path, where + " entry is not an object");
+    auto dt = entry.find("dtype");
+    auto sh = entry.find("shape");
+    auto off = entry.find("data_offsets");
+    if (dt == entry.end() || !dt->is_string()) return Bad(path, where + " has no string dtype");
+    if (sh == entry.end() || !sh->is_array()) return Bad(path, where + " has no shape array");
+    if (off == entry.end() || !off->is_array() || off->size() != 2 ||
+        !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned()) {
+      return Bad(path, where + " has no [begin, end] data_offsets");
+    }
+    TensorView view;
+    if (!ParseDType(dt->get<std::string>(), &view.dtype)) {
+      return Error(StatusCode::kUnimplemented, "safetensors", path, ": ", where,
+                   " has unknown dtype '", dt->get<std::string>(), "'");
+    }
+    uint64_t numel = 1;
+    for (auto& d : *sh) {
+      if (!d.is_number_unsigned()) return Bad(path, where + " has a non-integer/negative dim");
+      uint64_t v = d.get<uint64_t>();
+      if (v != 0 && numel > data_size / v) {  // also guards the multiplication
+        return Bad(path, where + " shape needs more bytes than the file holds");
+      }
+      numel *= v;
+      view.shape.push_back(static_cast<int64_t>(v));
+    }
+    uint64_t begin = (*off)[0].get<uint64_t>(), end = (*off)[1].get<uint64_t>();
+    if (begin > end || end > data_size) {
+      return Bad(path, StrCat(where, " data_offsets [", begin, ",", end,
+                              "] lie outside the data section (", data_size, " bytes)"));
+    }
+    if (end - begin != numel * DTypeSize(view.dtype)) {
+      return Bad(path, StrCat(where, " holds ", end - begin, " bytes but ", DTypeName(view.dtype),
+                              ShapeString(view.shape), " needs ", numel * DTypeSize(view.dtype)));
+    }
+    view.data = base + data_begin + begin;
+    ranges.push_back({begin, end, name});
+    st.tensors_[name] = std::move(view);
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    if (ranges[i].begin < ranges[i - 1].end) {
+      return Bad(path, StrCat("tensors '", ranges[i - 1].name, "' and '", ranges[i].name,
+                              "' overlap"));
+    }
+  }
+  return st;
+}
+
+Status WriteSafetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    header[t.name] = {{"dtype", DTypeName(t.view.dtype)},
+                      {"shape", t.view.shape},
+                      {"data_offsets", {offset, offset + t.view.nbytes()}}};
+    offset += t.view.nbytes();
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8) h.push_back(' ');  // align the data section
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Error(StatusCode::kIoError, "safetensors", path, ": cannot open for writing");
+  uint8_t len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(h.size() >> (8 * i));
+  out.write(reinterpret_cast<const char*>(len), 8);
+  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  for (const auto& t : tensors) {
+    out.write(static_cast<const char*>(t.view.data), static_cast<std::streamsize>(t.view.nbytes()));
+  }
+  if (!out) return Error(StatusCode::kIoError, "safetensors", path, ": write failed");
+  return Status::Ok();
+}
+
+}  // namespace ocular
