@@ -1,0 +1,293 @@
+"""The "shapes world": deterministic synthetic scenes + PaliGemma-style tasks.
+
+Every scene is a pure function of one integer seed (``make_scene(seed)``), so the
+training stream, the held-out set and the shipped sample image are reproducible
+bit for bit. A scene holds 1-3 objects of distinct shape types (so "what color is
+the triangle?" has one answer), drawn without overlap on a non-square canvas with a
+plain, gradient, noisy, striped or checkered background.
+
+Tasks (PaliGemma prompt syntax, see docs MODELS.md section 1.6 / 3):
+  caption en                          -> "a red circle and a blue square"
+  detect circle                       -> "<loc0123><loc0045><loc0456><loc0390> circle"
+  detect red square ; blue triangle   -> two objects joined by " ; " in prompt order
+  answer en how many shapes are there? -> "2"
+  answer en what color is the triangle? -> "green"
+
+Box encoding (MODELS.md section 3, big_vision training rule): a box is
+(y_min, x_min, y_max, x_max) in continuous pixel edges of the ORIGINAL canvas,
+normalised by the canvas height/width, and each value becomes <locNNNN> with
+NNNN = round(v * 1023).
+
+Run ``python -m tools.demo_model.shapes --out DIR --count N`` to dump scenes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+SHAPES = ("circle", "square", "triangle", "star", "hexagon")
+COLORS = {
+    "red": (220, 30, 30),
+    "green": (30, 170, 40),
+    "blue": (35, 70, 225),
+    "yellow": (240, 215, 20),
+    "purple": (140, 40, 180),
+    "orange": (245, 130, 15),
+    "pink": (245, 120, 190),
+}
+COLOR_NAMES = tuple(COLORS)
+BACKGROUNDS = ("plain", "gradient", "noise", "stripes", "checker")
+
+# Seeds: training uses TRAIN_SEED_BASE + i; the held-out evaluation set uses
+# HELDOUT_SEED_BASE + i for i in [0, 500). The ranges never meet.
+TRAIN_SEED_BASE = 0
+HELDOUT_SEED_BASE = 1_000_000_000
+HELDOUT_COUNT = 500
+
+
+@dataclass
+class Obj:
+  shape: str
+  color: str
+  # Continuous pixel edges on the canvas: x0 <= x < x1, y0 <= y < y1.
+  x0: float
+  y0: float
+  x1: float
+  y1: float
+
+  @property
+  def name(self) -> str:
+    return f"{self.color} {self.shape}"
+
+
+@dataclass
+class Scene:
+  seed: int
+  width: int
+  height: int
+  background: str
+  objects: list  # list[Obj], sorted left to right by box centre
+
+  def loc_string(self, o: Obj) -> str:
+    return "".join(
+        loc_token(v)
+        for v in (o.y0 / self.height, o.x0 / self.width, o.y1 / self.height,
+                  o.x1 / self.width))
+
+
+def loc_token(v: float) -> str:
+  """big_vision's training encoding: round(v * 1023), clamped to [0, 1023]."""
+  return f"<loc{min(1023, max(0, int(round(v * 1023)))):04d}>"
+
+
+def _grey_tone(rng: random.Random) -> tuple:
+  """A low-saturation background colour, so no shape colour is ever camouflaged."""
+  base = rng.choice([rng.randint(20, 70), rng.randint(150, 235)])
+  return tuple(max(0, min(255, base + rng.randint(-12, 12))) for _ in range(3))
+
+
+def _background(rng: random.Random, kind: str, w: int, h: int) -> Image.Image:
+  a, b = _grey_tone(rng), _grey_tone(rng)
+  if kind == "plain":
+    return Image.new("RGB", (w, h), a)
+  if kind == "gradient":
+    t = np.linspace(0.0, 1.0, w if rng.random() < 0.5 else h, dtype=np.float64)
+    line = (np.outer(1.0 - t, a) + np.outer(t, b)).astype(np.uint8)
+    arr = (np.broadcast_to(line[None, :, :], (h, w, 3)) if line.shape[0] == w else
+           np.broadcast_to(line[:, None, :], (h, w, 3)))
+    return Image.fromarray(np.ascontiguousarray(arr), "RGB")
+  if kind == "noise":
+    nrng = np.random.default_rng(rng.getrandbits(32))
+    amp = rng.randint(10, 40)
+    arr = np.asarray(a, np.int32)[None, None, :] + nrng.integers(-amp, amp + 1, (h, w, 3))
+    return Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8), "RGB")
+  if kind == "stripes":
+    period = rng.randint(6, 20)
+    idx = np.arange(w if rng.random() < 0.5 else h) // period % 2
+    img = np.where(idx[:, None] == 0, np.asarray(a), np.asarray(b)).astype(np.uint8)
+    arr = (np.broadcast_to(img[None], (h, w, 3)) if img.shape[0] == w else
+           np.broadcast_to(img[:, None], (h, w, 3)))
+    return Image.fromarray(np.ascontiguousarray(arr), "RGB")
+  # checker
+  cell = rng.randint(8, 24)
+  yy, xx = np.mgrid[0:h, 0:w]
+  mask = ((yy // cell + xx // cell) % 2 == 0)[..., None]
+  arr = np.where(mask, np.asarray(a), np.asarray(b)).astype(np.uint8)
+  return Image.fromarray(arr, "RGB")
+
+
+def _polygon(shape: str, cx: float, cy: float, r: float, rot: float) -> list:
+  if shape == "triangle":
+    angles = [rot + k * 2 * math.pi / 3 for k in range(3)]
+    return [(cx + r * math.cos(t), cy + r * math.sin(t)) for t in angles]
+  if shape == "hexagon":
+    angles = [rot + k * math.pi / 3 for k in range(6)]
+    return [(cx + r * math.cos(t), cy + r * math.sin(t)) for t in angles]
+  if shape == "star":
+    pts = []
+    for k in range(10):
+      rr = r if k % 2 == 0 else r * 0.45
+      t = rot + k * math.pi / 5
+      pts.append((cx + rr * math.cos(t), cy + rr * math.sin(t)))
+    return pts
+  raise ValueError(shape)
+
+
+def _draw(draw: ImageDraw.ImageDraw, shape: str, color: tuple, cx: float, cy: float,
+          r: float, rot: float) -> tuple:
+  """Draws one shape; returns its continuous-edge bounding box (x0, y0, x1, y1)."""
+  if shape == "circle":
+    box = (round(cx - r), round(cy - r), round(cx + r) - 1, round(cy + r) - 1)
+    draw.ellipse(box, fill=color)
+    return box[0], box[1], box[2] + 1, box[3] + 1
+  if shape == "square":
+    s = r * 0.85
+    box = (round(cx - s), round(cy - s), round(cx + s) - 1, round(cy + s) - 1)
+    draw.rectangle(box, fill=color)
+    return box[0], box[1], box[2] + 1, box[3] + 1
+  pts = [(round(x), round(y)) for x, y in _polygon(shape, cx, cy, r, rot)]
+  draw.polygon(pts, fill=color)
+  xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+  return min(xs), min(ys), max(xs) + 1, max(ys) + 1
+
+
+def make_scene(seed: int) -> tuple:
+  """Returns (PIL RGB image, Scene) for one seed. Deterministic."""
+  rng = random.Random(seed)
+  w, h = rng.randint(160, 320), rng.randint(160, 320)
+  kind = rng.choice(BACKGROUNDS)
+  img = _background(rng, kind, w, h)
+  draw = ImageDraw.Draw(img)
+  n = rng.choice((1, 2, 2, 3, 3))
+  shapes = rng.sample(SHAPES, n)
+  objects = []
+  for shape in shapes:
+    color_name = rng.choice(COLOR_NAMES)
+    for _ in range(200):  # rejection-sample a non-overlapping placement
+      r = rng.uniform(0.09, 0.2) * min(w, h)
+      cx, cy = rng.uniform(r + 2, w - r - 2), rng.uniform(r + 2, h - r - 2)
+      if all(math.hypot(cx - ocx, cy - ocy) > r + orr + 4 for ocx, ocy, orr in
+             ((o[0], o[1], o[2]) for o in objects)):
+        break
+    else:
+      continue
+    objects.append((cx, cy, r, shape, color_name, rng.uniform(0, 2 * math.pi)))
+  result = []
+  for cx, cy, r, shape, color_name, rot in objects:
+    x0, y0, x1, y1 = _draw(draw, shape, COLORS[color_name], cx, cy, r, rot)
+    x0, y0, x1, y1 = max(0, x0), max(0, y0), min(w, x1), min(h, y1)
+    result.append(Obj(shape, color_name, float(x0), float(y0), float(x1), float(y1)))
+  result.sort(key=lambda o: (o.x0 + o.x1, o.y0 + o.y1))
+  return img, Scene(seed, w, h, kind, result)
+
+
+def caption(scene: Scene) -> str:
+  """Objects left to right: "a red circle", "... and a blue square", "a, b and c"."""
+  names = [("an " if o.color[0] in "aeiou" else "a ") + o.name for o in scene.objects]
+  if len(names) == 1:
+    return names[0]
+  return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def detect_answer(scene: Scene, queries: list) -> str:
+  """PaliGemma detection output for queries (each a shape or "color shape")."""
+  parts = []
+  for q in queries:
+    for o in scene.objects:
+      if q == o.shape or q == o.name:
+        parts.append(f"{scene.loc_string(o)} {q}")
+  return " ; ".join(parts)
+
+
+TASK_KINDS = ("caption", "detect", "count", "color")
+_TASK_WEIGHTS = (0.25, 0.45, 0.1, 0.2)
+
+
+def make_task(scene: Scene, rng: random.Random, kind: str | None = None) -> dict:
+  """One (prefix, suffix) pair about the scene. kind: one of TASK_KINDS or None."""
+  if kind is None:
+    kind = rng.choices(TASK_KINDS, _TASK_WEIGHTS)[0]
+  objs = scene.objects
+  if kind == "caption":
+    return {"kind": kind, "prefix": "caption en", "suffix": caption(scene)}
+  if kind == "count":
+    return {"kind": kind, "prefix": "answer en how many shapes are there?",
+            "suffix": str(len(objs))}
+  if kind == "color":
+    o = rng.choice(objs)
+    return {"kind": kind, "prefix": f"answer en what color is the {o.shape}?",
+            "suffix": o.color}
+  # detect: a random non-empty subset of the objects, in random order, each named by
+  # its shape or by "color shape".
+  k = rng.randint(1, len(objs))
+  chosen = rng.sample(objs, k)
+  queries = [o.name if rng.random() < 0.5 else o.shape for o in chosen]
+  return {"kind": "detect", "prefix": "detect " + " ; ".join(queries),
+          "suffix": detect_answer(scene, queries), "queries": queries}
+
+
+def heldout_examples(count: int = HELDOUT_COUNT) -> list:
+  """The held-out evaluation set: one task per scene, kinds cycled so each kind is
+  a quarter of the set. Returns dicts with seed, image size, prefix, suffix, boxes."""
+  out = []
+  for i in range(count):
+    seed = HELDOUT_SEED_BASE + i
+    _, scene = make_scene(seed)
+    task = make_task(scene, random.Random(seed ^ 0x5EED), TASK_KINDS[i % 4])
+    ex = {"id": i, "seed": seed, "image": f"{i:04d}.png", "width": scene.width,
+          "height": scene.height, "kind": task["kind"], "prefix": task["prefix"],
+          "suffix": task["suffix"]}
+    if task["kind"] == "detect":
+      ex["boxes"] = [[o.x0, o.y0, o.x1, o.y1, q] for q in task["queries"]
+                     for o in scene.objects if q in (o.shape, o.name)]
+    out.append(ex)
+  return out
+
+
+def corpus_lines(count: int = 20000) -> list:
+  """Prompt + answer text for tokenizer training (no images)."""
+  lines = []
+  for i in range(count):
+    t = make_task(_cheap_scene(i), random.Random(i))
+    lines.append(t["prefix"])
+    lines.append(t["suffix"])
+  return lines
+
+
+def _cheap_scene(seed: int) -> Scene:
+  """Scene metadata without pixels (tokenizer corpus only)."""
+  rng = random.Random(seed)
+  n = rng.choice((1, 2, 3))
+  objs = [Obj(s, rng.choice(COLOR_NAMES), 0.0, 0.0, 1.0, 1.0)
+          for s in rng.sample(SHAPES, n)]
+  return Scene(seed, 1, 1, "plain", objs)
+
+
+def main() -> None:
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap.add_argument("--out", required=True, help="folder for PNGs + tasks.jsonl")
+  ap.add_argument("--count", type=int, default=HELDOUT_COUNT)
+  ap.add_argument("--heldout", action="store_true",
+                  help="write the held-out evaluation set (images + JSONL)")
+  args = ap.parse_args()
+  os.makedirs(args.out, exist_ok=True)
+  examples = heldout_examples(args.count)
+  with open(os.path.join(args.out, "tasks.jsonl"), "w", encoding="utf-8") as f:
+    for ex in examples:
+      f.write(json.dumps(ex, sort_keys=True) + "\n")
+  if args.heldout:
+    for ex in examples:
+      img, _ = make_scene(ex["seed"])
+      img.save(os.path.join(args.out, ex["image"]), optimize=False)
+
+
+if __name__ == "__main__":
+  main()
