@@ -1,0 +1,249 @@
+"""Golden data for src/image: decode, resize and SigLIP preprocessing, from PIL and transformers.
+
+Run from the repo root:  .venv/bin/python -m tools.reference.make_image_fixtures
+Deterministic: running it twice gives byte-identical files.
+
+Writes testdata/images/:
+  inputs/<file>            encoded inputs (real photos from skimage.data + generated edge cases)
+  configs/<name>.json      preprocessor_config.json variants
+  expected.safetensors     U8 tensors, all [H, W, 3]:
+    decode/<file>                    Image.open(f).convert("RGB")
+    decode_exif/<file>               ImageOps.exif_transpose(Image.open(f)).convert("RGB")
+    resize/<file>/<filter>/<W>x<H>   decode/<file> resized with Image.resize((W, H), filter)
+  pixel_values.safetensors F32 tensors [3, H, W]:
+    pixel_values/<file>/<config>     SiglipImageProcessor (slow, PIL path) on decode/<file>
+"""
+
+import io
+import json
+import os
+import struct
+import zlib
+
+import numpy as np
+import skimage.data
+from PIL import Image, ImageOps
+from safetensors.numpy import save_file
+from transformers import SiglipImageProcessor
+
+OUT = os.path.join("testdata", "images")
+INPUTS = os.path.join(OUT, "inputs")
+CONFIGS = os.path.join(OUT, "configs")
+
+FILTERS = {"bicubic": Image.Resampling.BICUBIC, "bilinear": Image.Resampling.BILINEAR}
+
+
+def shrink(arr, width, height):
+    """A smaller copy of a skimage photo (any deterministic filter will do: it is only input)."""
+    return Image.fromarray(arr).resize((width, height), Image.Resampling.LANCZOS)
+
+
+def encode(im, fmt, **kw):
+    buf = io.BytesIO()
+    im.save(buf, fmt, **kw)
+    return buf.getvalue()
+
+
+# --- A raw PNG writer, for what PIL cannot write (16-bit RGB/RGBA/LA, tRNS on 16-bit). ---
+def _chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def raw_png(arr, color_type, depth, extra_chunks=b""):
+    """arr: [H, W, C] (uint16 for depth 16, uint8 otherwise); filter 0 on every row."""
+    h, w = arr.shape[:2]
+    dtype = ">u2" if depth == 16 else "u1"
+    rows = b"".join(b"\x00" + arr[y].astype(dtype).tobytes() for y in range(h))
+    ihdr = struct.pack(">IIBBBBB", w, h, depth, color_type, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + extra_chunks +
+            _chunk(b"IDAT", zlib.compress(rows, 9)) + _chunk(b"IEND", b""))
+
+
+def gradient(width, height, channels=3):
+    """A deterministic, non-trivial test pattern."""
+    y, x = np.mgrid[0:height, 0:width]
+    planes = [(x * 255 // max(width - 1, 1)), (y * 255 // max(height - 1, 1)), ((x * 7 + y * 13) % 256)]
+    planes += [((x + y) * 37 % 256)] * (channels - 3)
+    return np.stack(planes[:channels], axis=-1).astype(np.uint8)
+
+
+def noise(width, height, channels, seed, high=256, dtype=np.uint8):
+    return np.random.default_rng(seed).integers(0, high, (height, width, channels)).astype(dtype)
+
+
+def exif_bytes(orientation):
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    return exif.tobytes()
+
+
+def make_inputs():
+    """Returns {file name: encoded bytes}."""
+    astro = skimage.data.astronaut()
+    coffee = skimage.data.coffee()
+    chelsea = skimage.data.chelsea()
+    files = {}
+    # Real photos, reduced.
+    a160 = shrink(astro, 160, 160)
+    files["astronaut_rgb.png"] = encode(a160, "PNG")
+    files["astronaut_q90.jpg"] = encode(a160, "JPEG", quality=90)
+    files["astronaut_444.jpg"] = encode(a160, "JPEG", quality=85, subsampling=0)
+    files["astronaut_422.jpg"] = encode(a160, "JPEG", quality=85, subsampling=1)
+    files["astronaut_cmyk.jpg"] = encode(a160.convert("CMYK"), "JPEG", quality=90)
+    files["astronaut_lossy.webp"] = encode(a160, "WEBP", quality=80, method=4)
+    files["astronaut.bmp"] = encode(a160, "BMP")
+    files["coffee.jpg"] = encode(shrink(coffee, 150, 100), "JPEG", quality=88)
+    files["coffee_progressive.jpg"] = encode(shrink(coffee, 150, 100), "JPEG", quality=88,
+                                             progressive=True)
+    files["coffee_optimized.jpg"] = encode(shrink(coffee, 97, 65), "JPEG", optimize=True)
+    files["coffee_lossless.webp"] = encode(shrink(coffee, 90, 60), "WEBP", lossless=True)
+    files["chelsea.png"] = encode(shrink(chelsea, 120, 80), "PNG")
+    files["chelsea_odd.jpg"] = encode(shrink(chelsea, 113, 75), "JPEG", quality=75)
+    files["chelsea.gif"] = encode(shrink(chelsea, 90, 60).quantize(64), "GIF")
+    files["rocket.jpg"] = encode(shrink(skimage.data.rocket(), 128, 85), "JPEG", quality=80)
+    camera = shrink(skimage.data.camera(), 128, 128)
+    files["camera_gray.png"] = encode(camera, "PNG")
+    files["camera_gray.jpg"] = encode(camera, "JPEG", quality=85)
+    files["coins_gray_progressive.jpg"] = encode(shrink(skimage.data.coins(), 96, 76), "JPEG",
+                                                 progressive=True)
+    logo = shrink(skimage.data.logo(), 100, 100)  # RGBA with real transparency
+    files["logo_rgba.png"] = encode(logo, "PNG")
+    files["logo_lossless.webp"] = encode(logo, "WEBP", lossless=True, exact=True)
+    files["logo_lossy_alpha.webp"] = encode(logo, "WEBP", quality=70)
+    files["logo_palette.bmp"] = encode(logo.convert("RGB").quantize(16), "BMP")
+    files["logo_rgba.bmp"] = encode(logo, "BMP")
+    # EXIF orientation 1..8 on a small non-square photo.
+    small = shrink(chelsea, 40, 27)
+    for o in range(1, 9):
+        files[f"chelsea_exif{o}.jpg"] = encode(small, "JPEG", quality=90, exif=exif_bytes(o))
+    # Edge cases.
+    files["tiny_1x1.png"] = encode(Image.fromarray(np.array([[[200, 30, 7]]], np.uint8)), "PNG")
+    files["tiny_1x1.jpg"] = encode(Image.fromarray(np.array([[[200, 30, 7]]], np.uint8)), "JPEG")
+    files["tall_1x2000.png"] = encode(Image.fromarray(gradient(1, 2000)), "PNG")
+    files["wide_2000x1.png"] = encode(Image.fromarray(gradient(2000, 1)), "PNG")
+    files["odd_3x5.jpg"] = encode(Image.fromarray(noise(3, 5, 3, seed=1)), "JPEG", quality=95)
+    files["noise_61x67.png"] = encode(Image.fromarray(noise(61, 67, 3, seed=2)), "PNG")
+    files["noise_17x9_gray.jpg"] = encode(Image.fromarray(noise(17, 9, 1, seed=3)[..., 0]), "JPEG")
+    pal = Image.fromarray(gradient(33, 21)).quantize(200)
+    files["palette.png"] = encode(pal, "PNG")
+    files["palette_trns.png"] = encode(pal, "PNG", transparency=bytes(range(0, 200)))
+    files["palette_4bit.png"] = encode(Image.fromarray(gradient(19, 7)).quantize(16), "PNG", bits=4)
+    gray = gradient(23, 11)[..., 0]
+    files["gray_trns.png"] = encode(Image.fromarray(gray), "PNG", transparency=int(gray[0, 5]))
+    files["gray_1bit.png"] = encode(Image.fromarray(gray > 100), "PNG")
+    files["gray_alpha.png"] = encode(Image.fromarray(gradient(23, 11, 4)[..., [0, 3]]), "PNG")
+    files["rgb_trns.png"] = encode(Image.fromarray(gradient(23, 11)), "PNG", transparency=(0, 0, 0))
+    # 16-bit PNGs, written raw (PIL cannot write them): values spanning the whole range.
+    files["rgb16.png"] = raw_png(noise(13, 9, 3, seed=4, high=65536, dtype=np.uint16), 2, 16)
+    files["rgba16.png"] = raw_png(noise(13, 9, 4, seed=5, high=65536, dtype=np.uint16), 6, 16)
+    files["la16.png"] = raw_png(noise(13, 9, 2, seed=6, high=65536, dtype=np.uint16), 4, 16)
+    g16 = noise(13, 9, 1, seed=7, high=65536, dtype=np.uint16)
+    g16[0, :6, 0] = [0, 1, 254, 255, 256, 257]  # around PIL's clip point
+    files["gray16.png"] = raw_png(g16, 0, 16)
+    files["gray16_trns.png"] = raw_png(g16, 0, 16, _chunk(b"tRNS", struct.pack(">H", 1)))
+    files["gray16_small_values.png"] = raw_png(noise(13, 9, 1, seed=8, high=300, dtype=np.uint16), 0, 16)
+    files["gray_2bit.png"] = raw_png(np.array([[[0x1B, 0xE4]]], np.uint8).reshape(1, 2, 1), 0, 2)
+    gif = Image.fromarray(gradient(31, 17)).quantize(32)
+    files["gradient_trns.gif"] = encode(gif, "GIF", transparency=3)
+    return files
+
+
+def rgb_decode(data, exif_rotate=False):
+    im = Image.open(io.BytesIO(data))
+    if exif_rotate:
+        im = ImageOps.exif_transpose(im)
+    return im.convert("RGB")
+
+
+def resize_targets(width, height):
+    """(filter, W, H) cases for one image: fixed odd sizes, an odd downscale, an upscale."""
+    targets = [("bicubic", 37, 53), ("bilinear", 37, 53),
+               ("bicubic", max(1, width // 3), max(1, height // 2 + 1)),
+               ("bilinear", max(1, width * 2 // 3 + 1), max(1, height // 3)),
+               ("bicubic", min(2 * width + 3, 90), min(height + 1, 70)),
+               ("bilinear", min(width + 5, 90), 7)]
+    return targets
+
+
+# Extra targets: 224x224 (the PaliGemma size) for a few photos, 448x448 for a small input.
+EXTRA_TARGETS = {
+    "astronaut_rgb.png": [("bicubic", 224, 224), ("bilinear", 224, 224)],
+    "coffee.jpg": [("bicubic", 224, 224)],
+    "camera_gray.png": [("bicubic", 224, 224)],
+    "tall_1x2000.png": [("bicubic", 224, 224), ("bilinear", 5, 224)],
+    "wide_2000x1.png": [("bicubic", 224, 224), ("bilinear", 224, 3)],
+    "tiny_1x1.png": [("bicubic", 224, 224), ("bilinear", 3, 2)],
+    "noise_61x67.png": [("bicubic", 448, 448)],
+}
+
+PALIGEMMA = {
+    "do_convert_rgb": None, "do_normalize": True, "do_rescale": True, "do_resize": True,
+    "image_mean": [0.5, 0.5, 0.5], "image_processor_type": "SiglipImageProcessor",
+    "image_seq_length": 256, "image_std": [0.5, 0.5, 0.5], "processor_class": "PaliGemmaProcessor",
+    "resample": 3, "rescale_factor": 0.00392156862745098, "size": {"height": 224, "width": 224},
+}
+CONFIGS_JSON = {
+    "paligemma_224": PALIGEMMA,
+    "paligemma_448": dict(PALIGEMMA, image_seq_length=1024, size={"height": 448, "width": 448}),
+    "defaults": {"image_processor_type": "SiglipImageProcessor"},
+    "clip_bilinear": {"size": {"height": 53, "width": 37}, "resample": 2,
+                      "image_mean": [0.48145466, 0.4578275, 0.40821073],
+                      "image_std": [0.26862954, 0.26130258, 0.27577711]},
+    "no_rescale": {"size": {"height": 16, "width": 20}, "do_rescale": False,
+                   "image_mean": 127.5, "image_std": [127.5, 60.0, 3.0]},
+    "rescale_only": {"do_resize": False, "do_normalize": False, "rescale_factor": 0.0123},
+    "resize_only": {"size": {"height": 9, "width": 11}, "do_rescale": False, "do_normalize": False},
+}
+# (file, config) pairs whose pixel_values are stored.
+PIXEL_VALUE_CASES = [
+    ("astronaut_rgb.png", "paligemma_224"), ("camera_gray.jpg", "defaults"),
+    ("noise_61x67.png", "clip_bilinear"), ("coffee.jpg", "clip_bilinear"),
+    ("chelsea_odd.jpg", "no_rescale"), ("noise_17x9_gray.jpg", "rescale_only"),
+    ("odd_3x5.jpg", "resize_only"), ("tiny_1x1.png", "clip_bilinear"),
+    ("gray16.png", "clip_bilinear"),
+]
+
+
+def main():
+    os.makedirs(INPUTS, exist_ok=True)
+    os.makedirs(CONFIGS, exist_ok=True)
+    files = make_inputs()
+    expected = {}
+    decoded = {}
+    for name in sorted(files):
+        data = files[name]
+        with open(os.path.join(INPUTS, name), "wb") as f:
+            f.write(data)
+        im = rgb_decode(data)
+        decoded[name] = im
+        expected[f"decode/{name}"] = np.asarray(im, dtype=np.uint8)
+        if "exif" in name:
+            expected[f"decode_exif/{name}"] = np.asarray(rgb_decode(data, True), dtype=np.uint8)
+        for flt, w, h in resize_targets(*im.size) + EXTRA_TARGETS.get(name, []):
+            out = im.resize((w, h), FILTERS[flt])
+            expected[f"resize/{name}/{flt}/{w}x{h}"] = np.asarray(out, dtype=np.uint8)
+    save_file(expected, os.path.join(OUT, "expected.safetensors"))
+
+    for cname, cfg in CONFIGS_JSON.items():
+        with open(os.path.join(CONFIGS, cname + ".json"), "w") as f:
+            json.dump(cfg, f, indent=2, sort_keys=True)
+            f.write("\n")
+    pixel_values = {}
+    for name, cname in PIXEL_VALUE_CASES:
+        proc = SiglipImageProcessor.from_json_file(os.path.join(CONFIGS, cname + ".json"))
+        # channels_last stated explicitly: transformers guesses wrong for a 1x1 RGB image.
+        pv = proc.preprocess(decoded[name], return_tensors="np",
+                             input_data_format="channels_last")["pixel_values"][0]
+        # With do_rescale and do_normalize both off transformers returns uint8; the values are
+        # exact in float32, which is what Preprocess returns.
+        assert pv.dtype in (np.float32, np.uint8), pv.dtype
+        pv = pv.astype(np.float32)
+        pixel_values[f"pixel_values/{name}/{cname}"] = np.ascontiguousarray(pv)
+    save_file(pixel_values, os.path.join(OUT, "pixel_values.safetensors"))
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(OUT) for f in fs)
+    print(f"{len(files)} inputs, {len(expected)} U8 expectations, {len(pixel_values)} pixel_values, "
+          f"{total / 1e6:.2f} MB in {OUT}")
+
+
+if __name__ == "__main__":
+    main()
