@@ -1,0 +1,101 @@
+// ocular's public C++ API: load a model directory, run a prompt with images, trace it.
+//
+//   auto engine = ocular::Engine::Load("paligemma2-3b-mix-224", {}).value();
+//   auto result = engine->Generate({"cat.jpg"}, "caption en", {});
+//   if (result.ok()) std::cout << result->text;
+//
+// Thread-safety: an Engine runs one request at a time (calls are serialized by the caller).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ocular/status.h"
+
+namespace ocular {
+
+struct EngineOptions {
+  int threads = 0;               // 0: number of physical cores
+  int64_t max_image_pixels = 50'000'000;  // decoded images larger than this are rejected
+  bool exif_rotate = false;      // transformers ignores EXIF orientation; so do we by default
+};
+
+struct GenerateOptions {
+  int max_tokens = 64;
+  float temperature = 0.0f;  // 0: greedy
+  int top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+  bool stop_at_eos = true;
+  // big_vision / gemma.cpp tokenize the "\n" after the prompt separately; HF (default) encodes
+  // "<image>"*N + "<bos>" + prompt + "\n" in one call (MODELS.md §1.6).
+  bool separate_newline = false;
+  // Never emit ids >= image_token_index (PaliGemma's untrained padding rows). Off = HF parity.
+  bool suppress_padding_tokens = false;
+};
+
+struct Timings {
+  double image_ms = 0;    // decode + preprocess + vision encoder + projector
+  double prefill_ms = 0;  // decoder over the prefix block
+  double decode_ms = 0;   // all decode steps
+  int prefill_tokens = 0;
+  int decode_tokens = 0;
+};
+
+struct GenerateResult {
+  std::string text;                  // decoded answer, special tokens skipped
+  std::string raw_text;              // decoded with special tokens (loc/seg visible)
+  std::vector<int32_t> prompt_ids;   // the full prefix, image tokens included
+  std::vector<int32_t> output_ids;   // generated ids (EOS included if produced)
+  Timings timings;
+};
+
+// Called with each newly decoded piece of text (never half a UTF-8 character).
+using TokenCallback = std::function<void(const std::string& piece)>;
+
+struct ModelInfo {
+  std::string architecture;  // "PaliGemma 1 (gemma)" / "PaliGemma 2 (gemma2)"
+  int image_size = 0;
+  int image_tokens = 0;
+  int vocab_size = 0;
+  std::string weight_dtype;
+  size_t weight_bytes = 0;
+  int threads = 0;
+  std::string isa;
+};
+
+class Engine {
+ public:
+  // Loads an HF PaliGemma directory (config.json, *.safetensors, tokenizer.json or
+  // tokenizer.model, preprocessor_config.json). Errors name the file and the problem.
+  static StatusOr<std::unique_ptr<Engine>> Load(const std::string& model_dir,
+                                                const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  virtual ModelInfo Info() const = 0;
+
+  // Runs image(s) + prompt and generates. Images are file paths (JPEG, PNG, WebP, GIF, BMP).
+  // An empty image list runs a text-only prompt.
+  virtual StatusOr<GenerateResult> Generate(const std::vector<std::string>& image_paths,
+                                            const std::string& prompt,
+                                            const GenerateOptions& options,
+                                            const TokenCallback& on_text = nullptr) = 0;
+
+  // Like Generate (greedy, options.max_tokens steps, EOS not stopping), and writes every named
+  // activation (docs/testing.md) plus input_ids, pixel_values, logits, generated_ids and
+  // decode_logits to a safetensors file at `out_path`.
+  virtual StatusOr<GenerateResult> Trace(const std::vector<std::string>& image_paths,
+                                         const std::string& prompt,
+                                         const GenerateOptions& options,
+                                         const std::string& out_path) = 0;
+
+  // Tokenizer access for debugging prompt formats.
+  virtual std::vector<int32_t> Tokenize(const std::string& text) const = 0;
+  virtual std::string TokenPiece(int32_t id) const = 0;
+  virtual std::string Detokenize(const std::vector<int32_t>& ids, bool skip_special) const = 0;
+};
+
+}  // namespace ocular

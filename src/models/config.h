@@ -1,0 +1,76 @@
+// Model configuration: plain data mirroring HF config.json field names, with transformers'
+// defaults for absent fields (transformers 4.57: configuration_paligemma.py,
+// configuration_siglip.py, configuration_gemma.py, configuration_gemma2.py).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ocular/status.h"
+
+namespace ocular {
+
+enum class Activation { kGeluTanh, kGeluErf };
+
+struct SiglipVisionConfig {
+  int hidden_size = 768;
+  int intermediate_size = 3072;
+  int num_hidden_layers = 12;
+  int num_attention_heads = 12;
+  int num_channels = 3;
+  int image_size = 224;
+  int patch_size = 16;
+  float layer_norm_eps = 1e-6f;
+  Activation hidden_act = Activation::kGeluTanh;
+  bool vision_use_head = false;
+
+  int head_dim() const { return hidden_size / num_attention_heads; }
+  int num_patches() const { return (image_size / patch_size) * (image_size / patch_size); }
+  Status Validate() const;
+};
+
+// Gemma (model_type "gemma") and Gemma 2 ("gemma2") decoders.
+struct GemmaTextConfig {
+  std::string model_type = "gemma";
+  int vocab_size = 256000;
+  int hidden_size = 3072;
+  int intermediate_size = 24576;
+  int num_hidden_layers = 28;
+  int num_attention_heads = 16;
+  int num_key_value_heads = 16;
+  int head_dim = 256;
+  int max_position_embeddings = 8192;
+  float rms_norm_eps = 1e-6f;
+  float rope_theta = 10000.0f;
+  Activation hidden_act = Activation::kGeluTanh;
+  // Gemma 2 only (0 = absent/disabled).
+  float query_pre_attn_scalar = 0;  // attention scale = query_pre_attn_scalar^-1/2
+  int sliding_window = 0;
+  float attn_logit_softcapping = 0;
+  float final_logit_softcapping = 0;
+  std::vector<bool> layer_is_sliding;  // per layer, from layer_types
+
+  bool is_gemma2() const { return model_type == "gemma2"; }
+  float attention_scale() const;
+  Status Validate() const;
+};
+
+struct PaliGemmaConfig {
+  std::string torch_dtype;  // informational ("float32", "bfloat16")
+  int image_token_index = 256000;
+  int vocab_size = 257152;
+  int projection_dim = 2048;
+  int pad_token_id = 0, bos_token_id = 2, eos_token_id = 1;
+  SiglipVisionConfig vision;
+  GemmaTextConfig text;
+
+  int image_tokens() const { return vision.num_patches(); }
+  Status Validate() const;
+};
+
+// Parses config.json text. `source` names the file in errors.
+StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
+                                               const std::string& source);
+StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const std::string& model_dir);
+
+}  // namespace ocular

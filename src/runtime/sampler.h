@@ -1,0 +1,30 @@
+// Next-token selection: greedy, or seeded sampling with temperature, top-k and top-p.
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+namespace ocular {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // <= 0: greedy (argmax; ties -> lowest id, as torch.argmax)
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;        // 1: off
+  uint64_t seed = 0;
+  // Logits of ids >= this are never chosen (e.g. 257152 hides PaliGemma's untrained
+  // padding rows, MODELS.md §1.1). -1: off (HF parity).
+  int32_t suppress_from = -1;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {}
+  // REQUIRES: vocab > 0. Deterministic for a given seed and logits sequence.
+  int32_t Next(const float* logits, int32_t vocab);
+
+ private:
+  SamplingParams p_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace ocular

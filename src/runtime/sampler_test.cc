@@ -1,0 +1,69 @@
+#include "runtime/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+namespace ocular {
+namespace {
+
+TEST(Sampler, GreedyTakesFirstMaximum) {
+  std::vector<float> l = {0.1f, 3.0f, -1.0f, 3.0f};
+  Sampler s({});
+  EXPECT_EQ(s.Next(l.data(), 4), 1);
+}
+
+TEST(Sampler, SuppressedIdsAreNeverChosen) {
+  std::vector<float> l = {0.1f, 0.2f, 9.0f};
+  SamplingParams p;
+  p.suppress_from = 2;
+  EXPECT_EQ(Sampler(p).Next(l.data(), 3), 1);
+  p.temperature = 1.0f;
+  Sampler s(p);
+  for (int i = 0; i < 100; ++i) EXPECT_LT(s.Next(l.data(), 3), 2);
+}
+
+TEST(Sampler, TopKOneIsGreedy) {
+  std::vector<float> l = {0.5f, 0.4f, 0.6f};
+  SamplingParams p;
+  p.temperature = 5.0f;
+  p.top_k = 1;
+  Sampler s(p);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(s.Next(l.data(), 3), 2);
+}
+
+TEST(Sampler, TopPKeepsSmallestNucleus) {
+  // probs ~ {0.665, 0.245, 0.09}: top_p 0.6 keeps only id 0; 0.8 keeps ids 0 and 1.
+  std::vector<float> l = {2.0f, 1.0f, 0.0f};
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_p = 0.6f;
+  Sampler a(p);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(a.Next(l.data(), 3), 0);
+  p.top_p = 0.8f;
+  Sampler b(p);
+  std::map<int, int> seen;
+  for (int i = 0; i < 400; ++i) ++seen[b.Next(l.data(), 3)];
+  EXPECT_EQ(seen.count(2), 0u);
+  EXPECT_GT(seen[1], 50);
+}
+
+TEST(Sampler, SameSeedSameSequenceAndFrequenciesFollowSoftmax) {
+  std::vector<float> l = {0.0f, std::log(3.0f)};  // p = 1/4, 3/4
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 42;
+  Sampler a(p), b(p);
+  int ones = 0;
+  for (int i = 0; i < 4000; ++i) {
+    int x = a.Next(l.data(), 2);
+    EXPECT_EQ(x, b.Next(l.data(), 2));
+    ones += x;
+  }
+  EXPECT_NEAR(ones / 4000.0, 0.75, 0.03);
+}
+
+}  // namespace
+}  // namespace ocular
