@@ -256,7 +256,7 @@ def corpus_lines(count: int = 20000) -> list:
   """Prompt + answer text for tokenizer training (no images)."""
   lines = []
   for i in range(count):
-    t = make_task(_cheap_scene(i), random.Random(i))
+    t = make_task(_cheap_scene(i), random.Random(i ^ 0x7A5C))
     lines.append(t["prefix"])
     lines.append(t["suffix"])
   return lines

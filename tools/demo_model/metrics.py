@@ -1,0 +1,123 @@
+"""Caption / VQA / detection metrics — the definitions src/tasks/eval_metrics.h
+implements in C++ (keep the two in step; testdata/tasks/metrics_cases.json pins
+them together).
+
+Text: exact match after stripping ASCII whitespace (space, tab, CR, LF) at both ends.
+Detection decoding: v = loc / 1023, pixel = v * size (big_vision's evaluator rule,
+docs MODELS.md section 3), float coordinates, corners ordered.
+Matching, per example: pairs (pred, gt) with the same label and IoU > 0, sorted by
+IoU descending (ties: lower pred index, then lower gt index), taken greedily.
+Mean IoU: over all matched pairs. mAP@0.5: per class (label string) TP = matched
+pairs with IoU >= 0.5, FP = other predictions, FN = other ground truths;
+AP = precision * recall (one operating point: PaliGemma emits no scores);
+mAP = mean over classes with >= 1 ground truth.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WS = " \t\r\n"
+_OBJ = re.compile(r"<loc(\d{4})><loc(\d{4})><loc(\d{4})><loc(\d{4})>")
+
+
+def answer_matches(pred: str, expected: str) -> bool:
+  return pred.strip(_WS) == expected.strip(_WS)
+
+
+def parse_detections(text: str, width: int, height: int) -> list:
+  """[(x0, y0, x1, y1, label)] — same tolerant rule as ocular::ParseDetections."""
+  w = float(width) if width > 0 else 1.0
+  h = float(height) if height > 0 else 1.0
+  out = []
+  pos = 0
+  while True:
+    m = _OBJ.search(text, pos)
+    if not m:
+      break
+    vals = [int(g) for g in m.groups()]
+    p = m.end()
+    if any(v > 1023 for v in vals):
+      pos = m.start() + 1
+      continue
+    while p < len(text) and text[p] in _WS:
+      p += 1
+    seg = re.match(r"(?:<seg\d{3}>){16}", text[p:])
+    if seg:
+      p += seg.end()
+    end = p
+    while end < len(text) and text[end] not in ";<":
+      end += 1
+    label = text[p:end].strip(_WS)
+    y0, x0, y1, x1 = (vals[0] / 1023.0 * h, vals[1] / 1023.0 * w, vals[2] / 1023.0 * h,
+                      vals[3] / 1023.0 * w)
+    out.append((min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1), label))
+    pos = end + 1 if end < len(text) and text[end] == ";" else end
+  return out
+
+
+def box_iou(a, b) -> float:
+  iw = min(a[2], b[2]) - max(a[0], b[0])
+  ih = min(a[3], b[3]) - max(a[1], b[1])
+  if iw <= 0 or ih <= 0:
+    return 0.0
+  inter = iw * ih
+  union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+  return inter / union if union > 0 else 0.0
+
+
+def match(preds: list, gts: list) -> list:
+  cands = []
+  for i, p in enumerate(preds):
+    for j, g in enumerate(gts):
+      if p[4] != g[4]:
+        continue
+      iou = box_iou(p, g)
+      if iou > 0:
+        cands.append((iou, i, j))
+  cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+  used_p, used_g, out = set(), set(), []
+  for iou, i, j in cands:
+    if i in used_p or j in used_g:
+      continue
+    used_p.add(i)
+    used_g.add(j)
+    out.append((i, j, iou))
+  return out
+
+
+class DetectionMetrics:
+
+  def __init__(self):
+    self.ious = []
+    self.classes = {}  # label -> [tp, fp, fn]
+    self.num_pred = 0
+    self.num_gt = 0
+
+  def add(self, preds: list, gts: list) -> None:
+    self.num_pred += len(preds)
+    self.num_gt += len(gts)
+    tp_p, tp_g = set(), set()
+    for i, j, iou in match(preds, gts):
+      self.ious.append(iou)
+      if iou >= 0.5:
+        tp_p.add(i)
+        tp_g.add(j)
+    for i, p in enumerate(preds):
+      c = self.classes.setdefault(p[4], [0, 0, 0])
+      c[0 if i in tp_p else 1] += 1
+    for j, g in enumerate(gts):
+      if j not in tp_g:
+        self.classes.setdefault(g[4], [0, 0, 0])[2] += 1
+
+  def mean_iou(self) -> float:
+    return sum(self.ious) / len(self.ious) if self.ious else 0.0
+
+  def map50(self) -> float:
+    aps = []
+    for tp, fp, fn in self.classes.values():
+      if tp + fn == 0:
+        continue
+      precision = tp / (tp + fp) if tp + fp else 0.0
+      aps.append(precision * tp / (tp + fn))
+    return sum(aps) / len(aps) if aps else 0.0
