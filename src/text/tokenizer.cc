@@ -1,0 +1,115 @@
+#include "text/tokenizer.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "text/hf_tokenizer.h"
+#include "text/sp_tokenizer.h"
+
+namespace ocular {
+namespace {
+
+StatusOr<std::string> ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(StatusCode::kIoError, "tokenizer", path.string(), ": cannot open");
+  std::ostringstream data;
+  data << in.rdbuf();
+  if (in.bad()) return Error(StatusCode::kIoError, "tokenizer", path.string(), ": read failed");
+  return data.str();
+}
+
+// The sentencepiece decoder emits U+FFFD for incomplete byte pieces, as does ByteFallback.
+bool EndsWithReplacement(std::string_view s) { return s.ends_with("\xEF\xBF\xBD"); }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path json_path = fs::path(dir) / "tokenizer.json";
+  const fs::path model_path = fs::path(dir) / "tokenizer.model";
+  std::error_code ec;
+  if (fs::is_regular_file(json_path, ec)) {
+    OCULAR_ASSIGN_OR_RETURN(std::string json, ReadFile(json_path));
+    std::string config;
+    const fs::path config_path = fs::path(dir) / "tokenizer_config.json";
+    if (fs::is_regular_file(config_path, ec)) {
+      OCULAR_ASSIGN_OR_RETURN(config, ReadFile(config_path));
+    }
+    auto tok = FromHfJson(json, config);
+    if (!tok.ok()) {
+      return Status(tok.status().code(), StrCat(tok.status().message(), " (", json_path.string(), ")"));
+    }
+    return tok;
+  }
+  if (fs::is_regular_file(model_path, ec)) {
+    OCULAR_ASSIGN_OR_RETURN(std::string proto, ReadFile(model_path));
+    auto tok = FromSentencePiece(proto);
+    if (!tok.ok()) {
+      return Status(tok.status().code(), StrCat(tok.status().message(), " (", model_path.string(), ")"));
+    }
+    return tok;
+  }
+  return Error(StatusCode::kNotFound, "tokenizer", dir,
+               ": has neither tokenizer.json nor tokenizer.model");
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromHfJson(std::string_view json,
+                                                           std::string_view config_json) {
+  return text::LoadHfTokenizer(json, config_json);
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromSentencePiece(std::string_view model_proto) {
+  return text::LoadSentencePieceTokenizer(model_proto);
+}
+
+std::vector<std::string> Tokenizer::Pieces(std::span<const int32_t> ids) const {
+  std::vector<std::string> pieces;
+  pieces.reserve(ids.size());
+  for (int32_t id : ids) pieces.push_back(IdToPiece(id));
+  return pieces;
+}
+
+void Tokenizer::ResolveSpecialIds(std::span<const std::string> bos,
+                                  std::span<const std::string> eos,
+                                  std::span<const std::string> pad) {
+  auto first = [&](std::span<const std::string> names) {
+    for (const auto& n : names) {
+      if (n.empty()) continue;
+      const int32_t id = TokenToId(n);
+      if (id >= 0) return id;
+    }
+    return -1;
+  };
+  bos_id_ = first(bos);
+  eos_id_ = first(eos);
+  pad_id_ = first(pad);
+}
+
+// The incremental scheme of tokenizers' DecodeStream: decode a small window of ids twice
+// (without and with the new ids) and emit the difference once it no longer ends in U+FFFD.
+std::string StreamingDecoder::DecodeRange(size_t begin, size_t end) const {
+  return tokenizer_.Decode(std::span<const int32_t>(ids_).subspan(begin, end - begin),
+                           skip_special_);
+}
+
+std::string StreamingDecoder::Put(int32_t id) {
+  ids_.push_back(id);
+  const std::string prefix = DecodeRange(prefix_offset_, read_offset_);
+  const std::string full = DecodeRange(prefix_offset_, ids_.size());
+  if (full.size() <= prefix.size() || EndsWithReplacement(full) || !full.starts_with(prefix)) {
+    return "";
+  }
+  prefix_offset_ = read_offset_;
+  read_offset_ = ids_.size();
+  return full.substr(prefix.size());
+}
+
+std::string StreamingDecoder::Finish() {
+  const std::string prefix = DecodeRange(prefix_offset_, read_offset_);
+  const std::string full = DecodeRange(prefix_offset_, ids_.size());
+  prefix_offset_ = read_offset_ = ids_.size();
+  return full.starts_with(prefix) ? full.substr(prefix.size()) : std::string();
+}
+
+}  // namespace ocular
