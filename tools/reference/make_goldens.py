@@ -53,23 +53,6 @@ def make_images():
     return {"photo": photo, "gray": gray, "rgba": rgba}
 
 
-def load(ckpt):
-    from transformers import PaliGemmaForConditionalGeneration, PaliGemmaProcessor
-
-    path = os.path.join(TINY, ckpt)
-    with open(os.path.join(path, "config.json")) as f:
-        dtype = getattr(torch, json.load(f)["dtype"])
-    model = PaliGemmaForConditionalGeneration.from_pretrained(
-        path, dtype=dtype, attn_implementation="eager").eval()
-    processor = PaliGemmaProcessor.from_pretrained(path, use_fast=False)
-    return model, processor, dtype
-
-
-def make_inputs(processor, image, prompt):
-    # PaliGemma's image processor does not convert modes: users convert to RGB first.
-    return processor(images=image.convert("RGB"), text="<image>" + prompt, return_tensors="pt")
-
-
 def prefix_lm_masks(config, prompt_len, total_len, dtype):
     """Additive masks HF applies to prompt + generated tokens, per attention type.
 
@@ -202,7 +185,7 @@ def make_goldens(out_root=GOLDEN):
                                     "width": image.width, "height": image.height}
 
     for ckpt in CHECKPOINTS:
-        model, processor, dtype = load(ckpt)
+        model, processor, dtype = taps_lib.load_model(os.path.join(TINY, ckpt))
         is_f32 = dtype == torch.float32
         entry = {"dir": f"{TINY}/{ckpt}", "dtype": str(dtype).replace("torch.", ""),
                  "model_sha256": common.sha256_file(os.path.join(TINY, ckpt,
@@ -211,7 +194,7 @@ def make_goldens(out_root=GOLDEN):
         for image_name, image in images.items():
             for prompt_name, prompt in PROMPTS.items():
                 case = f"{image_name}_{prompt_name}"
-                inputs = make_inputs(processor, image, prompt)
+                inputs = taps_lib.make_inputs(processor, image, prompt)
                 taps = taps_lib.trace(model, inputs, NUM_GENERATED)
                 recompute_err = check_case(model, inputs, taps, is_f32)
                 if is_f32 and case == "photo_answer":

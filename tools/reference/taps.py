@@ -22,6 +22,7 @@ models/siglip/modeling_siglip.py, models/gemma{,2}/modeling_gemma{,2}.py.
 
 import contextlib
 import json
+import os
 import struct
 
 import torch
@@ -88,6 +89,30 @@ class TapRecorder:
     def remove(self):
         for h in self._handles:
             h.remove()
+
+
+def load_model(path):
+    """Loads an HF PaliGemma dir as a user would: its own dtype, eager attention, eval mode.
+
+    Eager, because the SDPA path of Gemma 2 ignores the attention softcap.
+    """
+    from transformers import PaliGemmaForConditionalGeneration, PaliGemmaProcessor
+
+    with open(os.path.join(path, "config.json")) as f:
+        config = json.load(f)
+    dtype = getattr(torch, config.get("dtype") or config.get("torch_dtype") or "float32")
+    model = PaliGemmaForConditionalGeneration.from_pretrained(
+        path, dtype=dtype, attn_implementation="eager").eval()
+    processor = PaliGemmaProcessor.from_pretrained(path, use_fast=False)
+    return model, processor, dtype
+
+
+def make_inputs(processor, image, prompt):
+    """Processor inputs for one image and prompt: "<image>"*N + "<bos>" + prompt + "\n".
+
+    PaliGemma's image processor does not convert modes: users convert to RGB first.
+    """
+    return processor(images=image.convert("RGB"), text="<image>" + prompt, return_tensors="pt")
 
 
 def make_cache(model):

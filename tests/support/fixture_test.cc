@@ -1,0 +1,190 @@
+// The golden fixtures are readable, complete and self-consistent; Compare is correct.
+#include "support/fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+namespace ocular::fixture {
+namespace {
+
+std::string WriteTemp(const std::string& name, const std::string& content) {
+  const std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+TEST(GoldenManifest, ListsEveryCheckpointWithNineCasesAndItsFiles) {
+  auto manifest = GoldenManifest::Load();
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  EXPECT_EQ(manifest->CheckpointNames(), (std::vector<std::string>{"pg1", "pg2", "pg2-bf16"}));
+  EXPECT_FALSE(manifest->transformers_version().empty());
+  for (const std::string& name : manifest->CheckpointNames()) {
+    const GoldenCheckpoint* ck = manifest->Find(name);
+    ASSERT_NE(ck, nullptr);
+    EXPECT_TRUE(std::ifstream(ck->model_dir + "/config.json").good()) << ck->model_dir;
+    EXPECT_GE(ck->cases.size(), 9u) << name;
+    for (const GoldenCase& c : ck->cases) {
+      EXPECT_TRUE(std::ifstream(c.image_path).good()) << c.image_path;
+      EXPECT_FALSE(c.prompt.empty());
+      EXPECT_EQ(c.tap_shapes.at("logits").back(), ck->vocab_size);
+    }
+  }
+  EXPECT_EQ(manifest->Find("pg3"), nullptr);
+}
+
+// Every case file holds exactly the manifest's taps with the manifest's shapes, and the
+// taps relate to each other the way docs/testing.md says.
+TEST(GoldenTaps, EveryCaseMatchesTheManifestAndIsSelfConsistent) {
+  auto manifest = GoldenManifest::Load();
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  int cases = 0;
+  for (const std::string& name : manifest->CheckpointNames()) {
+    const GoldenCheckpoint& ck = *manifest->Find(name);
+    for (const GoldenCase& c : ck.cases) {
+      SCOPED_TRACE(c.path);
+      auto taps = GoldenTaps::Open(c.path);
+      ASSERT_TRUE(taps.ok()) << taps.status().ToString();
+      std::vector<std::string> names = taps->TapNames();
+      ASSERT_EQ(names.size(), c.tap_shapes.size());
+      for (const std::string& tap : names) {
+        ASSERT_TRUE(c.tap_shapes.count(tap)) << tap;
+        EXPECT_EQ(taps->file().Find(tap)->shape, c.tap_shapes.at(tap)) << tap;
+      }
+      EXPECT_EQ(names.front(), "input_ids");
+      EXPECT_EQ(names.back(), "decode_logits");
+
+      // Prompt layout: <image>*N <bos> ... ; the image rows come first.
+      auto ids = taps->Ids("input_ids");
+      ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+      const auto n_image = std::count(ids->begin(), ids->end(), ck.image_token_index);
+      EXPECT_EQ(n_image, ck.num_image_tokens);
+      ASSERT_GT(ids->size(), static_cast<size_t>(n_image));
+      EXPECT_TRUE(std::all_of(ids->begin(), ids->begin() + n_image,
+                              [&](int32_t id) { return id == ck.image_token_index; }));
+
+      // generated_ids[k] = argmax(decode_logits[k]) (ties -> lowest id), and decode row 0 is
+      // the last prompt position's logits.
+      auto gen = taps->Ids("generated_ids");
+      auto decode = taps->Tap("decode_logits");
+      auto logits = taps->Tap("logits");
+      ASSERT_TRUE(gen.ok() && decode.ok() && logits.ok());
+      const int64_t vocab = decode->dim(1);
+      for (size_t k = 0; k < gen->size(); ++k) {
+        const float* row = decode->as<float>() + k * vocab;
+        EXPECT_EQ((*gen)[k], std::max_element(row, row + vocab) - row) << "step " << k;
+      }
+      TensorView last_row{logits->as<float>() + (logits->dim(0) - 1) * vocab, DType::kF32,
+                          {vocab}};
+      EXPECT_EQ(Compare(decode->as<float>(), last_row).max_abs, 0.0);
+
+      // f32: decoder.embed_scaled = decoder.inputs_embeds * sqrt(H).
+      if (ck.dtype == "float32") {
+        auto in = taps->Tap("decoder.inputs_embeds");
+        auto scaled = taps->Tap("decoder.embed_scaled");
+        ASSERT_TRUE(in.ok() && scaled.ok());
+        std::vector<float> mine(in->as<float>(), in->as<float>() + in->numel());
+        const float normalizer = std::sqrt(static_cast<float>(ck.hidden_size));
+        for (float& v : mine) v *= normalizer;
+        EXPECT_LE(Compare(mine.data(), *scaled).rel, 1e-6);
+      }
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 27);
+}
+
+TEST(GoldenTaps, ReportsMissingAndMistypedTaps) {
+  auto manifest = GoldenManifest::Load();
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  auto taps = GoldenTaps::Open(manifest->Find("pg1")->cases.front().path);
+  ASSERT_TRUE(taps.ok()) << taps.status().ToString();
+  EXPECT_EQ(taps->Tap("decoder.layers.99").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(taps->Tap("input_ids").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(taps->Ids("logits").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(GoldenTaps::Open("testdata/golden/pg1/no_such_case.safetensors").ok());
+}
+
+TEST(GoldenManifest, RejectsMissingOrMalformedManifests) {
+  EXPECT_EQ(GoldenManifest::Load("testdata/no_such_dir").status().code(), StatusCode::kNotFound);
+  const std::string dir = testing::TempDir();
+  for (const char* bad : {"{not json", "[]", "{}", R"({"versions": {"transformers": 4}})",
+                          R"({"versions": {"transformers": "4"}, "images": {},
+                              "checkpoints": {"x": {"dir": "d", "dtype": "float32"}}})"}) {
+    WriteTemp("manifest.json", bad);
+    auto m = GoldenManifest::Load(dir);
+    EXPECT_FALSE(m.ok()) << bad;
+    EXPECT_NE(m.status().message().find("[fixture]"), std::string::npos);
+  }
+}
+
+TEST(TapBefore, OrdersTapsInForwardOrderWithNumericLayers) {
+  std::vector<std::string> names = {"logits", "decoder.layers.10", "vision.layers.2",
+                                    "decoder.layers.2", "projector", "zzz", "input_ids",
+                                    "vision.embeddings", "decode_logits", "decoder.norm"};
+  std::sort(names.begin(), names.end(), TapBefore);
+  EXPECT_EQ(names, (std::vector<std::string>{"input_ids", "vision.embeddings", "vision.layers.2",
+                                             "projector", "decoder.layers.2", "decoder.layers.10",
+                                             "decoder.norm", "logits", "decode_logits", "zzz"}));
+}
+
+TEST(Compare, MeasuresMaxAbsRelativeErrorAndCosine) {
+  const std::vector<float> b = {1, 2, 4};
+  const TensorView expected{b.data(), DType::kF32, {3}};
+  TapDiff same = Compare(b.data(), expected);
+  EXPECT_EQ(same.max_abs, 0.0);
+  EXPECT_EQ(same.rel, 0.0);
+  EXPECT_NEAR(same.cosine, 1.0, 1e-15);
+
+  const std::vector<float> a = {1, 2, 3};
+  TapDiff d = Compare(a.data(), expected);
+  EXPECT_EQ(d.max_abs, 1.0);
+  EXPECT_EQ(d.worst, 2);
+  EXPECT_NEAR(d.rel, 1.0 / std::sqrt(21.0), 1e-12);
+  EXPECT_NEAR(d.cosine, 17.0 / std::sqrt(14.0 * 21.0), 1e-12);
+
+  const std::vector<float> neg = {-1, -2, -4};
+  EXPECT_NEAR(Compare(neg.data(), expected).cosine, -1.0, 1e-12);
+  EXPECT_NEAR(Compare(neg.data(), expected).rel, 2.0, 1e-12);
+}
+
+TEST(Compare, TreatsNonFiniteAndZeroReferencesStrictly) {
+  const std::vector<float> b = {1, 2, 4};
+  const TensorView expected{b.data(), DType::kF32, {3}};
+  const std::vector<float> nan = {1, std::nanf(""), 4};
+  TapDiff d = Compare(nan.data(), expected);
+  EXPECT_TRUE(std::isinf(d.rel));
+  EXPECT_TRUE(std::isinf(d.max_abs));
+  EXPECT_EQ(d.worst, 1);
+
+  const std::vector<float> zeros = {0, 0, 0}, ones = {1, 1, 1};
+  const TensorView zero_ref{zeros.data(), DType::kF32, {3}};
+  EXPECT_EQ(Compare(zeros.data(), zero_ref).rel, 0.0);
+  EXPECT_EQ(Compare(zeros.data(), zero_ref).cosine, 1.0);
+  EXPECT_TRUE(std::isinf(Compare(ones.data(), zero_ref).rel));
+  EXPECT_EQ(Compare(ones.data(), zero_ref).cosine, 0.0);
+
+  const TensorView empty{b.data(), DType::kF32, {0}};
+  EXPECT_EQ(Compare(b.data(), empty).worst, -1);
+}
+
+// A perturbation at the f32 tolerance is visible: the goldens can fail a wrong engine.
+TEST(Compare, DetectsASmallPerturbationOfARealTap) {
+  auto manifest = GoldenManifest::Load();
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  auto taps = GoldenTaps::Open(manifest->Find("pg2")->cases.front().path);
+  ASSERT_TRUE(taps.ok()) << taps.status().ToString();
+  auto logits = taps->Tap("logits");
+  ASSERT_TRUE(logits.ok());
+  std::vector<float> mine(logits->as<float>(), logits->as<float>() + logits->numel());
+  mine[mine.size() / 2] += 0.5f;
+  TapDiff d = Compare(mine.data(), *logits);
+  EXPECT_GT(d.rel, 1e-5);
+  EXPECT_EQ(d.worst, static_cast<int64_t>(mine.size() / 2));
+}
+
+}  // namespace
+}  // namespace ocular::fixture
