@@ -59,6 +59,23 @@ def raw_png(arr, color_type, depth, extra_chunks=b""):
             _chunk(b"IDAT", zlib.compress(rows, 9)) + _chunk(b"IEND", b""))
 
 
+# Adam7 passes: (x0, y0, dx, dy) (PNG spec, section 8.2).
+ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+
+
+def raw_png_interlaced(arr):
+    """8-bit RGB [H, W, 3] as an Adam7-interlaced PNG (PIL cannot write interlaced PNGs)."""
+    h, w = arr.shape[:2]
+    rows = b""
+    for x0, y0, dx, dy in ADAM7:
+        sub = arr[y0::dy, x0::dx]
+        if sub.shape[0] and sub.shape[1]:
+            rows += b"".join(b"\x00" + sub[y].tobytes() for y in range(sub.shape[0]))
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 1)
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(rows, 9)) +
+            _chunk(b"IEND", b""))
+
+
 def gradient(width, height, channels=3):
     """A deterministic, non-trivial test pattern."""
     y, x = np.mgrid[0:height, 0:width]
@@ -143,6 +160,13 @@ def make_inputs():
     files["gray16_trns.png"] = raw_png(g16, 0, 16, _chunk(b"tRNS", struct.pack(">H", 1)))
     files["gray16_small_values.png"] = raw_png(noise(13, 9, 1, seed=8, high=300, dtype=np.uint16), 0, 16)
     files["gray_2bit.png"] = raw_png(np.array([[[0x1B, 0xE4]]], np.uint8).reshape(1, 2, 1), 0, 2)
+    files["chelsea_interlaced.png"] = raw_png_interlaced(np.asarray(shrink(chelsea, 29, 19)))
+    files["coffee_restart.jpg"] = encode(shrink(coffee, 75, 50), "JPEG", restart_marker_blocks=2)
+    frames = [shrink(chelsea, 48, 32), shrink(coffee, 48, 32)]
+    files["animated.webp"] = encode(frames[0], "WEBP", save_all=True, append_images=frames[1:],
+                                    duration=100, lossless=True)
+    files["animated.gif"] = encode(frames[0], "GIF", save_all=True, append_images=frames[1:],
+                                   duration=100)
     gif = Image.fromarray(gradient(31, 17)).quantize(32)
     files["gradient_trns.gif"] = encode(gif, "GIF", transparency=3)
     return files
