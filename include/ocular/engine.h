@@ -67,6 +67,22 @@ struct ModelInfo {
   std::string isa;
 };
 
+struct BenchOptions {
+  int prompt_tokens = 16;  // text tokens after the image block
+  int decode_tokens = 32;
+};
+
+struct BenchResult {
+  double vision_ms = 0;          // SigLIP + projector for one image (synthetic pixels)
+  int prefill_tokens = 0;        // image block + prompt
+  double prefill_tok_s = 0;
+  int decode_tokens = 0;
+  double decode_tok_s = 0;
+  double decode_weight_gb_s = 0;  // decoder weight bytes streamed per second while decoding
+  size_t text_weight_bytes = 0;   // decoder + output projection, as stored
+  size_t peak_rss_bytes = 0;
+};
+
 class Engine {
  public:
   // Loads an HF PaliGemma directory (config.json, *.safetensors, tokenizer.json or
@@ -91,6 +107,9 @@ class Engine {
                                          const std::string& prompt,
                                          const GenerateOptions& options,
                                          const std::string& out_path) = 0;
+
+  // Times the vision encoder, prefill and decode on synthetic inputs (no files needed).
+  virtual StatusOr<BenchResult> Bench(const BenchOptions& options) = 0;
 
   // Tokenizer access for debugging prompt formats.
   virtual std::vector<int32_t> Tokenize(const std::string& text) const = 0;

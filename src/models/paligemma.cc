@@ -128,10 +128,26 @@ Tensor PaliGemma::Logits(ThreadPool& pool, const float* hidden, int64_t rows) co
   const int64_t H = cfg_.text.hidden_size, V = w_.text.lm_head.dim(0);
   Tensor logits({rows, V});
   ops::MatMul(pool, hidden, rows, H, H, w_.text.lm_head, nullptr, logits.data.data(), V);
-  if (cfg_.text.final_logit_softcapping > 0) {
+  // No final softcap: PaliGemmaForConditionalGeneration.forward computes lm_head(hidden) and
+  // never applies text_config.final_logit_softcapping (transformers 4.57), and big_vision's
+  // PaliGemma 2 transfers use none either (MODELS.md §7.5). Greedy output is unaffected
+  // either way (tanh is monotonic); opt in with apply_final_softcap for Gemma 2 semantics.
+  if (apply_final_softcap_ && cfg_.text.final_logit_softcapping > 0) {
     ops::SoftCap(logits.data.data(), logits.numel(), cfg_.text.final_logit_softcapping);
   }
   return logits;
+}
+
+size_t PaliGemma::text_weight_bytes() const {
+  const GemmaWeights& t = w_.text;
+  size_t n = t.lm_head.nbytes() + t.final_norm.nbytes();
+  for (const GemmaLayerWeights& l : t.layers) {
+    for (const TensorView* v : {&l.input_norm, &l.q_w, &l.k_w, &l.v_w, &l.o_w, &l.post_attn_norm,
+                                &l.pre_ffw_norm, &l.post_ffw_norm, &l.gate_w, &l.up_w, &l.down_w}) {
+      if (v->data) n += v->nbytes();
+    }
+  }
+  return n;
 }
 
 KvCache PaliGemma::NewCache(int64_t capacity) const {

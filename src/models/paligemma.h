@@ -29,6 +29,8 @@ class PaliGemma {
   // normalizer to bf16 as HF does.
   DType weight_dtype() const { return dtype_; }
   size_t weight_bytes() const { return ckpt_.TotalBytes(); }
+  // Bytes of the decoder weights and output projection: what one decode step streams.
+  size_t text_weight_bytes() const;
 
   // pixel_values [n, 3, R, R] -> image features [n, N, H] = projector(SigLIP(x)) / sqrt(H).
   // Taps: vision.*, projector.
@@ -46,16 +48,20 @@ class PaliGemma {
   Tensor Decode(ThreadPool& pool, Tensor x, const Span& span, KvCache& cache,
                 Tracer* tracer) const;
 
-  // logits [rows, V] = hidden · lm_headᵀ, then the final softcap (Gemma 2).
+  // logits [rows, V] = hidden · lm_headᵀ (no final softcap unless enabled below, as HF).
   Tensor Logits(ThreadPool& pool, const float* hidden, int64_t rows) const;
 
   KvCache NewCache(int64_t capacity) const;
+
+  // Gemma 2's final_logit_softcapping, which HF's PaliGemma does not apply. Default off.
+  void set_apply_final_softcap(bool on) { apply_final_softcap_ = on; }
 
  private:
   PaliGemmaConfig cfg_;
   Checkpoint ckpt_;
   PaliGemmaWeights w_;
   DType dtype_ = DType::kF32;
+  bool apply_final_softcap_ = false;
 };
 
 }  // namespace ocular

@@ -1,0 +1,26 @@
+// The `ocular` command-line tool: one function per subcommand, using only the public API
+// (plus the parity module for `diff`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "ocular/status.h"
+
+namespace ocular::cli {
+
+// Exit codes (documented in README.md).
+int ExitCode(const Status& s);
+// Prints "error: <message>" (and a hint for common mistakes) to stderr; returns ExitCode(s).
+int Fail(const Status& s);
+
+// Each registers a subcommand whose callback stores the process exit code in *rc.
+void AddRun(CLI::App& app, int* rc);
+void AddTrace(CLI::App& app, int* rc);
+void AddDiff(CLI::App& app, int* rc);
+void AddTokenize(CLI::App& app, int* rc);
+void AddBench(CLI::App& app, int* rc);
+
+}  // namespace ocular::cli

@@ -1,0 +1,36 @@
+// ocular diff A B: per-tap comparison of two activation dumps; names the first divergence.
+#include <iostream>
+#include <memory>
+
+#include "commands.h"
+#include "io/safetensors.h"
+#include "runtime/parity.h"
+
+namespace ocular::cli {
+
+void AddDiff(CLI::App& app, int* rc) {
+  auto* cmd = app.add_subcommand("diff", "compare two activation dumps (A under test, B reference)");
+  auto a = std::make_shared<std::string>();
+  auto b = std::make_shared<std::string>();
+  auto tol = std::make_shared<double>(1e-4);
+  cmd->add_option("a", *a, "dump under test (e.g. from ocular trace)")->required();
+  cmd->add_option("b", *b, "reference dump (e.g. from tools/reference/trace_hf.py)")->required();
+  cmd->add_option("--tol", *tol, "relative error tolerance per tap (default 1e-4)");
+  cmd->callback([=] {
+    auto fa = SafetensorsFile::Open(*a);
+    if (!fa.ok()) {
+      *rc = Fail(fa.status());
+      return;
+    }
+    auto fb = SafetensorsFile::Open(*b);
+    if (!fb.ok()) {
+      *rc = Fail(fb.status());
+      return;
+    }
+    DiffReport r = DiffDumps(*fa, *fb, *tol);
+    std::cout << FormatDiffReport(r, *tol);
+    *rc = r.first_over >= 0 ? 1 : 0;
+  });
+}
+
+}  // namespace ocular::cli

@@ -1,0 +1,185 @@
+// ocular run / trace / tokenize / bench.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "ocular/engine.h"
+
+namespace ocular::cli {
+
+namespace {
+
+struct ModelArgs {
+  std::string model;
+  int threads = 0;
+  int64_t max_pixels = 50'000'000;
+  bool exif_rotate = false;
+};
+
+void AddModelArgs(CLI::App* cmd, ModelArgs* a) {
+  cmd->add_option("--model,-m", a->model, "HF PaliGemma directory")->required();
+  cmd->add_option("--threads,-t", a->threads, "worker threads (default: physical cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-pixels", a->max_pixels, "reject images with more pixels (default 50M)");
+  cmd->add_flag("--exif-rotate", a->exif_rotate, "apply JPEG EXIF orientation (HF does not)");
+}
+
+StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a) {
+  EngineOptions o;
+  o.threads = a.threads;
+  o.max_image_pixels = a.max_pixels;
+  o.exif_rotate = a.exif_rotate;
+  return Engine::Load(a.model, o);
+}
+
+struct GenArgs {
+  std::vector<std::string> images;
+  std::string prompt;
+  GenerateOptions opts;
+};
+
+void AddGenArgs(CLI::App* cmd, GenArgs* g) {
+  cmd->add_option("--image,-i", g->images, "image file (repeatable; none = text-only)");
+  cmd->add_option("--prompt,-p", g->prompt, "task prompt, e.g. \"caption en\"")->required();
+  cmd->add_option("--max-tokens", g->opts.max_tokens, "generation limit")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--separate-newline", g->opts.separate_newline,
+                "tokenize the prompt's trailing \\n separately (big_vision style)");
+}
+
+nlohmann::json TimingsJson(const Timings& t) {
+  return {{"image_ms", t.image_ms},
+          {"prefill_ms", t.prefill_ms},
+          {"decode_ms", t.decode_ms},
+          {"prefill_tokens", t.prefill_tokens},
+          {"decode_tokens", t.decode_tokens}};
+}
+
+}  // namespace
+
+void AddRun(CLI::App& app, int* rc) {
+  auto* cmd = app.add_subcommand("run", "answer a prompt about an image");
+  auto m = std::make_shared<ModelArgs>();
+  auto g = std::make_shared<GenArgs>();
+  auto json = std::make_shared<bool>(false);
+  AddModelArgs(cmd, m.get());
+  AddGenArgs(cmd, g.get());
+  cmd->add_option("--temperature", g->opts.temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-k", g->opts.top_k, "sample among the k most likely (0 = off)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", g->opts.top_p, "nucleus sampling mass (1 = off)")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--seed", g->opts.seed, "sampling seed");
+  cmd->add_flag("--json", *json, "print answer, ids and timings as JSON");
+  cmd->callback([=] {
+    auto engine = LoadEngine(*m);
+    if (!engine.ok()) {
+      *rc = Fail(engine.status());
+      return;
+    }
+    TokenCallback stream = nullptr;
+    if (!*json) stream = [](const std::string& piece) { std::cout << piece << std::flush; };
+    auto r = (*engine)->Generate(g->images, g->prompt, g->opts, stream);
+    if (!r.ok()) {
+      *rc = Fail(r.status());
+      return;
+    }
+    if (*json) {
+      nlohmann::json j = {{"answer", r->text},
+                          {"raw", r->raw_text},
+                          {"prompt_ids", r->prompt_ids},
+                          {"output_ids", r->output_ids},
+                          {"timings", TimingsJson(r->timings)}};
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << "\n";
+    }
+    *rc = 0;
+  });
+}
+
+void AddTrace(CLI::App& app, int* rc) {
+  auto* cmd = app.add_subcommand("trace", "dump every named activation to a safetensors file");
+  auto m = std::make_shared<ModelArgs>();
+  auto g = std::make_shared<GenArgs>();
+  auto out = std::make_shared<std::string>();
+  AddModelArgs(cmd, m.get());
+  AddGenArgs(cmd, g.get());
+  g->opts.max_tokens = 16;
+  cmd->add_option("--out,-o", *out, "output .safetensors")->required();
+  cmd->callback([=] {
+    auto engine = LoadEngine(*m);
+    if (!engine.ok()) {
+      *rc = Fail(engine.status());
+      return;
+    }
+    auto r = (*engine)->Trace(g->images, g->prompt, g->opts, *out);
+    if (!r.ok()) {
+      *rc = Fail(r.status());
+      return;
+    }
+    std::cout << "wrote " << *out << " (" << r->prompt_ids.size() << " prompt tokens, "
+              << r->output_ids.size() << " generated)\n";
+    *rc = 0;
+  });
+}
+
+void AddTokenize(CLI::App& app, int* rc) {
+  auto* cmd = app.add_subcommand("tokenize", "print the ids and pieces of a text");
+  auto m = std::make_shared<ModelArgs>();
+  auto text = std::make_shared<std::string>();
+  AddModelArgs(cmd, m.get());
+  cmd->add_option("text", *text, "text to tokenize (no BOS is added)")->required();
+  cmd->callback([=] {
+    auto engine = LoadEngine(*m);
+    if (!engine.ok()) {
+      *rc = Fail(engine.status());
+      return;
+    }
+    for (int32_t id : (*engine)->Tokenize(*text)) {
+      std::cout << id << "\t" << nlohmann::json((*engine)->TokenPiece(id)).dump() << "\n";
+    }
+    *rc = 0;
+  });
+}
+
+void AddBench(CLI::App& app, int* rc) {
+  auto* cmd = app.add_subcommand("bench", "time vision encode, prefill and decode");
+  auto m = std::make_shared<ModelArgs>();
+  auto b = std::make_shared<BenchOptions>();
+  AddModelArgs(cmd, m.get());
+  cmd->add_option("--prompt-tokens", b->prompt_tokens, "text tokens after the image")->check(CLI::PositiveNumber);
+  cmd->add_option("--decode-tokens", b->decode_tokens, "tokens to generate")->check(CLI::PositiveNumber);
+  cmd->callback([=] {
+    auto engine = LoadEngine(*m);
+    if (!engine.ok()) {
+      *rc = Fail(engine.status());
+      return;
+    }
+    auto r = (*engine)->Bench(*b);
+    if (!r.ok()) {
+      *rc = Fail(r.status());
+      return;
+    }
+    ModelInfo info = (*engine)->Info();
+    nlohmann::json j = {{"model", m->model},
+                        {"architecture", info.architecture},
+                        {"weight_dtype", info.weight_dtype},
+                        {"weight_bytes", info.weight_bytes},
+                        {"threads", info.threads},
+                        {"isa", info.isa},
+                        {"vision_encode_ms", r->vision_ms},
+                        {"prefill_tokens", r->prefill_tokens},
+                        {"prefill_tok_s", r->prefill_tok_s},
+                        {"decode_tokens", r->decode_tokens},
+                        {"decode_tok_s", r->decode_tok_s},
+                        {"decode_weight_gb_s", r->decode_weight_gb_s},
+                        {"text_weight_bytes", r->text_weight_bytes},
+                        {"peak_rss_bytes", r->peak_rss_bytes}};
+    std::cout << j.dump(2) << "\n";
+    *rc = 0;
+  });
+}
+
+}  // namespace ocular::cli
