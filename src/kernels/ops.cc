@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <vector>
 
 #include <hwy/targets.h>
@@ -33,20 +32,41 @@ std::vector<Isa> RunnableIsas() {
   return isas;
 }
 
+// Finds a runnable ISA by name, or says why not.
+StatusOr<const kernels::KernelTable*> FindIsa(std::string_view name) {
+  static constexpr const char* kKnown[] = {"scalar", "avx2", "avx512"};
+  if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
+    return Error(StatusCode::kInvalidArgument, "kernels", "unknown ISA '", name,
+                 "'; expected scalar, avx2 or avx512");
+  }
+  for (const Isa& isa : RunnableIsas()) {
+    if (name == isa.name) return isa.table;
+  }
+  return Error(StatusCode::kUnimplemented, "kernels", "ISA '", name,
+               "' is not supported by this CPU/OS (or not compiled in)");
+}
+
+// The best runnable ISA, unless OCULAR_ISA names another runnable one.
+const kernels::KernelTable* DefaultTable() {
+  if (const char* env = std::getenv("OCULAR_ISA")) {
+    StatusOr<const kernels::KernelTable*> table = FindIsa(env);
+    if (table.ok()) return *table;
+    std::fprintf(stderr, "ocular: ignoring OCULAR_ISA: %s\n", table.status().ToString().c_str());
+  }
+  return RunnableIsas().back().table;
+}
+
 std::atomic<const kernels::KernelTable*> g_active{nullptr};
-std::once_flag g_init_once;
 
 const kernels::KernelTable& Active() {
-  std::call_once(g_init_once, [] {
-    g_active.store(RunnableIsas().back().table);
-    if (const char* env = std::getenv("OCULAR_ISA")) {
-      const Status status = SetIsa(env);
-      if (!status.ok()) {
-        std::fprintf(stderr, "ocular: ignoring OCULAR_ISA: %s\n", status.ToString().c_str());
-      }
-    }
-  });
-  return *g_active.load(std::memory_order_relaxed);
+  const kernels::KernelTable* table = g_active.load(std::memory_order_acquire);
+  if (table == nullptr) {
+    static const kernels::KernelTable* const kDefault = DefaultTable();  // thread-safe init
+    const kernels::KernelTable* expected = nullptr;
+    g_active.compare_exchange_strong(expected, kDefault);  // a racing SetIsa wins
+    table = g_active.load(std::memory_order_acquire);
+  }
+  return *table;
 }
 
 bool IsFloatDType(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16; }
@@ -67,20 +87,9 @@ constexpr int64_t kColumnsPerUnit = 16;
 const char* ActiveIsa() { return Active().name; }
 
 Status SetIsa(std::string_view name) {
-  static constexpr const char* kKnown[] = {"scalar", "avx2", "avx512"};
-  if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
-    return Error(StatusCode::kInvalidArgument, "kernels", "unknown ISA '", name,
-                 "'; expected scalar, avx2 or avx512");
-  }
-  for (const Isa& isa : RunnableIsas()) {
-    if (name == isa.name) {
-      Active();  // run the one-time default selection first so it cannot override us later
-      g_active.store(isa.table);
-      return Status::Ok();
-    }
-  }
-  return Error(StatusCode::kUnimplemented, "kernels", "ISA '", name,
-               "' is not supported by this CPU/OS (or not compiled in)");
+  OCULAR_ASSIGN_OR_RETURN(const kernels::KernelTable* table, FindIsa(name));
+  g_active.store(table, std::memory_order_release);
+  return Status::Ok();
 }
 
 std::vector<std::string> SupportedIsas() {

@@ -1,6 +1,448 @@
-// Placeholder until the Highway kernels land.
-#include "kernels/cpu/highway_tables.h"
+// Highway implementations of the kernel table, compiled once per x86 target (AVX2, AVX-512;
+// plus Highway's portable baseline, which is unused). ops.cc picks one table at run time.
+//
+// Numerics mirror kernels/ref/ref_ops.cc (read that first): the same f32 operation order for
+// elementwise math; dot products accumulate in f32 vectors (one vector of partial sums per
+// output, reduced at the end); norm statistics accumulate in f64.
 
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/ops_hwy.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+// Must come after foreach_target.h.
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "core/check.h"
+#include "core/half.h"
+#include "core/tensor.h"
+#include "kernels/cpu/highway_tables.h"
+#include "kernels/kernel_table.h"
+
+HWY_BEFORE_NAMESPACE();
 namespace ocular::cpu {
-std::vector<IsaTable> HighwayTables() { return {}; }
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Weight element types, read as f32 vectors in registers (never expanded in memory).
+struct BF16 {
+  uint16_t bits;
+};
+
+HWY_INLINE VF LoadWeights(DF df, const float* p) { return hn::LoadU(df, p); }
+HWY_INLINE VF LoadWeights(DF df, const BF16* p) {
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToUnsigned<DF> du32;
+  const auto bits = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p));
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, bits)));
+}
+HWY_INLINE VF LoadWeights(DF df, const hwy::float16_t* p) {
+  const hn::Rebind<hwy::float16_t, DF> df16;
+  return hn::PromoteTo(df, hn::LoadU(df16, p));
+}
+
+HWY_INLINE float WeightToF32(float w) { return w; }
+HWY_INLINE float WeightToF32(BF16 w) {
+  const uint32_t u = static_cast<uint32_t>(w.bits) << 16;
+  float f;
+  hwy::CopyBytes<4>(&u, &f);
+  return f;
+}
+HWY_INLINE float WeightToF32(hwy::float16_t w) { return F16ToF32(w.bits); }
+
+// ------------------------------------------------------------------ MatMul
+
+// Register tile: kM rows of a × kN rows of w; kM * kN accumulators plus kN weight vectors
+// must fit the register file (16 on AVX2, 32 on AVX-512).
+constexpr size_t kAccumulators = HWY_TARGET == HWY_AVX3 ? 24 : 12;
+constexpr size_t ColumnTile(size_t m) {
+  return std::min<size_t>(8, kAccumulators / m);
+}
+
+// out[m * ldo + n] = dot(a[m * lda, +K), w[n * ldw, +K)) for m < kM, n < kN.
+template <size_t kM, size_t kN, class W>
+HWY_INLINE void DotTile(const float* HWY_RESTRICT a, int64_t lda, const W* HWY_RESTRICT w,
+                        int64_t ldw, int64_t K, float* HWY_RESTRICT out, int64_t ldo) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  VF acc[kM][kN];
+  for (size_t m = 0; m < kM; ++m) {
+    for (size_t n = 0; n < kN; ++n) acc[m][n] = hn::Zero(df);
+  }
+  int64_t k = 0;
+  for (; k + lanes <= K; k += lanes) {
+    VF wv[kN];
+    for (size_t n = 0; n < kN; ++n) wv[n] = LoadWeights(df, w + n * ldw + k);
+    for (size_t m = 0; m < kM; ++m) {
+      const VF av = hn::LoadU(df, a + m * lda + k);
+      for (size_t n = 0; n < kN; ++n) acc[m][n] = hn::MulAdd(av, wv[n], acc[m][n]);
+    }
+  }
+  for (size_t m = 0; m < kM; ++m) {
+    for (size_t n = 0; n < kN; ++n) {
+      float sum = hn::GetLane(hn::SumOfLanes(df, acc[m][n]));
+      for (int64_t kk = k; kk < K; ++kk) sum += a[m * lda + kk] * WeightToF32(w[n * ldw + kk]);
+      out[m * ldo + n] = sum;
+    }
+  }
+}
+
+// kM rows of a against the w rows [n_begin, n_end).
+template <size_t kM, class W>
+HWY_INLINE void RowsTimesColumns(const float* a, int64_t lda, const W* w, int64_t K,
+                                 int64_t n_begin, int64_t n_end, float* out, int64_t ldo) {
+  constexpr size_t kN = ColumnTile(kM);
+  int64_t n = n_begin;
+  for (; n + static_cast<int64_t>(kN) <= n_end; n += kN) {
+    DotTile<kM, kN>(a, lda, w + n * K, K, K, out + n, ldo);
+  }
+  for (; n < n_end; ++n) DotTile<kM, 1>(a, lda, w + n * K, K, K, out + n, ldo);
+}
+
+template <class W>
+void RowsTimesColumns(size_t m, const float* a, int64_t lda, const W* w, int64_t K,
+                      int64_t n_begin, int64_t n_end, float* out, int64_t ldo) {
+  switch (m) {
+    case 1: return RowsTimesColumns<1>(a, lda, w, K, n_begin, n_end, out, ldo);
+    case 2: return RowsTimesColumns<2>(a, lda, w, K, n_begin, n_end, out, ldo);
+    case 3: return RowsTimesColumns<3>(a, lda, w, K, n_begin, n_end, out, ldo);
+    default: return RowsTimesColumns<4>(a, lda, w, K, n_begin, n_end, out, ldo);
+  }
+}
+
+// Cache blocking: a block of kRowBlock rows of a stays in L2 while a strip of kColumnStrip
+// rows of w (reused by every 4-row group) stays in L1/L2.
+constexpr int64_t kRowBlock = 64;
+constexpr int64_t kColumnStrip = 24;
+
+template <class W>
+void MatMulBlockT(const float* a, int64_t M, int64_t K, int64_t lda, const W* w, int64_t n0,
+                  int64_t n1, float* out, int64_t ldo) {
+  if (M <= 4) {  // GEMV-like: stream w once.
+    RowsTimesColumns(static_cast<size_t>(M), a, lda, w, K, n0, n1, out, ldo);
+    return;
+  }
+  for (int64_t mb = 0; mb < M; mb += kRowBlock) {
+    const int64_t mb_end = std::min(M, mb + kRowBlock);
+    for (int64_t ns = n0; ns < n1; ns += kColumnStrip) {
+      const int64_t ns_end = std::min(n1, ns + kColumnStrip);
+      for (int64_t m = mb; m < mb_end; m += 4) {
+        const size_t rows = static_cast<size_t>(std::min<int64_t>(4, mb_end - m));
+        RowsTimesColumns(rows, a + m * lda, lda, w, K, ns, ns_end, out + m * ldo, ldo);
+      }
+    }
+  }
+}
+
+void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const void* w,
+                 DType w_dtype, int64_t n0, int64_t n1, float* out, int64_t ldo) {
+  switch (w_dtype) {
+    case DType::kF32:
+      return MatMulBlockT(a, M, K, lda, static_cast<const float*>(w), n0, n1, out, ldo);
+    case DType::kBF16:
+      return MatMulBlockT(a, M, K, lda, static_cast<const BF16*>(w), n0, n1, out, ldo);
+    case DType::kF16:
+      return MatMulBlockT(a, M, K, lda, static_cast<const hwy::float16_t*>(w), n0, n1, out,
+                          ldo);
+    default:
+      OCULAR_CHECK(false, "HINT: MatMul weights must be F32, BF16 or F16");
+  }
+}
+
+// ------------------------------------------------------------------ helpers
+
+// Applies f(df, v) -> v to x[0, n) in place; the tail goes through a padded vector.
+template <class F>
+HWY_INLINE void Transform(float* HWY_RESTRICT x, int64_t n, const F& f) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(f(df, hn::LoadU(df, x + i)), df, x + i);
+  if (i < n) {
+    HWY_ALIGN float buf[hn::MaxLanes(df)] = {};
+    std::copy(x + i, x + n, buf);
+    hn::Store(f(df, hn::Load(df, buf)), df, buf);
+    std::copy(buf, buf + (n - i), x + i);
+  }
+}
+
+// out[i] = f(a[i], b[i]); out may alias a or b.
+template <class F>
+HWY_INLINE void Transform2(const float* a, const float* b, float* out, int64_t n, const F& f) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(f(hn::LoadU(df, a + i), hn::LoadU(df, b + i)), df, out + i);
+  }
+  if (i < n) {
+    HWY_ALIGN float ba[hn::MaxLanes(df)] = {};
+    HWY_ALIGN float bb[hn::MaxLanes(df)] = {};
+    std::copy(a + i, a + n, ba);
+    std::copy(b + i, b + n, bb);
+    hn::Store(f(hn::Load(df, ba), hn::Load(df, bb)), df, ba);
+    std::copy(ba, ba + (n - i), out + i);
+  }
+}
+
+// Sum of x[i] (or of (x[i] - center)^2 when squared) in f64 vectors.
+HWY_INLINE double SumF64(const float* x, int64_t n, bool squared, double center) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df_half;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  const auto c = hn::Set(dd, center);
+  auto acc0 = hn::Zero(dd), acc1 = hn::Zero(dd);
+  int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto v0 = hn::Sub(hn::PromoteTo(dd, hn::LoadU(df_half, x + i)), c);
+    const auto v1 = hn::Sub(hn::PromoteTo(dd, hn::LoadU(df_half, x + i + lanes)), c);
+    acc0 = squared ? hn::MulAdd(v0, v0, acc0) : hn::Add(acc0, v0);
+    acc1 = squared ? hn::MulAdd(v1, v1, acc1) : hn::Add(acc1, v1);
+  }
+  double sum = hn::GetLane(hn::SumOfLanes(dd, hn::Add(acc0, acc1)));
+  for (; i < n; ++i) {
+    const double v = x[i] - center;
+    sum += squared ? v * v : v;
+  }
+  return sum;
+}
+
+// Loads dim-vector weights of any float dtype as f32 vectors at offset i.
+HWY_INLINE VF LoadVector(DF df, const TensorView& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::kBF16:
+      return LoadWeights(df, t.as<BF16>() + i);
+    case DType::kF16:
+      return LoadWeights(df, t.as<hwy::float16_t>() + i);
+    default:
+      return LoadWeights(df, t.as<float>() + i);
+  }
+}
+HWY_INLINE float VectorAt(const TensorView& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::kBF16:
+      return WeightToF32(t.as<BF16>()[i]);
+    case DType::kF16:
+      return WeightToF32(t.as<hwy::float16_t>()[i]);
+    default:
+      return t.as<float>()[i];
+  }
+}
+
+// ------------------------------------------------------------------ norms
+
+void RmsNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, float eps,
+             bool add_one, float* y) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;
+    float* yr = y + r * dim;
+    const double sum_sq = SumF64(xr, dim, /*squared=*/true, 0.0);
+    const float mean_sq = static_cast<float>(sum_sq / static_cast<double>(dim));
+    const float inv_rms = 1.0f / std::sqrt(mean_sq + eps);
+    const VF inv = hn::Set(df, inv_rms), one = hn::Set(df, add_one ? 1.0f : 0.0f);
+    int64_t i = 0;
+    for (; i + lanes <= dim; i += lanes) {
+      const VF wv = hn::Add(one, LoadVector(df, w, i));
+      hn::StoreU(hn::Mul(hn::Mul(hn::LoadU(df, xr + i), inv), wv), df, yr + i);
+    }
+    for (; i < dim; ++i) {
+      const float wi = VectorAt(w, i);
+      yr[i] = (xr[i] * inv_rms) * (add_one ? 1.0f + wi : wi);
+    }
+  }
+}
+
+void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w,
+               const TensorView& b, float eps, float* y) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;
+    float* yr = y + r * dim;
+    const double mean = SumF64(xr, dim, /*squared=*/false, 0.0) / static_cast<double>(dim);
+    const double sum_sq = SumF64(xr, dim, /*squared=*/true, mean);
+    const float var = static_cast<float>(sum_sq / static_cast<double>(dim));
+    const float scale = 1.0f / std::sqrt(var + eps);
+    const float bias = -scale * static_cast<float>(mean);
+    const VF vs = hn::Set(df, scale), vb = hn::Set(df, bias);
+    int64_t i = 0;
+    for (; i + lanes <= dim; i += lanes) {
+      const VF norm = hn::Add(hn::Mul(hn::LoadU(df, xr + i), vs), vb);
+      hn::StoreU(hn::Add(hn::Mul(norm, LoadVector(df, w, i)), LoadVector(df, b, i)), df, yr + i);
+    }
+    for (; i < dim; ++i) yr[i] = (xr[i] * scale + bias) * VectorAt(w, i) + VectorAt(b, i);
+  }
+}
+
+// ------------------------------------------------------------------ elementwise
+
+void GeluTanh(float* x, int64_t n) {
+  Transform(x, n, [](DF df, VF v) HWY_ATTR {
+    const VF beta = hn::Set(df, static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5));
+    const VF kappa = hn::Set(df, 0.044715f);
+    const VF cube = hn::Mul(hn::Mul(v, v), v);
+    const VF inner = hn::Mul(beta, hn::Add(v, hn::Mul(kappa, cube)));
+    const VF half_x = hn::Mul(hn::Set(df, 0.5f), v);
+    return hn::Mul(half_x, hn::Add(hn::Set(df, 1.0f), hn::Tanh(df, inner)));
+  });
+}
+
+// No vector erf in Highway 1.0.3; std::erf per element (used by the Mllama vision tower only).
+void GeluErf(float* x, int64_t n) {
+  constexpr float kAlpha = static_cast<float>(M_SQRT1_2);
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] * 0.5f * (1.0f + std::erf(x[i] * kAlpha));
+}
+
+void Mul(const float* a, const float* b, float* out, int64_t n) {
+  Transform2(a, b, out, n, [](VF u, VF v) HWY_ATTR { return hn::Mul(u, v); });
+}
+void Add(const float* a, const float* b, float* out, int64_t n) {
+  Transform2(a, b, out, n, [](VF u, VF v) HWY_ATTR { return hn::Add(u, v); });
+}
+void Scale(float* x, int64_t n, float s) {
+  Transform(x, n, [s](DF df, VF v) HWY_ATTR { return hn::Mul(v, hn::Set(df, s)); });
+}
+void SoftCap(float* x, int64_t n, float cap) {
+  Transform(x, n, [cap](DF df, VF v) HWY_ATTR {
+    const VF c = hn::Set(df, cap);
+    return hn::Mul(hn::Tanh(df, hn::Div(v, c)), c);
+  });
+}
+
+// ------------------------------------------------------------------ RoPE
+
+void RopeRow(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t half = head_dim / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* x1p = x + h * head_dim;
+    float* x2p = x1p + half;
+    int64_t k = 0;
+    for (; k + lanes <= half; k += lanes) {
+      const VF x1 = hn::LoadU(df, x1p + k), x2 = hn::LoadU(df, x2p + k);
+      const VF c = hn::LoadU(df, cos + k), s = hn::LoadU(df, sin + k);
+      // Separate products, as torch rounds q*cos and rotate_half(q)*sin before adding.
+      hn::StoreU(hn::Sub(hn::Mul(x1, c), hn::Mul(x2, s)), df, x1p + k);
+      hn::StoreU(hn::Add(hn::Mul(x2, c), hn::Mul(x1, s)), df, x2p + k);
+    }
+    for (; k < half; ++k) {
+      const float x1 = x1p[k], x2 = x2p[k];
+      const float x1c = x1 * cos[k], x2s = x2 * sin[k];
+      const float x2c = x2 * cos[k], x1s = x1 * sin[k];
+      x1p[k] = x1c - x2s;
+      x2p[k] = x2c + x1s;
+    }
+  }
+}
+
+// ------------------------------------------------------------------ attention
+
+void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end,
+                    float* scratch) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t group = p.Hq / p.Hkv;
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t i = item / p.Hq, h = item % p.Hq, kvh = h / group;
+    const float* qi = p.q + i * p.ldq + h * p.d;
+    float* oi = p.out + i * p.ldo + h * p.d;
+    const int64_t t0 = p.key_begin[i], t1 = p.key_end[i], nt = t1 - t0;
+    // scores = (q·k) * scale, softcapped; four keys per DotTile.
+    float* s = scratch;
+    const float* kbase = p.k + t0 * p.ldk + kvh * p.d;
+    int64_t t = 0;
+    for (; t + 4 <= nt; t += 4) DotTile<1, 4>(qi, 0, kbase + t * p.ldk, p.ldk, p.d, s + t, 1);
+    for (; t < nt; ++t) DotTile<1, 1>(qi, 0, kbase + t * p.ldk, p.ldk, p.d, s + t, 1);
+    const float scale = p.scale, cap = p.softcap;
+    Transform(s, nt, [scale, cap](DF d, VF v) HWY_ATTR {
+      v = hn::Mul(v, hn::Set(d, scale));
+      if (cap > 0.0f) v = hn::Mul(hn::Tanh(d, hn::Div(v, hn::Set(d, cap))), hn::Set(d, cap));
+      return v;
+    });
+    // softmax: e = exp(s - max); p = e * (1 / sum e).
+    float max_score = -INFINITY;
+    for (int64_t j = 0; j < nt; ++j) max_score = std::max(max_score, s[j]);
+    Transform(s, nt, [max_score](DF d, VF v) HWY_ATTR {
+      return hn::Exp(d, hn::Sub(v, hn::Set(d, max_score)));
+    });
+    double sum = 0.0;
+    for (int64_t j = 0; j < nt; ++j) sum += s[j];
+    const float inv_sum = nt > 0 ? 1.0f / static_cast<float>(sum) : 0.0f;
+    Transform(s, nt, [inv_sum](DF d, VF v) HWY_ATTR { return hn::Mul(v, hn::Set(d, inv_sum)); });
+    // out = p · v, accumulated over keys in f32 vectors along d.
+    const float* vbase = p.v + t0 * p.ldv + kvh * p.d;
+    int64_t j = 0;
+    for (; j + lanes <= p.d; j += lanes) {
+      VF acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+      int64_t u = 0;
+      for (; u + 2 <= nt; u += 2) {
+        acc0 = hn::MulAdd(hn::Set(df, s[u]), hn::LoadU(df, vbase + u * p.ldv + j), acc0);
+        acc1 = hn::MulAdd(hn::Set(df, s[u + 1]), hn::LoadU(df, vbase + (u + 1) * p.ldv + j), acc1);
+      }
+      if (u < nt) acc0 = hn::MulAdd(hn::Set(df, s[u]), hn::LoadU(df, vbase + u * p.ldv + j), acc0);
+      hn::StoreU(hn::Add(acc0, acc1), df, oi + j);
+    }
+    for (; j < p.d; ++j) {
+      float acc = 0.0f;
+      for (int64_t u = 0; u < nt; ++u) acc += s[u] * vbase[u * p.ldv + j];
+      oi[j] = acc;
+    }
+  }
+}
+
+// ------------------------------------------------------------------ conversion
+
+template <class W>
+void ToF32T(const W* in, int64_t n, float* out) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(LoadWeights(df, in + i), df, out + i);
+  for (; i < n; ++i) out[i] = WeightToF32(in[i]);
+}
+
+void ToF32(const void* data, DType dtype, int64_t n, float* out) {
+  switch (dtype) {
+    case DType::kBF16:
+      return ToF32T(static_cast<const BF16*>(data), n, out);
+    case DType::kF16:
+      return ToF32T(static_cast<const hwy::float16_t*>(data), n, out);
+    default:
+      return ToF32T(static_cast<const float*>(data), n, out);
+  }
+}
+
+const kernels::KernelTable kTable = {
+    HWY_TARGET == HWY_AVX3 ? "avx512" : (HWY_TARGET == HWY_AVX2 ? "avx2" : "baseline"), MatMulBlock, RmsNorm, LayerNorm,      GeluTanh, GeluErf, Mul,
+    Add,                         Scale,       SoftCap, RopeRow, AttentionItems, ToF32,
+};
+
+}  // namespace HWY_NAMESPACE
 }  // namespace ocular::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace ocular::cpu {
+
+std::vector<IsaTable> HighwayTables() {
+  std::vector<IsaTable> tables;
+#if HWY_TARGETS & HWY_AVX3
+  tables.push_back({"avx512", HWY_AVX3, &N_AVX3::kTable});
+#endif
+#if HWY_TARGETS & HWY_AVX2
+  tables.push_back({"avx2", HWY_AVX2, &N_AVX2::kTable});
+#endif
+  return tables;
+}
+
+}  // namespace ocular::cpu
+#endif  // HWY_ONCE
