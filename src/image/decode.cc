@@ -20,8 +20,8 @@ Status CheckDimensions(const char* format, int64_t width, int64_t height, int64_
                  height, " image");
   }
   if (width > kMaxSide || height > kMaxSide || width * height > max_pixels) {
-    return Error(StatusCode::kResourceExhausted, "image", format, " image is ", width, "x",
-                 height, " = ", width * height, " pixels, over the limit of ", max_pixels,
+    return Error(StatusCode::kResourceExhausted, "image", format, " image is ", width, "x", height,
+                 " = ", width * height, " pixels, over the limit of ", max_pixels,
                  " (DecodeOptions::max_pixels)");
   }
   return Status::Ok();
@@ -66,12 +66,18 @@ int TiffOrientation(std::span<const uint8_t> t) {
 
 const char* ImageFormatName(ImageFormat f) {
   switch (f) {
-    case ImageFormat::kJpeg: return "JPEG";
-    case ImageFormat::kPng: return "PNG";
-    case ImageFormat::kWebp: return "WebP";
-    case ImageFormat::kGif: return "GIF";
-    case ImageFormat::kBmp: return "BMP";
-    case ImageFormat::kUnknown: break;
+    case ImageFormat::kJpeg:
+      return "JPEG";
+    case ImageFormat::kPng:
+      return "PNG";
+    case ImageFormat::kWebp:
+      return "WebP";
+    case ImageFormat::kGif:
+      return "GIF";
+    case ImageFormat::kBmp:
+      return "BMP";
+    case ImageFormat::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -103,7 +109,8 @@ int JpegExifOrientation(std::span<const uint8_t> data) {
     const size_t length = (data[pos + 2] << 8) | data[pos + 3];  // includes its own 2 bytes
     if (length < 2 || pos + 2 + length > data.size()) return 1;
     // Pillow reads the first APP1 segment that starts with "Exif\0\0".
-    if (marker == 0xE1 && length >= 8 && StartsWith(data, pos + 4, std::string_view("Exif\0\0", 6))) {
+    if (marker == 0xE1 && length >= 8 &&
+        StartsWith(data, pos + 4, std::string_view("Exif\0\0", 6))) {
       return TiffOrientation(data.subspan(pos + 10, length - 8));
     }
     pos += 2 + length;
@@ -120,13 +127,27 @@ Image ApplyExifOrientation(const Image& in, int orientation) {
     for (int x = 0; x < out.width; ++x) {
       int sx = x, sy = y;  // source pixel for output (x, y)
       switch (orientation) {
-        case 2: sx = w - 1 - x; break;                     // FLIP_LEFT_RIGHT
-        case 3: sx = w - 1 - x; sy = h - 1 - y; break;     // ROTATE_180
-        case 4: sy = h - 1 - y; break;                     // FLIP_TOP_BOTTOM
-        case 5: sx = y; sy = x; break;                     // TRANSPOSE
-        case 6: sx = y; sy = h - 1 - x; break;             // ROTATE_270 (90° clockwise)
-        case 7: sx = w - 1 - y; sy = h - 1 - x; break;     // TRANSVERSE
-        case 8: sx = w - 1 - y; sy = x; break;             // ROTATE_90 (90° counter-clockwise)
+        case 2:  // FLIP_LEFT_RIGHT
+          sx = w - 1 - x;
+          break;
+        case 3:  // ROTATE_180
+          sx = w - 1 - x, sy = h - 1 - y;
+          break;
+        case 4:  // FLIP_TOP_BOTTOM
+          sy = h - 1 - y;
+          break;
+        case 5:  // TRANSPOSE
+          sx = y, sy = x;
+          break;
+        case 6:  // ROTATE_270 (90° clockwise)
+          sx = y, sy = h - 1 - x;
+          break;
+        case 7:  // TRANSVERSE
+          sx = w - 1 - y, sy = h - 1 - x;
+          break;
+        case 8:  // ROTATE_90 (90° counter-clockwise)
+          sx = w - 1 - y, sy = x;
+          break;
       }
       std::memcpy(out.pixel(x, y), in.pixel(sx, sy), 3);
     }
@@ -140,20 +161,30 @@ StatusOr<Image> DecodeImage(std::span<const uint8_t> data, const DecodeOptions& 
   const ImageFormat format = DetectImageFormat(data);
   StatusOr<Image> image = Status(StatusCode::kInternal, "unreachable");
   switch (format) {
-    case ImageFormat::kJpeg: image = DecodeJpeg(data, options.max_pixels); break;
-    case ImageFormat::kPng: image = DecodePng(data, options.max_pixels); break;
-    case ImageFormat::kWebp: image = DecodeWebp(data, options.max_pixels); break;
-    case ImageFormat::kGif: image = DecodeGif(data, options.max_pixels); break;
-    case ImageFormat::kBmp: image = DecodeBmp(data, options.max_pixels); break;
+    case ImageFormat::kJpeg:
+      image = DecodeJpeg(data, options.max_pixels);
+      break;
+    case ImageFormat::kPng:
+      image = DecodePng(data, options.max_pixels);
+      break;
+    case ImageFormat::kWebp:
+      image = DecodeWebp(data, options.max_pixels);
+      break;
+    case ImageFormat::kGif:
+      image = DecodeGif(data, options.max_pixels);
+      break;
+    case ImageFormat::kBmp:
+      image = DecodeBmp(data, options.max_pixels);
+      break;
     case ImageFormat::kUnknown: {
       std::string head;
       for (size_t i = 0; i < data.size() && i < 8; ++i) {
         static const char kHex[] = "0123456789abcdef";
         head += StrCat(i ? " " : "", kHex[data[i] >> 4], kHex[data[i] & 15]);
       }
-      return Error(StatusCode::kInvalidArgument, "image",
-                   "unrecognized image format (not JPEG, PNG, WebP, GIF or BMP); first bytes: ",
-                   head);
+      return Error(
+          StatusCode::kInvalidArgument, "image",
+          "unrecognized image format (not JPEG, PNG, WebP, GIF or BMP); first bytes: ", head);
     }
   }
   if (image.ok() && options.exif_rotate && format == ImageFormat::kJpeg) {

@@ -29,8 +29,8 @@ int ReadFromSpan(GifFileType* gif, GifByteType* out, int n) {
 
 Status GifError(const char* what, int code) {
   const char* reason = GifErrorString(code);
-  return Error(StatusCode::kDataLoss, "image", "corrupt GIF (", what, "): ",
-               reason != nullptr ? reason : "unknown error");
+  return Error(StatusCode::kDataLoss, "image", "corrupt GIF (", what,
+               "): ", reason != nullptr ? reason : "unknown error");
 }
 
 struct GifCloser {

@@ -77,9 +77,10 @@ TEST(DecodeTest, DetectsFormatsByMagic) {
 }
 
 // One valid file per decoder.
-const char* const kOnePerFormat[] = {"coffee.jpg", "coffee_progressive.jpg", "chelsea.png",
-                                     "astronaut_lossy.webp", "logo_lossless.webp", "chelsea.gif",
-                                     "astronaut.bmp", "rgb16.png"};
+const char* const kOnePerFormat[] = {"coffee.jpg",         "coffee_progressive.jpg",
+                                     "chelsea.png",        "astronaut_lossy.webp",
+                                     "logo_lossless.webp", "chelsea.gif",
+                                     "astronaut.bmp",      "rgb16.png"};
 
 TEST(DecodeErrorTest, EmptyAndUnknownInput) {
   auto empty = DecodeImage({});
@@ -89,8 +90,8 @@ TEST(DecodeErrorTest, EmptyAndUnknownInput) {
   auto unknown = DecodeImage({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(unknown.status().message().find("[image] unrecognized image format"),
-            std::string::npos) << unknown.status().message();
+  EXPECT_NE(unknown.status().message().find("[image] unrecognized image format"), std::string::npos)
+      << unknown.status().message();
 }
 
 TEST(DecodeErrorTest, TruncatedDataIsAnErrorNotGray) {
@@ -174,9 +175,9 @@ std::vector<uint8_t> BmpWithSize(int32_t width, int32_t height) {
 }
 
 TEST(DecodeErrorTest, ZeroSizeHeaders) {
-  for (const auto& data : {PngWithSize(0, 10), PngWithSize(10, 0), JpegWithSize(0, 10),
-                           GifWithSize(0, 5), GifWithSize(5, 0), BmpWithSize(0, 7),
-                           BmpWithSize(7, 0)}) {
+  for (const auto& data :
+       {PngWithSize(0, 10), PngWithSize(10, 0), JpegWithSize(0, 10), GifWithSize(0, 5),
+        GifWithSize(5, 0), BmpWithSize(0, 7), BmpWithSize(7, 0)}) {
     auto image = DecodeImage(data);
     ASSERT_FALSE(image.ok());
     EXPECT_EQ(image.status().message().rfind("[image] ", 0), 0u) << image.status().message();

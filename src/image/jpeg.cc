@@ -112,12 +112,18 @@ bool RunJpeg(JpegState* st, int64_t max_pixels, Image* out) {
   st->status = CheckDimensions("JPEG", cinfo->image_width, cinfo->image_height, max_pixels);
   if (!st->status.ok()) return true;
   switch (cinfo->num_components) {
-    case 1: cinfo->out_color_space = JCS_GRAYSCALE; break;
-    case 3: cinfo->out_color_space = JCS_RGB; break;
-    case 4: cinfo->out_color_space = JCS_CMYK; break;
+    case 1:
+      cinfo->out_color_space = JCS_GRAYSCALE;
+      break;
+    case 3:
+      cinfo->out_color_space = JCS_RGB;
+      break;
+    case 4:
+      cinfo->out_color_space = JCS_CMYK;
+      break;
     default:
-      st->status = Error(StatusCode::kUnimplemented, "image", "JPEG with ",
-                         cinfo->num_components, " components (PIL reads 1, 3 or 4)");
+      st->status = Error(StatusCode::kUnimplemented, "image", "JPEG with ", cinfo->num_components,
+                         " components (PIL reads 1, 3 or 4)");
       return true;
   }
   jpeg_start_decompress(cinfo);

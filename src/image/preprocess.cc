@@ -1,7 +1,6 @@
 #include "image/preprocess.h"
 
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -61,8 +60,8 @@ Status PreprocessConfig::Validate() const {
   }
   for (int c = 0; c < 3; ++c) {
     if (!std::isfinite(image_mean[c]) || !std::isfinite(image_std[c]) || image_std[c] == 0.0) {
-      return Error(StatusCode::kInvalidArgument, "image", "image_mean/image_std channel ", c,
-                   " = ", image_mean[c], "/", image_std[c], ": need finite values, std != 0");
+      return Error(StatusCode::kInvalidArgument, "image", "image_mean/image_std channel ", c, " = ",
+                   image_mean[c], "/", image_std[c], ": need finite values, std != 0");
     }
   }
   return Status::Ok();
@@ -89,7 +88,8 @@ StatusOr<PreprocessConfig> ParsePreprocessConfig(const std::string& json_text,
                    " is not {\"height\": int, \"width\": int} (shortest_edge etc. unsupported)");
     }
     const int64_t h = size["height"].get<int64_t>(), w = size["width"].get<int64_t>();
-    if (h < 1 || h > 16384 || w < 1 || w > 16384) return FieldError(origin, "size", "1..16384", size);
+    if (h < 1 || h > 16384 || w < 1 || w > 16384)
+      return FieldError(origin, "size", "1..16384", size);
     config.height = static_cast<int>(h);
     config.width = static_cast<int>(w);
   }
@@ -119,9 +119,8 @@ StatusOr<PreprocessConfig> LoadPreprocessConfig(const std::string& path) {
 
 Tensor Preprocess(const Image& image, const PreprocessConfig& config) {
   OCULAR_CHECK(config.Validate().ok());
-  const Image resized = config.do_resize
-                            ? Resize(image, config.width, config.height, config.resample)
-                            : image;
+  const Image resized =
+      config.do_resize ? Resize(image, config.width, config.height, config.resample) : image;
   const int h = resized.height, w = resized.width;
   Tensor out(Shape{3, h, w});
   for (int c = 0; c < 3; ++c) {

@@ -24,10 +24,13 @@ TEST(PreprocessTest, PixelValuesMatchTransformers) {
     SCOPED_TRACE(name);
     // pixel_values/<file>/<config>
     const size_t split = name.rfind('/');
-    const std::string image_file = name.substr(13, split - 13), config_name = name.substr(split + 1);
-    auto config = LoadPreprocessConfig(std::string(kFixtureDir) + "configs/" + config_name + ".json");
+    const std::string image_file = name.substr(13, split - 13),
+                      config_name = name.substr(split + 1);
+    auto config =
+        LoadPreprocessConfig(std::string(kFixtureDir) + "configs/" + config_name + ".json");
     ASSERT_TRUE(config.ok()) << config.status().ToString();
-    const Tensor got = Preprocess(ImageFromTensor(*Expected().Find("decode/" + image_file)), *config);
+    const Tensor got =
+        Preprocess(ImageFromTensor(*Expected().Find("decode/" + image_file)), *config);
     ASSERT_EQ(got.shape, want.shape);
     ASSERT_EQ(want.dtype, DType::kF32);
     double max_diff = 0;
@@ -98,7 +101,8 @@ TEST(PreprocessConfigTest, Errors) {
 }
 
 TEST(PreprocessTest, ScalarMeanAndNoResize) {
-  auto config = ParsePreprocessConfig(R"({"do_resize": false, "image_mean": 0.25, "image_std": 2})");
+  auto config =
+      ParsePreprocessConfig(R"({"do_resize": false, "image_mean": 0.25, "image_std": 2})");
   ASSERT_TRUE(config.ok());
   Image im(2, 1);
   im.rgb = {0, 255, 51, 102, 153, 204};

@@ -31,9 +31,9 @@ TEST(ResizeTest, EveryCaseMatchesPil) {
     ASSERT_EQ(std::sscanf(name.c_str() + size_at + 1, "%dx%d", &width, &height), 2);
     ASSERT_TRUE(filter == "bicubic" || filter == "bilinear");
     const Image in = ImageFromTensor(*Expected().Find("decode/" + file));
-    const Image out = Resize(in, width, height,
-                             filter == "bicubic" ? ResampleFilter::kBicubic
-                                                 : ResampleFilter::kBilinear);
+    const Image out =
+        Resize(in, width, height,
+               filter == "bicubic" ? ResampleFilter::kBicubic : ResampleFilter::kBilinear);
     EXPECT_TRUE(SameImage(out, *Expected().Find(name)));
     (width * height > in.width * in.height ? up : down) += 1;
   }
@@ -50,13 +50,14 @@ TEST(ResizeTest, SameSizeIsACopy) {
 TEST(ResizeTest, ConstantImageStaysConstant) {
   // Normalized weights sum to 1 in fixed point (up to rounding): no drift, no ringing.
   Image in(13, 7);
-  for (size_t i = 0; i < in.rgb.size(); ++i) in.rgb[i] = static_cast<uint8_t>(i % 3 == 0 ? 200 : 17);
+  for (size_t i = 0; i < in.rgb.size(); ++i)
+    in.rgb[i] = static_cast<uint8_t>(i % 3 == 0 ? 200 : 17);
   for (auto filter : {ResampleFilter::kBilinear, ResampleFilter::kBicubic}) {
     for (auto [w, h] : {std::pair{1, 1}, {5, 3}, {40, 29}, {13, 50}}) {
       const Image out = Resize(in, w, h, filter);
       for (size_t i = 0; i < out.rgb.size(); ++i) {
-        ASSERT_EQ(out.rgb[i], i % 3 == 0 ? 200 : 17) << ResampleFilterName(filter) << " " << w
-                                                      << "x" << h << " byte " << i;
+        ASSERT_EQ(out.rgb[i], i % 3 == 0 ? 200 : 17)
+            << ResampleFilterName(filter) << " " << w << "x" << h << " byte " << i;
       }
     }
   }

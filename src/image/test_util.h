@@ -1,4 +1,5 @@
-// Test-only helpers for the image layer: golden fixtures from tools/reference/make_image_fixtures.py.
+// Test-only helpers for the image layer: golden fixtures from
+// tools/reference/make_image_fixtures.py.
 #pragma once
 
 #include <gtest/gtest.h>
