@@ -53,19 +53,22 @@ StatusOr<std::unique_ptr<PaliGemma>> PaliGemma::Load(const std::string& dir) {
     return Error(StatusCode::kNotFound, "checkpoint", dir, ": missing tensor '", name, "'");
   });
   OCULAR_RETURN_IF_ERROR(s);
+  m->nx_.bf16 = m->dtype_ == DType::kBF16;
   if (m->w_.text.lm_head.data == nullptr) m->w_.text.lm_head = m->w_.text.embed;  // tied
   return m;
 }
 
 Tensor PaliGemma::EncodeImages(ThreadPool& pool, const Tensor& pixel_values, Tracer* tracer) const {
-  Tensor feats = SiglipForward(pool, cfg_.vision, w_.vision, pixel_values, tracer);
+  Tensor feats = SiglipForward(pool, cfg_.vision, w_.vision, nx_, pixel_values, tracer);
   const int64_t n = feats.dim(0), N = feats.dim(1), D = feats.dim(2), H = cfg_.text.hidden_size;
   Tensor z({n, N, H});
   ops::MatMulBias(pool, feats.data.data(), n * N, D, D, w_.proj_w, &w_.proj_b, z.data.data(), H);
+  nx_.Round(z.data.data(), z.numel());
   TapIf(tracer, "projector", z.data.data(), z.shape);
   // image_features / (hidden_size ** 0.5)  (PaliGemmaModel.get_image_features)
   const float sqrt_h = static_cast<float>(std::sqrt(static_cast<double>(H)));
   for (float& v : z.data) v /= sqrt_h;
+  nx_.Round(z.data.data(), z.numel());
   return z;
 }
 
@@ -102,6 +105,7 @@ StatusOr<Tensor> PaliGemma::Embed(const std::vector<int32_t>& ids, const Tensor*
   float normalizer = static_cast<float>(std::sqrt(static_cast<double>(H)));
   if (dtype_ == DType::kBF16) normalizer = BF16ToF32(F32ToBF16(normalizer));
   ops::Scale(x.data.data(), x.numel(), normalizer);
+  nx_.Round(x.data.data(), x.numel());
   TapIf(tracer, "decoder.embed_scaled", x.data.data(), x.shape);
   return x;
 }
@@ -111,15 +115,16 @@ Tensor PaliGemma::Decode(ThreadPool& pool, Tensor x, const Span& span, KvCache& 
   const GemmaTextConfig& c = cfg_.text;
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     if (c.is_gemma2()) {
-      Gemma2Layer(pool, c, w_.text.layers[i], x.data.data(), span, cache, i);
+      Gemma2Layer(pool, c, w_.text.layers[i], nx_, x.data.data(), span, cache, i);
     } else {
-      GemmaLayer(pool, c, w_.text.layers[i], x.data.data(), span, cache, i);
+      GemmaLayer(pool, c, w_.text.layers[i], nx_, x.data.data(), span, cache, i);
     }
     TapIf(tracer, "decoder.layers." + std::to_string(i), x.data.data(), x.shape);
   }
   Tensor out(x.shape);
   ops::RmsNorm(x.data.data(), span.count, c.hidden_size, w_.text.final_norm, c.rms_norm_eps,
                /*add_one=*/true, out.data.data());
+  nx_.Round(out.data.data(), out.numel());
   TapIf(tracer, "decoder.norm", out.data.data(), out.shape);
   return out;
 }
@@ -128,6 +133,7 @@ Tensor PaliGemma::Logits(ThreadPool& pool, const float* hidden, int64_t rows) co
   const int64_t H = cfg_.text.hidden_size, V = w_.text.lm_head.dim(0);
   Tensor logits({rows, V});
   ops::MatMul(pool, hidden, rows, H, H, w_.text.lm_head, nullptr, logits.data.data(), V);
+  nx_.Round(logits.data.data(), logits.numel());
   // No final softcap: PaliGemmaForConditionalGeneration.forward computes lm_head(hidden) and
   // never applies text_config.final_logit_softcapping (transformers 4.57), and big_vision's
   // PaliGemma 2 transfers use none either (MODELS.md §7.5). Greedy output is unaffected

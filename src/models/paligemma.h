@@ -25,8 +25,8 @@ class PaliGemma {
   static StatusOr<std::unique_ptr<PaliGemma>> Load(const std::string& dir);
 
   const PaliGemmaConfig& config() const { return cfg_; }
-  // The dtype the weights are stored in (F32, BF16 or F16); bf16 models round the embedding
-  // normalizer to bf16 as HF does.
+  // The dtype the weights are stored in (F32, BF16 or F16). A bf16 model computes with bf16
+  // activation rounding, as HF runs it in torch.bfloat16 (models/layers.h Numerics).
   DType weight_dtype() const { return dtype_; }
   size_t weight_bytes() const { return ckpt_.TotalBytes(); }
   // Bytes of the decoder weights and output projection: what one decode step streams.
@@ -62,6 +62,7 @@ class PaliGemma {
   PaliGemmaWeights w_;
   DType dtype_ = DType::kF32;
   bool apply_final_softcap_ = false;
+  Numerics nx_;  // bf16 rounding for bf16 checkpoints, as the reference computes them
 };
 
 }  // namespace ocular

@@ -4,6 +4,7 @@
 
 #include "core/tensor.h"
 #include "models/config.h"
+#include "models/layers.h"
 #include "models/tracer.h"
 #include "models/weights.h"
 
@@ -15,6 +16,6 @@ class ThreadPool;
 // Returns [n_images, N, D]: post_layernorm output, the projector's input.
 // Taps: vision.embeddings, vision.layers.{i}, vision.post_layernorm (all [n_images, N, D]).
 Tensor SiglipForward(ThreadPool& pool, const SiglipVisionConfig& cfg, const SiglipWeights& w,
-                     const Tensor& pixel_values, Tracer* tracer);
+                     const Numerics& nx, const Tensor& pixel_values, Tracer* tracer);
 
 }  // namespace ocular

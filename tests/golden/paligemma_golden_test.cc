@@ -24,9 +24,11 @@ struct Checkpoint {
   double tolerance;  // relative error per tap (docs/testing.md)
 };
 
-// f32 models must match to 1e-5; the bf16 model runs bf16 activations in HF and f32
-// activations on bf16 weights here, hence 1e-2.
-constexpr Checkpoint kCheckpoints[] = {{"pg1", 1e-5}, {"pg2", 1e-5}, {"pg2-bf16", 1e-2}};
+// f32 models must match to 1e-5. The bf16 model runs in bf16 in HF; ocular rounds its
+// activations at the same points (kernels/bf16_emulation.h) and matches it bit for bit on
+// these shapes. 1e-3 leaves room for an accumulation-order difference flipping a bf16
+// rounding (one bf16 ulp is 2^-8 ≈ 4e-3 relative) — still 10× under the 1e-2.
+constexpr Checkpoint kCheckpoints[] = {{"pg1", 1e-5}, {"pg2", 1e-5}, {"pg2-bf16", 1e-3}};
 
 std::vector<std::string> Cases(const std::string& ckpt) {
   std::vector<std::string> out;
