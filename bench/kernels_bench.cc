@@ -1,0 +1,127 @@
+// MatMul / attention throughput per ISA, weight dtype and shape.
+//
+// Counters: GFLOP/s (2·M·N·K per call) and weight GB/s (N·K·sizeof(w) per call: the decode
+// roofline is memory bandwidth / weight bytes). Threads: OCULAR_THREADS (default: physical
+// cores). Example:
+//   build/bench/kernels_bench --benchmark_filter='MatMul/avx2'
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "kernels/ops.h"
+
+namespace ocular {
+namespace {
+
+ThreadPool& Pool() {
+  static ThreadPool* pool = new ThreadPool(ThreadPool::DefaultThreadCount());
+  return *pool;
+}
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, int64_t M, int64_t K,
+               int64_t N) {
+  if (!SetIsa(isa).ok()) {
+    state.SkipWithError("ISA not supported here");
+    return;
+  }
+  const std::vector<float> wf = Random(N * K, 1);
+  std::vector<uint16_t> wh;
+  if (dtype == DType::kBF16) {
+    for (float x : wf) wh.push_back(F32ToBF16(x));
+  }
+  const TensorView w{dtype == DType::kF32 ? static_cast<const void*>(wf.data())
+                                          : static_cast<const void*>(wh.data()),
+                     dtype, {N, K}};
+  const std::vector<float> a = Random(M * K, 2);
+  std::vector<float> out(M * N);
+  for (auto _ : state) {
+    ops::MatMul(Pool(), a.data(), M, K, K, w, nullptr, out.data(), N);
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * calls * 1e-9,
+                                                 benchmark::Counter::kIsRate);
+  state.counters["wGB/s"] = benchmark::Counter(
+      static_cast<double>(w.nbytes()) * calls * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["threads"] = Pool().size();
+}
+
+void BM_Attention(benchmark::State& state, std::string isa, int64_t Tq, int64_t Tk) {
+  if (!SetIsa(isa).ok()) {
+    state.SkipWithError("ISA not supported here");
+    return;
+  }
+  const int64_t Hq = 8, Hkv = 1, d = 256;  // PaliGemma 1 decoder
+  const std::vector<float> q = Random(Tq * Hq * d, 3), k = Random(Tk * Hkv * d, 4),
+                           v = Random(Tk * Hkv * d, 5);
+  std::vector<int32_t> begin(Tq, 0), end(Tq);
+  for (int64_t i = 0; i < Tq; ++i) end[i] = static_cast<int32_t>(Tk - Tq + i + 1);
+  std::vector<float> out(Tq * Hq * d);
+  for (auto _ : state) {
+    ops::Attention(Pool(), q.data(), Tq, Hq, Hq * d, k.data(), v.data(), Tk, Hkv, Hkv * d,
+                   Hkv * d, d, 1.0f / 16.0f, 0.0f, begin.data(), end.data(), out.data(),
+                   Hq * d);
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
+struct Shape3 {
+  const char* name;
+  int64_t M, K, N;
+};
+
+// Gemma 2B decode (gate proj), SigLIP So400m fc1 on 256 patches, a small batch.
+constexpr Shape3 kShapes[] = {
+    {"decode_gate_2048x16384", 1, 2048, 16384},
+    {"decode4_gate_2048x16384", 4, 2048, 16384},
+    {"siglip_fc1_256x1152x4304", 256, 1152, 4304},
+};
+
+// With one thread, rates use CPU time (robust on a busy machine); otherwise wall time.
+void Timing(benchmark::internal::Benchmark* b) {
+  if (Pool().size() > 1) b->UseRealTime();
+}
+
+int RegisterAll() {
+  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      for (const Shape3& s : kShapes) {
+        if (std::string(isa) == "scalar" && s.M > 4) continue;  // far too slow to be useful
+        const std::string name =
+            std::string("MatMul/") + isa + "/" + DTypeName(dtype) + "/" + s.name;
+        benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, isa, dtype, s.M, s.K, s.N)
+            ->Unit(benchmark::kMillisecond)
+            ->Apply(Timing);
+      }
+    }
+    for (int64_t tk : {256, 1024}) {
+      benchmark::RegisterBenchmark(
+          (std::string("Attention/") + isa + "/decode_Tk" + std::to_string(tk)).c_str(),
+          BM_Attention, isa, 1, tk)
+          ->Unit(benchmark::kMicrosecond)
+          ->Apply(Timing);
+    }
+  }
+  return 0;
+}
+const int kRegistered = RegisterAll();
+
+}  // namespace
+}  // namespace ocular
+
+BENCHMARK_MAIN();
