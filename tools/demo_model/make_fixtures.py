@@ -3,6 +3,8 @@
   testdata/tasks/detections.jsonl   held-out detection suffixes + generator boxes
   testdata/tasks/metrics_cases.json perturbed predictions + the metrics that
                                     tools/demo_model/metrics.py computes for them
+  testdata/tasks/heldout_small.jsonl + heldout_small_scored.json: the first 60
+                                    held-out examples, predictions, their scores
 
   .venv/bin/python -m tools.demo_model.make_fixtures
 """
@@ -82,6 +84,23 @@ def main() -> None:
     json.dump({"cases": cases, "summary": summary}, f, indent=1, sort_keys=True)
     f.write("\n")
   print(summary)
+
+  # The eval-set path of `ocular eval`: a small held-out JSONL, predictions, and the
+  # figures metrics.score_examples gives for them.
+  small = shapes.heldout_examples(60)
+  with open(os.path.join(OUT, "heldout_small.jsonl"), "w", encoding="utf-8") as f:
+    for ex in small:
+      f.write(json.dumps(ex, sort_keys=True) + "\n")
+  preds = []
+  for e in small:
+    if e["kind"] == "detect":
+      preds.append(_perturbed_prediction(rng, e))
+    else:
+      preds.append(e["suffix"] if rng.random() < 0.75 else "blue")
+  with open(os.path.join(OUT, "heldout_small_scored.json"), "w", encoding="utf-8") as f:
+    json.dump({"predictions": preds, "summary": metrics.score_examples(small, preds)}, f,
+              indent=1, sort_keys=True)
+    f.write("\n")
 
 
 if __name__ == "__main__":

@@ -121,3 +121,31 @@ class DetectionMetrics:
       precision = tp / (tp + fp) if tp + fp else 0.0
       aps.append(precision * tp / (tp + fn))
     return sum(aps) / len(aps) if aps else 0.0
+
+
+def score_examples(examples: list, predictions: list) -> dict:
+  """Held-out examples (shapes.heldout_examples) + decoded outputs -> metrics dict
+  (same keys as ocular::EvalSummaryJson, plus the count/colour split)."""
+  caption, vqa, count, color = [], [], [], []
+  det = DetectionMetrics()
+  for e, p in zip(examples, predictions):
+    if e["kind"] == "detect":
+      det.add(parse_detections(p, e["width"], e["height"]),
+              [tuple(b) for b in e["boxes"]])
+      continue
+    ok = answer_matches(p, e["suffix"])
+    if e["kind"] == "caption":
+      caption.append(ok)
+    else:
+      vqa.append(ok)
+      (count if e["kind"] == "count" else color).append(ok)
+  mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
+  return {
+      "num_examples": len(examples),
+      "caption_exact": mean(caption), "caption_n": len(caption),
+      "vqa_accuracy": mean(vqa), "vqa_n": len(vqa),
+      "vqa_count_accuracy": mean(count), "vqa_color_accuracy": mean(color),
+      "detection_mean_iou": det.mean_iou(), "detection_map50": det.map50(),
+      "detection_matched": len(det.ious), "detection_predictions": det.num_pred,
+      "detection_ground_truth": det.num_gt,
+  }

@@ -25,7 +25,11 @@ import os
 import random
 import time
 
-import torch
+# Threads sleep instead of spinning at OpenMP barriers: on a shared 2-core machine a
+# spinning thread waiting for a descheduled sibling made steps 10x slower.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
 
 from tools.demo_model import shapes, tokenizer as shapes_tokenizer
 
@@ -123,9 +127,9 @@ def main() -> None:
   ap.add_argument("--workdir", required=True, help="tokenizer, checkpoints, log")
   ap.add_argument("--out", help="final HF folder (save_pretrained)")
   ap.add_argument("--steps", type=int, default=1200)
-  ap.add_argument("--batch", type=int, default=32)
+  ap.add_argument("--batch", type=int, default=16)
   ap.add_argument("--lr", type=float, default=2e-3)
-  ap.add_argument("--warmup", type=int, default=60)
+  ap.add_argument("--warmup", type=int, default=50)
   ap.add_argument("--weight-decay", type=float, default=0.01)
   ap.add_argument("--threads", type=int, default=2)
   ap.add_argument("--ckpt-every", type=int, default=100)

@@ -1,0 +1,147 @@
+#include "tasks/eval_set.h"
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tasks/eval_metrics.h"
+
+namespace ocular {
+namespace {
+
+using nlohmann::json;
+
+Status ParseExample(const json& j, EvalExample* ex) {
+  if (!j.is_object()) return Status(StatusCode::kDataLoss, "not a JSON object");
+  for (const char* key : {"id", "width", "height"}) {
+    if (!j.contains(key) || !j[key].is_number_integer()) {
+      return Status(StatusCode::kDataLoss, StrCat("missing integer '", key, "'"));
+    }
+  }
+  for (const char* key : {"image", "kind", "prefix", "suffix"}) {
+    if (!j.contains(key) || !j[key].is_string()) {
+      return Status(StatusCode::kDataLoss, StrCat("missing string '", key, "'"));
+    }
+  }
+  ex->id = j["id"].get<int>();
+  ex->width = j["width"].get<int>();
+  ex->height = j["height"].get<int>();
+  ex->image = j["image"].get<std::string>();
+  ex->kind = j["kind"].get<std::string>();
+  ex->prefix = j["prefix"].get<std::string>();
+  ex->expected = j["suffix"].get<std::string>();
+  if (ex->width <= 0 || ex->height <= 0) {
+    return Status(StatusCode::kDataLoss,
+                  StrCat("image size ", ex->width, "x", ex->height, " is not positive"));
+  }
+  if (ex->kind != "caption" && ex->kind != "detect" && ex->kind != "count" &&
+      ex->kind != "color") {
+    return Status(StatusCode::kInvalidArgument, StrCat("unknown kind '", ex->kind, "'"));
+  }
+  if (ex->kind != "detect") return Status::Ok();
+  if (!j.contains("boxes") || !j["boxes"].is_array()) {
+    return Status(StatusCode::kDataLoss, "detect example without a 'boxes' array");
+  }
+  for (const json& b : j["boxes"]) {
+    if (!b.is_array() || b.size() != 5 || !b[4].is_string()) {
+      return Status(StatusCode::kDataLoss, "a box is not [x0, y0, x1, y1, label]");
+    }
+    Detection d;
+    float* coords[4] = {&d.x0, &d.y0, &d.x1, &d.y1};
+    for (int k = 0; k < 4; ++k) {
+      if (!b[k].is_number() || !std::isfinite(b[k].get<double>())) {
+        return Status(StatusCode::kDataLoss, "a box coordinate is not a finite number");
+      }
+      *coords[k] = b[k].get<float>();
+    }
+    if (d.x1 < d.x0 || d.y1 < d.y0) {
+      return Status(StatusCode::kDataLoss, "a box has x1 < x0 or y1 < y0");
+    }
+    d.label = b[4].get<std::string>();
+    ex->boxes.push_back(std::move(d));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::vector<EvalExample>> LoadEvalSet(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return Error(StatusCode::kNotFound, "eval", path, ": cannot open");
+  std::vector<EvalExample> out;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(f, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      return Error(StatusCode::kDataLoss, "eval", path, ":", line_no, ": not valid JSON");
+    }
+    EvalExample ex;
+    Status s = ParseExample(j, &ex);
+    if (!s.ok()) return Error(s.code(), "eval", path, ":", line_no, ": ", s.message());
+    out.push_back(std::move(ex));
+  }
+  if (out.empty()) return Error(StatusCode::kDataLoss, "eval", path, ": no examples");
+  return out;
+}
+
+StatusOr<EvalSummary> ScoreEvalSet(const std::vector<EvalExample>& examples,
+                                   const std::vector<std::string>& predictions) {
+  if (predictions.size() != examples.size()) {
+    return Error(StatusCode::kInvalidArgument, "eval", predictions.size(),
+                 " predictions for ", examples.size(), " examples");
+  }
+  AccuracyMetric caption, vqa;
+  DetectionMetrics det;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    const EvalExample& ex = examples[i];
+    if (ex.kind == "detect") {
+      det.Add(ParseDetections(predictions[i], ex.width, ex.height), ex.boxes);
+    } else if (ex.kind == "caption") {
+      caption.Add(predictions[i], ex.expected);
+    } else {
+      vqa.Add(predictions[i], ex.expected);
+    }
+  }
+  EvalSummary s;
+  s.num_examples = static_cast<int>(examples.size());
+  s.caption_exact = caption.Accuracy();
+  s.caption_n = caption.total();
+  s.vqa_accuracy = vqa.Accuracy();
+  s.vqa_n = vqa.total();
+  s.detection_mean_iou = det.MeanIoU();
+  s.detection_map50 = det.MapAt50();
+  s.detection_matched = det.matched();
+  s.detection_predictions = det.num_predictions();
+  s.detection_ground_truth = det.num_ground_truth();
+  return s;
+}
+
+std::string EvalSummaryJson(const EvalSummary& s) {
+  json j = {{"num_examples", s.num_examples},
+            {"caption_exact", s.caption_exact},
+            {"caption_n", s.caption_n},
+            {"vqa_accuracy", s.vqa_accuracy},
+            {"vqa_n", s.vqa_n},
+            {"detection_mean_iou", s.detection_mean_iou},
+            {"detection_map50", s.detection_map50},
+            {"detection_matched", s.detection_matched},
+            {"detection_predictions", s.detection_predictions},
+            {"detection_ground_truth", s.detection_ground_truth}};
+  return j.dump(2);
+}
+
+std::string DetectionsJson(const std::vector<Detection>& detections) {
+  json arr = json::array();
+  for (const Detection& d : detections) {
+    arr.push_back({{"x0", d.x0}, {"y0", d.y0}, {"x1", d.x1}, {"y1", d.y1},
+                   {"label", d.label}});
+  }
+  // Replace invalid UTF-8 in labels instead of throwing (labels are model output).
+  return arr.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace ocular

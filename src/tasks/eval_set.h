@@ -1,0 +1,57 @@
+// The held-out evaluation set of the shapes-world demo model and its scoring —
+// what `ocular eval` runs. The set is a JSONL file written by
+// tools/demo_model/evaluate.py --write-heldout (shipped as
+// models/shapes-paligemma/heldout.jsonl); one object per line:
+//   {"id": 0, "image": "0000.png", "width": 258, "height": 267, "kind": "detect",
+//    "prefix": "detect star ; circle", "suffix": "<loc…>… star ; …",
+//    "boxes": [[x0, y0, x1, y1, "star"], …]}   (boxes only for kind "detect")
+// kind is one of caption, detect, count, color (count + color = VQA).
+// The scores use the definitions of tasks/eval_metrics.h, identical to
+// tools/demo_model/metrics.py, so the two evaluators can be compared directly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ocular/status.h"
+#include "tasks/detection.h"
+
+namespace ocular {
+
+struct EvalExample {
+  int id = 0;
+  std::string image;  // file name relative to the images folder
+  int width = 0, height = 0;
+  std::string kind;      // caption | detect | count | color
+  std::string prefix;    // the prompt, e.g. "caption en"
+  std::string expected;  // the reference answer (the training suffix)
+  std::vector<Detection> boxes;  // ground truth for detect, in pixels
+};
+
+// Reads and validates the JSONL file: kInvalidArgument / kDataLoss with the line
+// number for malformed lines, unknown kinds, non-positive sizes or bad boxes.
+StatusOr<std::vector<EvalExample>> LoadEvalSet(const std::string& path);
+
+struct EvalSummary {
+  int num_examples = 0;
+  double caption_exact = 0;
+  int caption_n = 0;
+  double vqa_accuracy = 0;  // count + color questions
+  int vqa_n = 0;
+  double detection_mean_iou = 0;
+  double detection_map50 = 0;
+  int detection_matched = 0, detection_predictions = 0, detection_ground_truth = 0;
+};
+
+// REQUIRES: predictions.size() == examples.size() (checked: kInvalidArgument).
+// predictions[i] is the decoded model output for examples[i].
+StatusOr<EvalSummary> ScoreEvalSet(const std::vector<EvalExample>& examples,
+                                   const std::vector<std::string>& predictions);
+
+// {"caption_exact": …, …} with the field names above (same keys as evaluate.py).
+std::string EvalSummaryJson(const EvalSummary& summary);
+
+// [{"x0":…,"y0":…,"x1":…,"y1":…,"label":"…"}, …] — what `ocular run --json` prints.
+std::string DetectionsJson(const std::vector<Detection>& detections);
+
+}  // namespace ocular
