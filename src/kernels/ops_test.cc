@@ -40,7 +40,7 @@ TEST(IsaTest, ScalarFirstAndUnknownNamesRejected) {
 TEST(MatMulTest, EveryIsaMatchesReferenceOnOddSizes) {
   ThreadPool pool(3);
   const int64_t Ks[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 257};
-  const int64_t Ms[] = {1, 2, 3, 5, 8, 13};
+  const int64_t Ms[] = {1, 2, 3, 4, 5, 8, 13, 70};  // 70: two row blocks
   const int64_t Ns[] = {1, 3, 17, 64, 67};
   ForEachIsa([&](const std::string&) {
     for (DType dtype : kWeightDTypes) {

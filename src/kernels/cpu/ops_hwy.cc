@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "core/check.h"
 #include "core/half.h"
@@ -116,8 +118,96 @@ void RowsTimesColumns(size_t m, const float* a, int64_t lda, const W* w, int64_t
   }
 }
 
-// Cache blocking: a block of kRowBlock rows of a stays in L2 while a strip of kColumnStrip
-// rows of w (reused by every 4-row group) stays in L1/L2.
+// ---- BF16 GEMV: two weights per 32-bit lane.
+// A u32 lane holding bf16 elements (2i, 2i+1) gives element 2i+1 as f32 by masking the low
+// half and element 2i by shifting left 16: two f32 vectors from one load and two integer
+// ops. `a` is pre-permuted per block of 2·lanes into [even elements | odd elements].
+
+// a_perm[m, blk + i] = a[m, blk + 2i], a_perm[m, blk + lanes + i] = a[m, blk + 2i + 1] for
+// every full block of 2·lanes; returns the number of permuted columns.
+HWY_INLINE int64_t PermuteEvenOdd(const float* a, int64_t M, int64_t K, int64_t lda,
+                                  float* a_perm) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  const int64_t K2 = K / (2 * lanes) * (2 * lanes);
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t blk = 0; blk < K2; blk += 2 * lanes) {
+      for (int64_t i = 0; i < lanes; ++i) {
+        a_perm[m * K2 + blk + i] = a[m * lda + blk + 2 * i];
+        a_perm[m * K2 + blk + lanes + i] = a[m * lda + blk + 2 * i + 1];
+      }
+    }
+  }
+  return K2;
+}
+
+template <size_t kM, size_t kN>
+HWY_INLINE void DotTilePairs(const float* HWY_RESTRICT a, int64_t lda,
+                             const float* HWY_RESTRICT a_perm, int64_t K2,
+                             const BF16* HWY_RESTRICT w, int64_t K, float* HWY_RESTRICT out,
+                             int64_t ldo) {
+  const DF df;
+  const hn::RebindToUnsigned<DF> du;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const auto high_half = hn::Set(du, 0xFFFF0000u);
+  VF acc[kM][kN];
+  for (size_t m = 0; m < kM; ++m) {
+    for (size_t n = 0; n < kN; ++n) acc[m][n] = hn::Zero(df);
+  }
+  for (int64_t k = 0; k < K2; k += 2 * lanes) {
+    VF w_even[kN], w_odd[kN];
+    for (size_t n = 0; n < kN; ++n) {
+      const auto raw = hn::LoadU(du, reinterpret_cast<const uint32_t*>(w + n * K + k));
+      w_even[n] = hn::BitCast(df, hn::ShiftLeft<16>(raw));
+      w_odd[n] = hn::BitCast(df, hn::And(raw, high_half));
+    }
+    for (size_t m = 0; m < kM; ++m) {
+      const VF a_even = hn::LoadU(df, a_perm + m * K2 + k);
+      const VF a_odd = hn::LoadU(df, a_perm + m * K2 + k + lanes);
+      for (size_t n = 0; n < kN; ++n) {
+        acc[m][n] = hn::MulAdd(a_even, w_even[n], acc[m][n]);
+        acc[m][n] = hn::MulAdd(a_odd, w_odd[n], acc[m][n]);
+      }
+    }
+  }
+  for (size_t m = 0; m < kM; ++m) {
+    for (size_t n = 0; n < kN; ++n) {
+      float sum = hn::GetLane(hn::SumOfLanes(df, acc[m][n]));
+      for (int64_t kk = K2; kk < K; ++kk) sum += a[m * lda + kk] * WeightToF32(w[n * K + kk]);
+      out[m * ldo + n] = sum;
+    }
+  }
+}
+
+template <size_t kM>
+HWY_INLINE void RowsTimesColumnsPairs(const float* a, int64_t lda, const float* a_perm,
+                                      int64_t K2, const BF16* w, int64_t K, int64_t n_begin,
+                                      int64_t n_end, float* out, int64_t ldo) {
+  constexpr size_t kN = ColumnTile(kM);
+  int64_t n = n_begin;
+  for (; n + static_cast<int64_t>(kN) <= n_end; n += kN) {
+    DotTilePairs<kM, kN>(a, lda, a_perm, K2, w + n * K, K, out + n, ldo);
+  }
+  for (; n < n_end; ++n) DotTilePairs<kM, 1>(a, lda, a_perm, K2, w + n * K, K, out + n, ldo);
+}
+
+void GemvBF16(const float* a, int64_t M, int64_t K, int64_t lda, const BF16* w, int64_t n0,
+              int64_t n1, float* out, int64_t ldo) {
+  thread_local std::vector<float> a_perm;
+  a_perm.resize(static_cast<size_t>(M * K));
+  const int64_t K2 = PermuteEvenOdd(a, M, K, lda, a_perm.data());
+  const float* ap = a_perm.data();
+  switch (M) {
+    case 1: return RowsTimesColumnsPairs<1>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
+    case 2: return RowsTimesColumnsPairs<2>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
+    case 3: return RowsTimesColumnsPairs<3>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
+    default: return RowsTimesColumnsPairs<4>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
+  }
+}
+
+// ---- GEMM (M > 4): cache blocking. A block of kRowBlock rows of a stays in L2 while a strip
+// of kColumnStrip rows of w (reused by every 4-row group of the block) stays in L1/L2.
+// Non-f32 strips are converted once per (row block, strip) into a small f32 panel, so the
+// conversion is amortized over kRowBlock rows instead of repeated per 4-row group.
 constexpr int64_t kRowBlock = 64;
 constexpr int64_t kColumnStrip = 24;
 
@@ -125,16 +215,36 @@ template <class W>
 void MatMulBlockT(const float* a, int64_t M, int64_t K, int64_t lda, const W* w, int64_t n0,
                   int64_t n1, float* out, int64_t ldo) {
   if (M <= 4) {  // GEMV-like: stream w once.
-    RowsTimesColumns(static_cast<size_t>(M), a, lda, w, K, n0, n1, out, ldo);
+    if constexpr (std::is_same_v<W, BF16>) {
+      GemvBF16(a, M, K, lda, w, n0, n1, out, ldo);
+    } else {
+      RowsTimesColumns(static_cast<size_t>(M), a, lda, w, K, n0, n1, out, ldo);
+    }
     return;
   }
+  thread_local std::vector<float> panel;
   for (int64_t mb = 0; mb < M; mb += kRowBlock) {
     const int64_t mb_end = std::min(M, mb + kRowBlock);
     for (int64_t ns = n0; ns < n1; ns += kColumnStrip) {
       const int64_t ns_end = std::min(n1, ns + kColumnStrip);
+      const float* strip;  // w rows [ns, ns_end) as f32, row stride K
+      if constexpr (std::is_same_v<W, float>) {
+        strip = w + ns * K;
+      } else {
+        panel.resize(static_cast<size_t>(kColumnStrip * K));
+        const DF df;
+        const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+        const int64_t count = (ns_end - ns) * K;
+        const W* src = w + ns * K;
+        int64_t i = 0;
+        for (; i + lanes <= count; i += lanes) hn::StoreU(LoadWeights(df, src + i), df, &panel[i]);
+        for (; i < count; ++i) panel[i] = WeightToF32(src[i]);
+        strip = panel.data();
+      }
       for (int64_t m = mb; m < mb_end; m += 4) {
         const size_t rows = static_cast<size_t>(std::min<int64_t>(4, mb_end - m));
-        RowsTimesColumns(rows, a + m * lda, lda, w, K, ns, ns_end, out + m * ldo, ldo);
+        RowsTimesColumns(rows, a + m * lda, lda, strip, K, 0, ns_end - ns, out + m * ldo + ns,
+                         ldo);
       }
     }
   }
