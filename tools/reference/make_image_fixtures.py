@@ -94,6 +94,23 @@ def exif_bytes(orientation):
     return exif.tobytes()
 
 
+def gif_with_offset_frame(data, screen_w, screen_h, left, top):
+    """Enlarges a GIF's logical screen and moves its first frame to (left, top), so the canvas
+    outside the frame shows the fill rule (transparent index, else 0)."""
+    out = bytearray(data)
+    struct.pack_into("<HH", out, 6, screen_w, screen_h)
+    flags = out[10]
+    pos = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)
+    while out[pos] == 0x21:  # skip extensions: introducer, label, sub-blocks
+        pos += 2
+        while out[pos]:
+            pos += out[pos] + 1
+        pos += 1
+    assert out[pos] == 0x2C, "image descriptor expected"
+    struct.pack_into("<HH", out, pos + 1, left, top)
+    return bytes(out)
+
+
 def make_inputs():
     """Returns {file name: encoded bytes}."""
     astro = skimage.data.astronaut()
@@ -169,6 +186,8 @@ def make_inputs():
                                    duration=100)
     gif = Image.fromarray(gradient(31, 17)).quantize(32)
     files["gradient_trns.gif"] = encode(gif, "GIF", transparency=3)
+    files["offset_frame.gif"] = gif_with_offset_frame(encode(gif, "GIF"), 40, 25, 6, 5)
+    files["offset_frame_trns.gif"] = gif_with_offset_frame(files["gradient_trns.gif"], 37, 20, 3, 2)
     return files
 
 
