@@ -124,21 +124,24 @@ Image ResampleHorizontal(const Image& in, int row0, int rows, const Coefficients
   return out;
 }
 
-// Vertical pass; c.first is relative to the first row of `in`.
+// Vertical pass; c.first is relative to the first row of `in`. Rows are accumulated one input
+// row at a time into an int32 row (contiguous, vectorizable); integer sums are exact, so the
+// order of additions does not change the result.
 Image ResampleVertical(const Image& in, const Coefficients& c) {
   const int out_h = static_cast<int>(c.first.size());
   const size_t row_bytes = static_cast<size_t>(in.width) * 3;
   Image out(in.width, out_h);
+  std::vector<int32_t> acc(row_bytes);
   for (int yy = 0; yy < out_h; ++yy) {
     const int32_t* k = &c.weights[static_cast<size_t>(yy) * c.ksize];
-    const uint8_t* src = in.pixel(0, c.first[yy]);
-    uint8_t* dst = out.pixel(0, yy);
-    for (size_t i = 0; i < row_bytes; ++i) {
-      int32_t s = kHalf;
-      const uint8_t* p = src + i;
-      for (int y = 0; y < c.count[yy]; ++y, p += row_bytes) s += *p * k[y];
-      dst[i] = Clip8(s);
+    std::fill(acc.begin(), acc.end(), kHalf);
+    for (int y = 0; y < c.count[yy]; ++y) {
+      const uint8_t* src = in.pixel(0, c.first[yy] + y);
+      const int32_t w = k[y];
+      for (size_t i = 0; i < row_bytes; ++i) acc[i] += src[i] * w;
     }
+    uint8_t* dst = out.pixel(0, yy);
+    for (size_t i = 0; i < row_bytes; ++i) dst[i] = Clip8(acc[i]);
   }
   return out;
 }
