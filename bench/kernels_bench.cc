@@ -6,6 +6,7 @@
 //   build/bench/kernels_bench --benchmark_filter='MatMul/avx2'
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -79,6 +80,16 @@ void BM_Attention(benchmark::State& state, std::string isa, int64_t Tq, int64_t 
     benchmark::DoNotOptimize(out.data());
   }
 }
+
+// Round trip of an (almost) empty ParallelFor: the per-call overhead decode pays ~150x/token.
+void BM_ParallelForOverhead(benchmark::State& state) {
+  std::atomic<int64_t> sink{0};
+  for (auto _ : state) {
+    Pool().ParallelFor(Pool().size(), [&](int64_t b, int64_t e) { sink.fetch_add(e - b); });
+  }
+  benchmark::DoNotOptimize(sink.load());
+}
+BENCHMARK(BM_ParallelForOverhead)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 struct Shape3 {
   const char* name;

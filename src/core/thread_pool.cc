@@ -16,6 +16,25 @@ namespace {
 // The pool whose chunk the current thread is running, if any (nested calls run inline).
 thread_local const ThreadPool* tls_running_pool = nullptr;
 
+// Iterations of the spin-wait before blocking (~tens of microseconds).
+constexpr int kSpinIterations = 4000;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until pred() holds or the budget runs out; returns pred().
+template <typename Pred>
+bool SpinUntil(const Pred& pred) {
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (pred()) return true;
+    CpuRelax();
+  }
+  return pred();
+}
+
 std::string ReadFirstLine(const std::string& path) {
   std::ifstream in(path);
   std::string line;
@@ -84,19 +103,18 @@ void ThreadPool::RunChunks() {
 void ThreadPool::WorkerLoop(int /*worker_index*/) {
   uint64_t seen = 0;
   for (;;) {
-    {
+    auto has_work = [&] { return stop_.load() || generation_.load() != seen; };
+    if (!SpinUntil(has_work)) {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      work_cv_.wait(lock, has_work);
     }
+    if (stop_.load()) return;
+    seen = generation_.load();
     RunChunks();
-    bool last;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      last = --pending_ == 0;
+    if (pending_.fetch_sub(1) == 1) {
+      { std::lock_guard<std::mutex> lock(mu_); }  // the caller is either waiting or will see 0
+      done_cv_.notify_one();
     }
-    if (last) done_cv_.notify_one();
   }
 }
 
@@ -112,15 +130,18 @@ void ThreadPool::ParallelFor(int64_t n,
   n_ = n;
   num_chunks_ = static_cast<int>(n < num_threads_ ? n : num_threads_);
   next_chunk_.store(0, std::memory_order_relaxed);
+  pending_.store(static_cast<int>(workers_.size()));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ++generation_;
-    pending_ = static_cast<int>(workers_.size());
+    generation_.fetch_add(1);  // publishes the job fields above
   }
   work_cv_.notify_all();
   RunChunks();
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  auto done = [&] { return pending_.load() == 0; };
+  if (!SpinUntil(done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, done);
+  }
   fn_ = nullptr;
 }
 

@@ -48,12 +48,15 @@ class ThreadPool {
 
   std::mutex call_mu_;  // serializes ParallelFor callers
 
+  // Workers and the caller spin briefly on these atomics before sleeping on the condition
+  // variables (decode issues hundreds of short ParallelFor calls per token). Writes that a
+  // sleeper waits for happen under mu_, so no wakeup is lost.
   std::mutex mu_;
-  std::condition_variable work_cv_;  // workers wait for a new generation
-  std::condition_variable done_cv_;  // caller waits for pending_ == 0
-  uint64_t generation_ = 0;          // guarded by mu_
-  bool stop_ = false;                // guarded by mu_
-  int pending_ = 0;                  // workers still running this generation; guarded by mu_
+  std::condition_variable work_cv_;    // workers wait for a new generation
+  std::condition_variable done_cv_;    // caller waits for pending_ == 0
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> pending_{0};        // workers that have not finished this generation
 
   // The current job; written by the caller before the generation is published.
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
