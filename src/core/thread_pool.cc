@@ -16,21 +16,18 @@ namespace {
 // The pool whose chunk the current thread is running, if any (nested calls run inline).
 thread_local const ThreadPool* tls_running_pool = nullptr;
 
-// Iterations of the spin-wait before blocking (~tens of microseconds).
-constexpr int kSpinIterations = 4000;
+// Polls (each a sched_yield) before blocking: tens of microseconds.
+constexpr int kSpinIterations = 200;
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 // Spins until pred() holds or the budget runs out; returns pred().
 template <typename Pred>
 bool SpinUntil(const Pred& pred) {
   for (int i = 0; i < kSpinIterations; ++i) {
     if (pred()) return true;
-    CpuRelax();
+    // yield, not a pause loop: on an oversubscribed machine (or under a hypervisor that
+    // traps pause loops) a busy spin starves the very thread being waited for.
+    std::this_thread::yield();
   }
   return pred();
 }
