@@ -4,51 +4,15 @@
 #include <pcre2.h>
 
 namespace ocular::text {
-namespace {
-
-// Oniguruma's Unicode \s is the White_Space property; PCRE2's (with UCP) lacks U+0085 (NEL).
-std::string WidenWhiteSpace(std::string_view pattern) {
-  std::string out;
-  bool in_class = false;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    const char c = pattern[i];
-    if (c == '\\' && i + 1 < pattern.size()) {
-      const char n = pattern[++i];
-      if (n == 's') {
-        out += in_class ? "\\s\\x{85}" : "[\\s\\x{85}]";
-      } else if (n == 'S' && !in_class) {
-        out += "[^\\s\\x{85}]";
-      } else {
-        out += c;
-        out += n;
-      }
-      continue;
-    }
-    if (c == '[' && !in_class) {
-      in_class = true;
-      out += c;
-      // A ']' right after '[' or '[^' is a literal, not the end of the class.
-      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
-      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];
-      continue;
-    }
-    if (c == ']' && in_class) in_class = false;
-    out += c;
-  }
-  return out;
-}
-
-}  // namespace
 
 void Regex::CodeDeleter::operator()(void* code) const {
   pcre2_code_free(static_cast<pcre2_code*>(code));
 }
 
 StatusOr<Regex> Regex::Compile(std::string_view pattern) {
-  const std::string widened = WidenWhiteSpace(pattern);
   int error = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(widened.data()), widened.size(),
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                    PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
   if (code == nullptr) {
     PCRE2_UCHAR message[256];

@@ -15,8 +15,9 @@ namespace ocular::text {
 
 class Regex {
  public:
-  // Compiles an Oniguruma-style pattern as `tokenizers` writes them. `\s` / `\S` are widened
-  // to include U+0085, which Oniguruma's \s matches and PCRE2's does not.
+  // Compiles a pattern as `tokenizers` writes them (Oniguruma syntax; the subset used by
+  // GPT-2 / Llama 3 style splits means the same in PCRE2 with UCP, including \s matching
+  // U+0085, see regex_test.cc).
   static StatusOr<Regex> Compile(std::string_view pattern);
 
   // Non-overlapping matches, left to right, as [begin, end) byte ranges.

@@ -42,6 +42,9 @@ XZ_PRESET = 9 | lzma.PRESET_EXTREME
 HANDWRITTEN = [
     "", " ", "  ", "   ", "\t", "\n", "\r\n", "\n\n\n", " \t \n ", "\u3000", "\u00a0", "\u0085",
     "\u2028", "\u2029", "\u200b", "\ufeff", "a\u0085b", "x\u2000y\u2009z",
+    # U+0085 (NEL) is whitespace to tokenizers' \s: these split differently under Llama 3's
+    # regex if a regex engine disagrees.
+    "\u0085 ", "\u0085!", "!\u0085", "\u0085\u0085a", "\u0085 \u0085", "a\u0085  b", "\u0085 \n",
     "Hello world", " Hello world", "Hello world ", "  Hello   world  ", "hello\tworld\n",
     "caption en\n", "answer en what color is the square?\n", "detect circle ; square\n",
     "segment cat\n", "ocr", "describe fr\n", "question de Rot\n",
@@ -101,7 +104,8 @@ FRAGMENTS = [
     "<loc1023>", "<seg000>", "<seg127>", "<loc12>", "<seg1000>", "<imagex>", "<loc0012",
     "<|begin_of_text|>", "<|eot_id|>", "<|image|>", "<start_of_turn>", "<end_of_turn>", "<",
     ">", "<<", ">>", "|", "▁", "▁▁", "_", "__", "caption en", "detect", " ; ", "<0x0A>",
-    "\u0085", "\u2028", "\ufeff", "\U0010ffff", "<mask>", "Hey", "world", "ony",
+    "\u0085", "\u2028", "\ufeff", "\U0010ffff", "<mask>", "Hey", "world", "ony", "[SEP]",
+    " [SEP] ", "hello world", " <mask> ", "Hey there",
 ]
 
 
