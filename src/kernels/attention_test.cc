@@ -85,6 +85,9 @@ TEST(AttentionTest, EveryIsaMatchesReferenceAndNaiveFormula) {
       {4, 4, 2, 2, 8, 0.0f, "empty"},      // empty ranges give zero rows
       {3, 40, 2, 1, 256, 0.0f, "causal"},  // PaliGemma head_dim
       {2, 3, 3, 3, 1, 20.0f, "full"},
+      {37, 37, 2, 2, 72, 0.0f, "prefix"},   // SigLIP-like head_dim, blocks + a tail query
+      {9, 30, 4, 1, 16, 50.0f, "window"},
+      {6, 6, 2, 1, 8, 0.0f, "empty"},       // a block mixing empty and non-empty ranges
   };
   ThreadPool pool(3);
   for (const Case& c : cases) {
@@ -111,8 +114,8 @@ TEST(AttentionTest, EveryIsaMatchesReferenceAndNaiveFormula) {
                                       v.data() + 1, c.Tk,  c.Hkv,    ldk,          ldv,
                                       c.d,          scale, c.softcap, begin.data(), end.data(),
                                       want.data(),  ldo};
-    std::vector<float> scratch(c.Tk);
-    ref::AttentionItems(args, 0, c.Tq * c.Hq, scratch.data());
+    std::vector<float> scratch(kernels::kAttentionQueryBlock * c.Tk);
+    ref::AttentionItems(args, 0, kernels::AttentionItemCount(c.Tq, c.Hq), scratch.data());
     for (int64_t i = 0; i < c.Tq; ++i) {
       ExpectClose(want.data() + i * ldo, naive.data() + i * c.Hq * c.d,
                   mag.data() + i * c.Hq * c.d, c.Hq * c.d, 2e-6, 1e-30, "ref vs naive");

@@ -25,6 +25,14 @@ struct AttentionArgs {
   int64_t ldo;
 };
 
+// Attention work item: one head × a block of up to kAttentionQueryBlock consecutive queries
+// (item = head * ceil(Tq / kAttentionQueryBlock) + block), so a kernel can share each K/V
+// row it loads among the block's queries.
+inline constexpr int64_t kAttentionQueryBlock = 4;
+inline int64_t AttentionItemCount(int64_t Tq, int64_t Hq) {
+  return Hq * ((Tq + kAttentionQueryBlock - 1) / kAttentionQueryBlock);
+}
+
 struct KernelTable {
   const char* name;
   // out[m, n] = dot(a[m, 0:K], w[n, 0:K]) for m in [0, M), n in [n0, n1). No bias.
@@ -43,8 +51,8 @@ struct KernelTable {
   // Rotates x[n_heads, head_dim] of one row with precomputed cos/sin[head_dim / 2].
   void (*rope_row)(float* x, int64_t n_heads, int64_t head_dim, const float* cos,
                    const float* sin);
-  // Attention outputs for work items [begin, end), item = query * Hq + head.
-  // scratch: at least Tk floats.
+  // Attention outputs for work items [begin, end) (see kAttentionQueryBlock).
+  // scratch: at least kAttentionQueryBlock * Tk floats.
   void (*attention_items)(const AttentionArgs& args, int64_t begin, int64_t end,
                           float* scratch);
   // out[0, n) = f32(data[0, n)) for dtype F32/BF16/F16.

@@ -192,8 +192,8 @@ void Attention(ThreadPool& pool, const float* q, int64_t Tq, int64_t Hq, int64_t
   const kernels::AttentionArgs args{q,  Tq,  Hq, ldq,   k,       v,         Tk,      Hkv, ldk,
                                     ldv, d, scale, softcap, key_begin, key_end, out, ldo};
   const kernels::KernelTable& table = Active();
-  pool.ParallelFor(Tq * Hq, [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(static_cast<size_t>(std::max<int64_t>(Tk, 1)));
+  pool.ParallelFor(kernels::AttentionItemCount(Tq, Hq), [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(static_cast<size_t>(kernels::kAttentionQueryBlock * std::max<int64_t>(Tk, 1)));
     table.attention_items(args, begin, end, scratch.data());
   });
 }

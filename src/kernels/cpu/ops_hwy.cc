@@ -456,56 +456,117 @@ void RopeRow(float* x, int64_t n_heads, int64_t head_dim, const float* cos, cons
 
 // ------------------------------------------------------------------ attention
 
-void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end,
-                    float* scratch) {
+// scores[q, t] = dot(q rows, k rows [0, nt)) for kM queries (row stride ldq), into s with
+// row stride ls.
+template <size_t kM>
+HWY_INLINE void ScoreRows(const float* q, int64_t ldq, const float* k, int64_t ldk, int64_t nt,
+                          int64_t d, float* s, int64_t ls) {
+  constexpr size_t kN = ColumnTile(kM) > 4 ? 4 : ColumnTile(kM);
+  int64_t t = 0;
+  for (; t + static_cast<int64_t>(kN) <= nt; t += kN) {
+    DotTile<kM, kN>(q, ldq, k + t * ldk, ldk, d, s + t, ls);
+  }
+  for (; t < nt; ++t) DotTile<kM, 1>(q, ldq, k + t * ldk, ldk, d, s + t, ls);
+}
+
+// out[q, 0:d) = sum_t probs[q * ls + t] * v[t * ldv, 0:d) for kQ rows.
+template <size_t kQ>
+HWY_INLINE void WeightedSumRows(const float* probs, int64_t ls, const float* v, int64_t ldv,
+                                int64_t nt, int64_t d, float* out, int64_t ldo) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t group = p.Hq / p.Hkv;
-  for (int64_t item = begin; item < end; ++item) {
-    const int64_t i = item / p.Hq, h = item % p.Hq, kvh = h / group;
-    const float* qi = p.q + i * p.ldq + h * p.d;
-    float* oi = p.out + i * p.ldo + h * p.d;
-    const int64_t t0 = p.key_begin[i], t1 = p.key_end[i], nt = t1 - t0;
-    // scores = (q·k) * scale, softcapped; four keys per DotTile.
-    float* s = scratch;
-    const float* kbase = p.k + t0 * p.ldk + kvh * p.d;
-    int64_t t = 0;
-    for (; t + 4 <= nt; t += 4) DotTile<1, 4>(qi, 0, kbase + t * p.ldk, p.ldk, p.d, s + t, 1);
-    for (; t < nt; ++t) DotTile<1, 1>(qi, 0, kbase + t * p.ldk, p.ldk, p.d, s + t, 1);
-    const float scale = p.scale, cap = p.softcap;
-    Transform(s, nt, [scale, cap](DF d, VF v) HWY_ATTR {
+  int64_t j = 0;
+  for (; j + lanes <= d; j += lanes) {
+    VF acc[kQ];
+    for (size_t q = 0; q < kQ; ++q) acc[q] = hn::Zero(df);
+    for (int64_t t = 0; t < nt; ++t) {
+      const VF vv = hn::LoadU(df, v + t * ldv + j);
+      for (size_t q = 0; q < kQ; ++q) acc[q] = hn::MulAdd(hn::Set(df, probs[q * ls + t]), vv, acc[q]);
+    }
+    for (size_t q = 0; q < kQ; ++q) hn::StoreU(acc[q], df, out + q * ldo + j);
+  }
+  for (; j < d; ++j) {
+    for (size_t q = 0; q < kQ; ++q) {
+      float acc = 0.0f;
+      for (int64_t t = 0; t < nt; ++t) acc += probs[q * ls + t] * v[t * ldv + j];
+      out[q * ldo + j] = acc;
+    }
+  }
+}
+
+// One head × up to kAttentionQueryBlock queries. Scores are computed for the union of the
+// queries' key ranges (each K row loaded once for the block); each query then softmaxes its
+// own range, and probabilities outside it are zero so p·v can share each V row too.
+void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_end,
+                    int64_t h, float* scratch) {
+  const int64_t kvh = h / (p.Hq / p.Hkv);
+  int64_t u0 = p.Tk, u1 = 0;  // union of the non-empty key ranges
+  for (int64_t i = i_begin; i < i_end; ++i) {
+    if (p.key_begin[i] >= p.key_end[i]) continue;
+    u0 = std::min<int64_t>(u0, p.key_begin[i]);
+    u1 = std::max<int64_t>(u1, p.key_end[i]);
+  }
+  const int64_t nq = i_end - i_begin;
+  if (u0 >= u1) {  // every range empty: zero rows
+    for (int64_t i = i_begin; i < i_end; ++i) std::fill_n(p.out + i * p.ldo + h * p.d, p.d, 0.0f);
+    return;
+  }
+  const int64_t nt = u1 - u0, ls = nt;
+  const float* q0 = p.q + i_begin * p.ldq + h * p.d;
+  const float* kbase = p.k + u0 * p.ldk + kvh * p.d;
+  switch (nq) {
+    case 1: ScoreRows<1>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls); break;
+    case 2: ScoreRows<2>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls); break;
+    case 3: ScoreRows<3>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls); break;
+    default: ScoreRows<4>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls); break;
+  }
+  const float scale = p.scale, cap = p.softcap;
+  for (int64_t qi = 0; qi < nq; ++qi) {
+    float* s = scratch + qi * ls;
+    const int64_t b = p.key_begin[i_begin + qi] - u0, e = p.key_end[i_begin + qi] - u0;
+    if (b >= e) {
+      std::fill_n(s, nt, 0.0f);
+      continue;
+    }
+    std::fill_n(s, b, 0.0f);
+    std::fill(s + e, s + nt, 0.0f);
+    const int64_t n = e - b;
+    float* sr = s + b;
+    Transform(sr, n, [scale, cap](DF d, VF v) HWY_ATTR {
       v = hn::Mul(v, hn::Set(d, scale));
       if (cap > 0.0f) v = hn::Mul(hn::Tanh(d, hn::Div(v, hn::Set(d, cap))), hn::Set(d, cap));
       return v;
     });
     // softmax: e = exp(s - max); p = e * (1 / sum e).
     float max_score = -INFINITY;
-    for (int64_t j = 0; j < nt; ++j) max_score = std::max(max_score, s[j]);
-    Transform(s, nt, [max_score](DF d, VF v) HWY_ATTR {
+    for (int64_t j = 0; j < n; ++j) max_score = std::max(max_score, sr[j]);
+    Transform(sr, n, [max_score](DF d, VF v) HWY_ATTR {
       return hn::Exp(d, hn::Sub(v, hn::Set(d, max_score)));
     });
     double sum = 0.0;
-    for (int64_t j = 0; j < nt; ++j) sum += s[j];
-    const float inv_sum = nt > 0 ? 1.0f / static_cast<float>(sum) : 0.0f;
-    Transform(s, nt, [inv_sum](DF d, VF v) HWY_ATTR { return hn::Mul(v, hn::Set(d, inv_sum)); });
-    // out = p · v, accumulated over keys in f32 vectors along d.
-    const float* vbase = p.v + t0 * p.ldv + kvh * p.d;
-    int64_t j = 0;
-    for (; j + lanes <= p.d; j += lanes) {
-      VF acc0 = hn::Zero(df), acc1 = hn::Zero(df);
-      int64_t u = 0;
-      for (; u + 2 <= nt; u += 2) {
-        acc0 = hn::MulAdd(hn::Set(df, s[u]), hn::LoadU(df, vbase + u * p.ldv + j), acc0);
-        acc1 = hn::MulAdd(hn::Set(df, s[u + 1]), hn::LoadU(df, vbase + (u + 1) * p.ldv + j), acc1);
-      }
-      if (u < nt) acc0 = hn::MulAdd(hn::Set(df, s[u]), hn::LoadU(df, vbase + u * p.ldv + j), acc0);
-      hn::StoreU(hn::Add(acc0, acc1), df, oi + j);
-    }
-    for (; j < p.d; ++j) {
-      float acc = 0.0f;
-      for (int64_t u = 0; u < nt; ++u) acc += s[u] * vbase[u * p.ldv + j];
-      oi[j] = acc;
-    }
+    for (int64_t j = 0; j < n; ++j) sum += sr[j];
+    const float inv_sum = 1.0f / static_cast<float>(sum);
+    Transform(sr, n, [inv_sum](DF d, VF v) HWY_ATTR { return hn::Mul(v, hn::Set(d, inv_sum)); });
+  }
+  // out[qi] = p[qi] · v over the union range; each V vector feeds every query of the block.
+  const float* vbase = p.v + u0 * p.ldv + kvh * p.d;
+  float* o0 = p.out + i_begin * p.ldo + h * p.d;
+  switch (nq) {
+    case 1: return WeightedSumRows<1>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
+    case 2: return WeightedSumRows<2>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
+    case 3: return WeightedSumRows<3>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
+    default: return WeightedSumRows<4>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
+  }
+}
+
+void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end,
+                    float* scratch) {
+  const int64_t blocks = kernels::AttentionItemCount(p.Tq, 1);
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t h = item / blocks;
+    const int64_t i_begin = item % blocks * kernels::kAttentionQueryBlock;
+    const int64_t i_end = std::min(p.Tq, i_begin + kernels::kAttentionQueryBlock);
+    AttentionBlock(p, i_begin, i_end, h, scratch);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "kernels/ref/ref_ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -147,37 +148,49 @@ void RopeCosSin(int64_t pos, int64_t head_dim, float theta, float* cos, float* s
 // HF eager attention (modeling_gemma2.py eager_attention_forward):
 //   w = (q @ kᵀ) * scaling; softcap; + mask; softmax(dim=-1, float32); out = w @ v.
 // torch's softmax: e = exp(x - max), p = e * (1 / sum(e)).
+namespace {
+
+void AttentionOne(const kernels::AttentionArgs& p, int64_t i, int64_t h, int64_t kvh,
+                  float* scratch) {
+  const float* qi = p.q + i * p.ldq + h * p.d;
+  float* oi = p.out + i * p.ldo + h * p.d;
+  const int64_t t0 = p.key_begin[i], t1 = p.key_end[i];
+  float max_score = -INFINITY;
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* kt = p.k + t * p.ldk + kvh * p.d;
+    double dot = 0.0;
+    for (int64_t j = 0; j < p.d; ++j) dot += static_cast<double>(qi[j]) * kt[j];
+    float s = static_cast<float>(dot) * p.scale;
+    if (p.softcap > 0.0f) s = std::tanh(s / p.softcap) * p.softcap;
+    scratch[t - t0] = s;
+    max_score = std::fmax(max_score, s);
+  }
+  double sum = 0.0;
+  for (int64_t t = t0; t < t1; ++t) {
+    scratch[t - t0] = std::exp(scratch[t - t0] - max_score);
+    sum += scratch[t - t0];
+  }
+  const float inv_sum = t1 > t0 ? 1.0f / static_cast<float>(sum) : 0.0f;
+  for (int64_t j = 0; j < p.d; ++j) {
+    double acc = 0.0;
+    for (int64_t t = t0; t < t1; ++t) {
+      acc += static_cast<double>(scratch[t - t0] * inv_sum) * p.v[t * p.ldv + kvh * p.d + j];
+    }
+    oi[j] = static_cast<float>(acc);
+  }
+}
+
+}  // namespace
+
 void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end,
                     float* scratch) {
   const int64_t group = p.Hq / p.Hkv;
+  const int64_t blocks = kernels::AttentionItemCount(p.Tq, 1);
   for (int64_t item = begin; item < end; ++item) {
-    const int64_t i = item / p.Hq, h = item % p.Hq, kvh = h / group;
-    const float* qi = p.q + i * p.ldq + h * p.d;
-    float* oi = p.out + i * p.ldo + h * p.d;
-    const int64_t t0 = p.key_begin[i], t1 = p.key_end[i];
-    float max_score = -INFINITY;
-    for (int64_t t = t0; t < t1; ++t) {
-      const float* kt = p.k + t * p.ldk + kvh * p.d;
-      double dot = 0.0;
-      for (int64_t j = 0; j < p.d; ++j) dot += static_cast<double>(qi[j]) * kt[j];
-      float s = static_cast<float>(dot) * p.scale;
-      if (p.softcap > 0.0f) s = std::tanh(s / p.softcap) * p.softcap;
-      scratch[t - t0] = s;
-      max_score = std::fmax(max_score, s);
-    }
-    double sum = 0.0;
-    for (int64_t t = t0; t < t1; ++t) {
-      scratch[t - t0] = std::exp(scratch[t - t0] - max_score);
-      sum += scratch[t - t0];
-    }
-    const float inv_sum = t1 > t0 ? 1.0f / static_cast<float>(sum) : 0.0f;
-    for (int64_t j = 0; j < p.d; ++j) {
-      double acc = 0.0;
-      for (int64_t t = t0; t < t1; ++t) {
-        acc += static_cast<double>(scratch[t - t0] * inv_sum) * p.v[t * p.ldv + kvh * p.d + j];
-      }
-      oi[j] = static_cast<float>(acc);
-    }
+    const int64_t h = item / blocks, kvh = h / group;
+    const int64_t i_begin = item % blocks * kernels::kAttentionQueryBlock;
+    const int64_t i_end = std::min(p.Tq, i_begin + kernels::kAttentionQueryBlock);
+    for (int64_t i = i_begin; i < i_end; ++i) AttentionOne(p, i, h, kvh, scratch);
   }
 }
 
