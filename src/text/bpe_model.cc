@@ -82,10 +82,11 @@ StatusOr<BpeModel> BpeModel::FromJson(const nlohmann::json& model) {
   }
   bpe.merges_.reserve(merges->size());
   int32_t rank = 0;
+  std::string merged;
   for (const auto& m : *merges) {
-    std::string a, b;
+    std::string_view a, b;
     if (m.is_string()) {  // legacy "a b"
-      const std::string& s = m.get_ref<const std::string&>();
+      const std::string_view s = m.get_ref<const std::string&>();
       const size_t space = s.find(' ');
       if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
         return Error(StatusCode::kInvalidArgument, "tokenizer", "merge ", rank, " '", s,
@@ -94,24 +95,21 @@ StatusOr<BpeModel> BpeModel::FromJson(const nlohmann::json& model) {
       a = s.substr(0, space);
       b = s.substr(space + 1);
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      a = m[0].get<std::string>();
-      b = m[1].get<std::string>();
+      a = m[0].get_ref<const std::string&>();
+      b = m[1].get_ref<const std::string&>();
     } else {
       return Error(StatusCode::kInvalidArgument, "tokenizer", "merge ", rank,
                    " must be \"a b\" or [\"a\", \"b\"]");
     }
     const int32_t id_a = bpe.TokenToId(a), id_b = bpe.TokenToId(b);
     if (id_a < 0 || id_b < 0) {
-      return Error(StatusCode::kInvalidArgument, "tokenizer", "merge ", rank, " ('", a, "', '",
-                   b, "') uses a token missing from the vocabulary");
+      return Error(StatusCode::kInvalidArgument, "tokenizer", "merge ", rank, " ('", a, "', '", b,
+                   "') uses a token missing from the vocabulary");
     }
     // tokenizers: the merged token drops b's continuing_subword_prefix.
-    std::string merged = a;
-    if (!bpe.prefix_.empty() && b.starts_with(bpe.prefix_)) {
-      merged += b.substr(bpe.prefix_.size());
-    } else {
-      merged += b;
-    }
+    merged.assign(a);
+    merged.append(!bpe.prefix_.empty() && b.starts_with(bpe.prefix_) ? b.substr(bpe.prefix_.size())
+                                                                     : b);
     const int32_t new_id = bpe.TokenToId(merged);
     if (new_id < 0) {
       return Error(StatusCode::kInvalidArgument, "tokenizer", "merge ", rank, " result '", merged,
@@ -125,7 +123,7 @@ StatusOr<BpeModel> BpeModel::FromJson(const nlohmann::json& model) {
 }
 
 int32_t BpeModel::TokenToId(std::string_view token) const {
-  auto it = vocab_.find(std::string(token));
+  auto it = vocab_.find(token);
   return it == vocab_.end() ? -1 : it->second;
 }
 

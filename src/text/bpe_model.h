@@ -3,12 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ocular/status.h"
 
@@ -38,7 +37,12 @@ class BpeModel {
   }
   void MergeAll(std::vector<int32_t>* symbols) const;
 
-  std::unordered_map<std::string, int32_t> vocab_;
+  // Transparent hashing: lookups by string_view allocate nothing.
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> vocab_;
   std::vector<std::string> id_to_token_;  // by id; "" for gaps
   std::vector<bool> has_id_;
   std::unordered_map<uint64_t, Merge> merges_;
@@ -46,8 +50,8 @@ class BpeModel {
   bool byte_fallback_ = false;
   bool fuse_unk_ = false;
   bool ignore_merges_ = false;
-  std::string prefix_;  // continuing_subword_prefix
-  std::string suffix_;  // end_of_word_suffix
+  std::string prefix_;     // continuing_subword_prefix
+  std::string suffix_;     // end_of_word_suffix
   int32_t byte_ids_[256];  // "<0xNN>" ids, -1 when absent
 };
 

@@ -1,13 +1,12 @@
 // Golden tests: ids, decodes and streaming decodes identical to the reference on every
 // string of testdata/text/<vocab>/cases.jsonl.xz (made by tools/reference/make_text_fixtures.py
 // from HF tokenizers and sentencepiece).
+#include <gtest/gtest.h>
 #include <lzma.h>
 
 #include <fstream>
-#include <sstream>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "text/tokenizer.h"
 #include "text/utf8.h"
@@ -104,7 +103,8 @@ void CheckVocab(const Tokenizer& tok, const std::vector<Case>& cases, bool sp_co
     std::vector<std::string> problems;
     if (*ids != want_ids) problems.push_back("ids differ");
     if (tok.Decode(want_ids, false) != want_decode) {
-      problems.push_back("decode " + Quote(tok.Decode(want_ids, false)) + " != " + Quote(want_decode));
+      problems.push_back("decode " + Quote(tok.Decode(want_ids, false)) +
+                         " != " + Quote(want_decode));
     }
     if (!sp_columns && tok.Decode(want_ids, true) != c.decode_skip) {
       problems.push_back("decode_skip " + Quote(tok.Decode(want_ids, true)));

@@ -18,7 +18,8 @@ Status Malformed(std::string_view what, std::string_view detail) {
 
 StatusOr<std::string> GetString(const json& j, const char* key, std::string_view what) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return Malformed(what, StrCat("'", key, "' must be a string"));
+  if (it == j.end() || !it->is_string())
+    return Malformed(what, StrCat("'", key, "' must be a string"));
   return it->get<std::string>();
 }
 
@@ -420,7 +421,8 @@ template <typename T, typename F>
 StatusOr<std::vector<std::unique_ptr<T>>> ParseList(const json& j, const char* key,
                                                     std::string_view what, F parse) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_array()) return Malformed(what, StrCat("'", key, "' must be a list"));
+  if (it == j.end() || !it->is_array())
+    return Malformed(what, StrCat("'", key, "' must be a list"));
   std::vector<std::unique_ptr<T>> parts;
   for (const auto& e : *it) {
     OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<T> part, parse(e));
@@ -469,8 +471,8 @@ StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(const json& j) {
     return std::unique_ptr<Normalizer>(new StripNormalizer(left, right));
   }
   if (type == "Sequence") {
-    OCULAR_ASSIGN_OR_RETURN(auto parts, ParseList<Normalizer>(j, "normalizers", "normalizer",
-                                                              ParseNormalizer));
+    OCULAR_ASSIGN_OR_RETURN(auto parts,
+                            ParseList<Normalizer>(j, "normalizers", "normalizer", ParseNormalizer));
     return std::unique_ptr<Normalizer>(new SequenceNormalizer(std::move(parts)));
   }
   return Unsupported("normalizer", type);
@@ -510,8 +512,8 @@ StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const json& j) {
     return std::unique_ptr<PreTokenizer>(new ByteLevelPreTokenizer(prefix, std::move(split)));
   }
   if (type == "Sequence") {
-    OCULAR_ASSIGN_OR_RETURN(auto parts, ParseList<PreTokenizer>(j, "pretokenizers",
-                                                                "pre_tokenizer", ParsePreTokenizer));
+    OCULAR_ASSIGN_OR_RETURN(auto parts, ParseList<PreTokenizer>(j, "pretokenizers", "pre_tokenizer",
+                                                                ParsePreTokenizer));
     return std::unique_ptr<PreTokenizer>(new SequencePreTokenizer(std::move(parts)));
   }
   return Unsupported("pre_tokenizer", type);
@@ -539,8 +541,7 @@ StatusOr<std::unique_ptr<Decoder>> ParseDecoder(const json& j) {
         new StripDecoder(std::move(c), start->get<size_t>(), stop->get<size_t>()));
   }
   if (type == "Sequence") {
-    OCULAR_ASSIGN_OR_RETURN(auto parts,
-                            ParseList<Decoder>(j, "decoders", "decoder", ParseDecoder));
+    OCULAR_ASSIGN_OR_RETURN(auto parts, ParseList<Decoder>(j, "decoders", "decoder", ParseDecoder));
     return std::unique_ptr<Decoder>(new SequenceDecoder(std::move(parts)));
   }
   return Unsupported("decoder", type);

@@ -5,10 +5,9 @@
 #include "text/hf_tokenizer.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <nlohmann/json.hpp>
 
 #include "text/bpe_model.h"
 #include "text/hf_components.h"
@@ -167,8 +166,8 @@ StatusOr<std::unique_ptr<Tokenizer>> HfTokenizer::Create(const json& root, const
       return Error(StatusCode::kInvalidArgument, "tokenizer", "model.type is missing");
     }
   } else if (type->get<std::string>() != "BPE") {
-    return Error(StatusCode::kUnimplemented, "tokenizer", "model type '",
-                 type->get<std::string>(), "' is not supported (only BPE)");
+    return Error(StatusCode::kUnimplemented, "tokenizer", "model type '", type->get<std::string>(),
+                 "' is not supported (only BPE)");
   }
   OCULAR_ASSIGN_OR_RETURN(BpeModel bpe, BpeModel::FromJson(model));
   tok->model_ = std::move(bpe);
@@ -207,7 +206,8 @@ StatusOr<std::unique_ptr<Tokenizer>> HfTokenizer::Create(const json& root, const
     }
   }
   // Rust regex \w (Alphabetic, marks, decimal numbers, connector punctuation, joiners).
-  OCULAR_ASSIGN_OR_RETURN(Regex word, Regex::Compile(R"([\p{L}\p{Nl}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}])"));
+  OCULAR_ASSIGN_OR_RETURN(Regex word,
+                          Regex::Compile(R"([\p{L}\p{Nl}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}])"));
   tok->word_char_ = std::move(word);
   tok->vocab_size_ = max_id + 1;
 
@@ -274,7 +274,8 @@ void HfTokenizer::SplitAdded(std::string_view s, const TokenTrie& trie,
       }
       stop = p;
     }
-    if (start_offset < start) out->push_back({std::string(s.substr(start_offset, start - start_offset)), -1});
+    if (start_offset < start)
+      out->push_back({std::string(s.substr(start_offset, start - start_offset)), -1});
     out->push_back({"", t.id});
     start_offset = stop;
   }
@@ -283,8 +284,8 @@ void HfTokenizer::SplitAdded(std::string_view s, const TokenTrie& trie,
 
 StatusOr<std::vector<int32_t>> HfTokenizer::Encode(std::string_view text) const {
   if (const size_t bad = FindInvalidUtf8(text); bad != std::string_view::npos) {
-    return Error(StatusCode::kInvalidArgument, "tokenizer", "input is not valid UTF-8 (byte ",
-                 bad, " of ", text.size(), ")");
+    return Error(StatusCode::kInvalidArgument, "tokenizer", "input is not valid UTF-8 (byte ", bad,
+                 " of ", text.size(), ")");
   }
   std::vector<Segment> raw;
   SplitAdded(text, raw_trie_, &raw);

@@ -17,8 +17,8 @@ StatusOr<Regex> Regex::Compile(std::string_view pattern) {
   if (code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));
-    return Error(StatusCode::kInvalidArgument, "tokenizer", "bad regex '", pattern,
-                 "' at offset ", offset, ": ", reinterpret_cast<const char*>(message));
+    return Error(StatusCode::kInvalidArgument, "tokenizer", "bad regex '", pattern, "' at offset ",
+                 offset, ": ", reinterpret_cast<const char*>(message));
   }
   Regex regex;
   regex.code_ = std::shared_ptr<void>(code, CodeDeleter());
@@ -33,8 +33,8 @@ std::vector<std::pair<size_t, size_t>> Regex::FindAll(std::string_view s) const 
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(s.data());
   size_t start = 0;
   while (start <= s.size()) {
-    const int rc = pcre2_match(code, subject, s.size(), start, PCRE2_NO_UTF_CHECK, data.get(),
-                               nullptr);
+    const int rc =
+        pcre2_match(code, subject, s.size(), start, PCRE2_NO_UTF_CHECK, data.get(), nullptr);
     if (rc < 0) break;  // PCRE2_ERROR_NOMATCH, or a resource limit: treat the rest as text
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data.get());
     const size_t b = ovector[0], e = ovector[1];

@@ -12,7 +12,10 @@ TEST(RegexTest, WhiteSpaceMatchesNel) {
   // isolates U+0085 and U+00A0 (character offsets 1 and 5).
   auto re = Regex::Compile(R"(\s)");
   ASSERT_TRUE(re.ok());
-  EXPECT_EQ(re->FindAll("a\xC2\x85" "b a\xC2\xA0" "b"), (Spans{{1, 3}, {4, 5}, {6, 8}}));
+  EXPECT_EQ(re->FindAll("a\xC2\x85"
+                        "b a\xC2\xA0"
+                        "b"),
+            (Spans{{1, 3}, {4, 5}, {6, 8}}));
 }
 
 TEST(RegexTest, UnicodePropertiesAndEmptyMatches) {

@@ -38,7 +38,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& dir) {
     }
     auto tok = FromHfJson(json, config);
     if (!tok.ok()) {
-      return Status(tok.status().code(), StrCat(tok.status().message(), " (", json_path.string(), ")"));
+      return Status(tok.status().code(),
+                    StrCat(tok.status().message(), " (", json_path.string(), ")"));
     }
     return tok;
   }
@@ -46,7 +47,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& dir) {
     OCULAR_ASSIGN_OR_RETURN(std::string proto, ReadFile(model_path));
     auto tok = FromSentencePiece(proto);
     if (!tok.ok()) {
-      return Status(tok.status().code(), StrCat(tok.status().message(), " (", model_path.string(), ")"));
+      return Status(tok.status().code(),
+                    StrCat(tok.status().message(), " (", model_path.string(), ")"));
     }
     return tok;
   }

@@ -45,7 +45,7 @@ class Tokenizer {
   // From the text of a tokenizer.json. `config_json` (may be empty) is the text of a
   // tokenizer_config.json, used only for the bos/eos/pad token names.
   static StatusOr<std::unique_ptr<Tokenizer>> FromHfJson(std::string_view json,
-                                                          std::string_view config_json = {});
+                                                         std::string_view config_json = {});
   // From the bytes of a SentencePiece ModelProto (tokenizer.model).
   static StatusOr<std::unique_ptr<Tokenizer>> FromSentencePiece(std::string_view model_proto);
 

@@ -1,11 +1,11 @@
 // API contracts and malformed-input handling of Tokenizer (golden parity is golden_test.cc).
 #include "text/tokenizer.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 namespace ocular {
 namespace {
@@ -148,7 +148,8 @@ TEST(TokenizerTest, MalformedJsonIsRejected) {
 }
 
 TEST(TokenizerTest, MalformedSentencePieceIsRejected) {
-  for (std::string bad : {std::string(), std::string("not a proto"), std::string("\x0a\xff\xff", 3)}) {
+  for (std::string bad :
+       {std::string(), std::string("not a proto"), std::string("\x0a\xff\xff", 3)}) {
     auto tok = Tokenizer::FromSentencePiece(bad);
     ASSERT_FALSE(tok.ok());
     EXPECT_TRUE(tok.status().message().starts_with("[tokenizer]")) << tok.status().message();
@@ -169,7 +170,9 @@ TEST(StreamingDecoderTest, HoldsBackIncompleteCharacters) {
   auto tok = LoadTiny();
   ASSERT_TRUE(tok);
   // "😀" is not in the tiny vocabulary: it byte-falls back to four <0xNN> pieces.
-  auto ids = tok->Encode("a\xF0\x9F\x98\x80" "b");
+  auto ids = tok->Encode(
+      "a\xF0\x9F\x98\x80"
+      "b");
   ASSERT_TRUE(ids.ok());
   ASSERT_EQ(ids->size(), 6u);
   StreamingDecoder stream(*tok, false);
