@@ -11,16 +11,18 @@
 namespace ocular {
 
 struct TapDiff {
-  double max_abs = 0;  // max |a - b|
-  double rel = 0;      // ‖a − b‖₂ / ‖b‖₂ (0 if both are zero; inf if only b is zero)
-  double cosine = 1;   // a·b / (‖a‖‖b‖)
+  double max_abs = 0;  // max |a - b|; +inf if `actual` holds a NaN or Inf
+  double rel = 0;      // ‖a − b‖₂ / ‖b‖₂ (0 if both are zero; +inf if only b is, or non-finite)
+  double cosine = 1;   // a·b / (‖a‖‖b‖) (1 if both are zero, 0 if exactly one is)
+  int64_t worst = -1;  // flat index of the max |a - b| (-1 if no elements)
   int64_t mismatches = 0;  // integer taps (ids): positions that differ
 };
 
-// Compares two tensors element-wise after converting to double. REQUIRES: same numel.
+// Compares two tensors element-wise after converting to double (any dtype).
+// REQUIRES: actual.numel() >= expected.numel().
 TapDiff CompareTensors(const TensorView& actual, const TensorView& expected);
 
-// Pipeline order of tap names (pixel_values, input_ids, vision.*, projector, decoder.*,
+// Pipeline order of tap names (input_ids, pixel_values, vision.*, projector, decoder.*,
 // logits, generated_ids, decode_logits; layers numerically), so "first divergence" means
 // first in the forward pass. Unknown names sort last, alphabetically.
 bool TapBefore(const std::string& a, const std::string& b);

@@ -3,21 +3,18 @@
 // the model alone; the tokenizer and image pipeline have their own reference tests.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "io/safetensors.h"
 #include "models/paligemma.h"
 #include "runtime/generator.h"
 #include "runtime/parity.h"
 #include "runtime/recorder.h"
+#include "support/fixture.h"
 
 namespace ocular {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct Checkpoint {
   const char* name;
@@ -29,15 +26,6 @@ struct Checkpoint {
 // these shapes. 1e-3 leaves room for an accumulation-order difference flipping a bf16
 // rounding (one bf16 ulp is 2^-8 ≈ 4e-3 relative) — still 10× under the 1e-2.
 constexpr Checkpoint kCheckpoints[] = {{"pg1", 1e-5}, {"pg2", 1e-5}, {"pg2-bf16", 1e-3}};
-
-std::vector<std::string> Cases(const std::string& ckpt) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator("testdata/golden/" + ckpt)) {
-    if (e.path().extension() == ".safetensors") out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 std::vector<int32_t> Ids(const TensorView& t) {
   std::vector<int32_t> ids(t.numel());
@@ -55,15 +43,19 @@ class GoldenTest : public testing::TestWithParam<Checkpoint> {};
 
 TEST_P(GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   const Checkpoint ck = GetParam();
-  auto model = PaliGemma::Load(std::string("testdata/tiny/") + ck.name);
+  auto manifest = fixture::GoldenManifest::Load();
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  const fixture::GoldenCheckpoint* golden_ck = manifest->Find(ck.name);
+  ASSERT_NE(golden_ck, nullptr) << "no golden fixtures for " << ck.name;
+  ASSERT_GE(golden_ck->cases.size(), 9u);
+  auto model = PaliGemma::Load(golden_ck->model_dir);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   ThreadPool pool(2);
-  const auto cases = Cases(ck.name);
-  ASSERT_GE(cases.size(), 9u) << "golden fixtures missing for " << ck.name;
-  for (const std::string& path : cases) {
-    SCOPED_TRACE(path);
-    auto golden = SafetensorsFile::Open(path);
-    ASSERT_TRUE(golden.ok()) << golden.status().ToString();
+  for (const fixture::GoldenCase& c : golden_ck->cases) {
+    SCOPED_TRACE(c.path);
+    auto taps = fixture::GoldenTaps::Open(c.path);
+    ASSERT_TRUE(taps.ok()) << taps.status().ToString();
+    const SafetensorsFile* golden = &taps->file();
     const TensorView* ids = golden->Find("input_ids");
     const TensorView* gen = golden->Find("generated_ids");
     ASSERT_TRUE(ids && gen);
@@ -84,10 +76,9 @@ TEST_P(GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
 
     // Every float tap the reference recorded, in forward order: report the first divergence.
     std::vector<std::string> names;
-    for (const auto& [name, view] : golden->tensors()) {
-      if (view.dtype == DType::kF32 && name != "pixel_values") names.push_back(name);
+    for (const std::string& name : taps->TapNames()) {
+      if (golden->Find(name)->dtype == DType::kF32 && name != "pixel_values") names.push_back(name);
     }
-    std::sort(names.begin(), names.end(), TapBefore);
     std::string table;  // every tap's error, printed if any tap fails
     std::string first_over;
     for (const std::string& name : names) {

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "runtime/parity.h"
+
 #include "core/check.h"
 
 namespace ocular::fixture {
@@ -100,29 +102,6 @@ Status ParseCheckpoint(const std::string& golden_dir, const std::string& name,
   return Status::Ok();
 }
 
-// Rank of a tap name in forward order, plus its layer index (0 if none).
-std::tuple<int, int64_t, std::string> TapKey(const std::string& name) {
-  static const char* const kOrder[] = {
-      "input_ids", "pixel_values", "vision.embeddings", "vision.layers.",
-      "vision.post_layernorm", "projector", "decoder.inputs_embeds", "decoder.embed_scaled",
-      "decoder.layers.", "decoder.norm", "logits", "generated_ids", "decode_logits"};
-  constexpr int kCount = sizeof(kOrder) / sizeof(kOrder[0]);
-  for (int rank = 0; rank < kCount; ++rank) {
-    const std::string key = kOrder[rank];
-    if (key.back() == '.') {
-      if (name.rfind(key, 0) != 0 || name.size() == key.size()) continue;
-      const std::string digits = name.substr(key.size());
-      if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-          digits.size() > 9) {
-        continue;
-      }
-      return {rank, std::stoll(digits), ""};
-    }
-    if (name == key) return {rank, 0, ""};
-  }
-  return {kCount, 0, name};
-}
-
 }  // namespace
 
 StatusOr<GoldenManifest> GoldenManifest::Load(const std::string& golden_dir) {
@@ -205,47 +184,8 @@ StatusOr<std::vector<int32_t>> GoldenTaps::Ids(const std::string& name) const {
 std::vector<std::string> GoldenTaps::TapNames() const {
   std::vector<std::string> names;
   for (const auto& [name, view] : file_.tensors()) names.push_back(name);
-  std::sort(names.begin(), names.end(), TapBefore);
+  std::sort(names.begin(), names.end(), ocular::TapBefore);
   return names;
-}
-
-bool TapBefore(const std::string& a, const std::string& b) { return TapKey(a) < TapKey(b); }
-
-TapDiff Compare(const float* actual, const TensorView& expected) {
-  OCULAR_CHECK(expected.dtype == DType::kF32, "HINT: golden taps are F32");
-  const float* ref = expected.as<float>();
-  TapDiff d;
-  double diff2 = 0, a2 = 0, b2 = 0, ab = 0;
-  for (int64_t i = 0; i < expected.numel(); ++i) {
-    const double a = actual[i], b = ref[i];
-    const double e = std::isfinite(a) ? std::abs(a - b) : std::numeric_limits<double>::infinity();
-    if (d.worst < 0 || e > d.max_abs) {
-      d.max_abs = e;
-      d.worst = i;
-    }
-    diff2 += (a - b) * (a - b);
-    a2 += a * a;
-    b2 += b * b;
-    ab += a * b;
-  }
-  const double inf = std::numeric_limits<double>::infinity();
-  if (!std::isfinite(d.max_abs)) {
-    d.rel = inf;
-    d.cosine = 0;
-    return d;
-  }
-  d.rel = b2 > 0 ? std::sqrt(diff2 / b2) : (diff2 > 0 ? inf : 0.0);
-  if (a2 > 0 && b2 > 0) {
-    d.cosine = ab / std::sqrt(a2 * b2);
-  } else {
-    d.cosine = (a2 == 0 && b2 == 0) ? 1.0 : 0.0;
-  }
-  return d;
-}
-
-std::string ToString(const TapDiff& diff) {
-  return StrCat("rel ", diff.rel, ", max abs ", diff.max_abs, " at ", diff.worst, ", cosine ",
-                diff.cosine);
 }
 
 }  // namespace ocular::fixture

@@ -72,7 +72,7 @@ class GoldenTaps {
   // An I64 id tap (input_ids, generated_ids) as int32; errors if absent, not I64, or out of
   // int32 range.
   StatusOr<std::vector<int32_t>> Ids(const std::string& name) const;
-  // All tap names in forward order (see TapBefore).
+  // All tap names in forward order (runtime/parity.h TapBefore).
   std::vector<std::string> TapNames() const;
   const SafetensorsFile& file() const { return file_; }
 
@@ -80,22 +80,5 @@ class GoldenTaps {
   explicit GoldenTaps(SafetensorsFile file) : file_(std::move(file)) {}
   SafetensorsFile file_;
 };
-
-// Forward order of tap names: inputs, vision (layers numerically), projector, decoder
-// (layers numerically), logits, generation. Unknown names sort last, alphabetically.
-bool TapBefore(const std::string& a, const std::string& b);
-
-// Difference between an actual tensor and the reference (accumulated in double).
-struct TapDiff {
-  double max_abs = 0;  // max |a - b|; +inf if `actual` has a non-finite value
-  double rel = 0;      // ‖a − b‖₂ / ‖b‖₂ (0 if both are zero, +inf if only b is zero)
-  double cosine = 1;   // a·b / (‖a‖‖b‖) (1 if both are zero, 0 if exactly one is)
-  int64_t worst = -1;  // flat index of the max |a - b| (-1 if no elements)
-};
-
-// REQUIRES: expected.dtype == F32; `actual` holds expected.numel() floats.
-TapDiff Compare(const float* actual, const TensorView& expected);
-// "rel 1.2e-06, max abs 3e-05 at 17, cosine 0.999999".
-std::string ToString(const TapDiff& diff);
 
 }  // namespace ocular::fixture

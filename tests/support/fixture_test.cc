@@ -1,5 +1,7 @@
-// The golden fixtures are readable, complete and self-consistent; Compare is correct.
+// The golden fixtures are readable, complete and self-consistent.
 #include "support/fixture.h"
+
+#include "runtime/parity.h"
 
 #include <gtest/gtest.h>
 
@@ -79,7 +81,7 @@ TEST(GoldenTaps, EveryCaseMatchesTheManifestAndIsSelfConsistent) {
       }
       TensorView last_row{logits->as<float>() + (logits->dim(0) - 1) * vocab, DType::kF32,
                           {vocab}};
-      EXPECT_EQ(Compare(decode->as<float>(), last_row).max_abs, 0.0);
+      EXPECT_EQ(CompareTensors({decode->as<float>(), DType::kF32, {vocab}}, last_row).max_abs, 0.0);
 
       // f32: decoder.embed_scaled = decoder.inputs_embeds * sqrt(H).
       if (ck.dtype == "float32") {
@@ -89,7 +91,7 @@ TEST(GoldenTaps, EveryCaseMatchesTheManifestAndIsSelfConsistent) {
         std::vector<float> mine(in->as<float>(), in->as<float>() + in->numel());
         const float normalizer = std::sqrt(static_cast<float>(ck.hidden_size));
         for (float& v : mine) v *= normalizer;
-        EXPECT_LE(Compare(mine.data(), *scaled).rel, 1e-6);
+        EXPECT_LE(CompareTensors({mine.data(), DType::kF32, scaled->shape}, *scaled).rel, 1e-6);
       }
       ++cases;
     }
@@ -121,58 +123,7 @@ TEST(GoldenManifest, RejectsMissingOrMalformedManifests) {
   }
 }
 
-TEST(TapBefore, OrdersTapsInForwardOrderWithNumericLayers) {
-  std::vector<std::string> names = {"logits", "decoder.layers.10", "vision.layers.2",
-                                    "decoder.layers.2", "projector", "zzz", "input_ids",
-                                    "vision.embeddings", "decode_logits", "decoder.norm"};
-  std::sort(names.begin(), names.end(), TapBefore);
-  EXPECT_EQ(names, (std::vector<std::string>{"input_ids", "vision.embeddings", "vision.layers.2",
-                                             "projector", "decoder.layers.2", "decoder.layers.10",
-                                             "decoder.norm", "logits", "decode_logits", "zzz"}));
-}
-
-TEST(Compare, MeasuresMaxAbsRelativeErrorAndCosine) {
-  const std::vector<float> b = {1, 2, 4};
-  const TensorView expected{b.data(), DType::kF32, {3}};
-  TapDiff same = Compare(b.data(), expected);
-  EXPECT_EQ(same.max_abs, 0.0);
-  EXPECT_EQ(same.rel, 0.0);
-  EXPECT_NEAR(same.cosine, 1.0, 1e-15);
-
-  const std::vector<float> a = {1, 2, 3};
-  TapDiff d = Compare(a.data(), expected);
-  EXPECT_EQ(d.max_abs, 1.0);
-  EXPECT_EQ(d.worst, 2);
-  EXPECT_NEAR(d.rel, 1.0 / std::sqrt(21.0), 1e-12);
-  EXPECT_NEAR(d.cosine, 17.0 / std::sqrt(14.0 * 21.0), 1e-12);
-
-  const std::vector<float> neg = {-1, -2, -4};
-  EXPECT_NEAR(Compare(neg.data(), expected).cosine, -1.0, 1e-12);
-  EXPECT_NEAR(Compare(neg.data(), expected).rel, 2.0, 1e-12);
-}
-
-TEST(Compare, TreatsNonFiniteAndZeroReferencesStrictly) {
-  const std::vector<float> b = {1, 2, 4};
-  const TensorView expected{b.data(), DType::kF32, {3}};
-  const std::vector<float> nan = {1, std::nanf(""), 4};
-  TapDiff d = Compare(nan.data(), expected);
-  EXPECT_TRUE(std::isinf(d.rel));
-  EXPECT_TRUE(std::isinf(d.max_abs));
-  EXPECT_EQ(d.worst, 1);
-
-  const std::vector<float> zeros = {0, 0, 0}, ones = {1, 1, 1};
-  const TensorView zero_ref{zeros.data(), DType::kF32, {3}};
-  EXPECT_EQ(Compare(zeros.data(), zero_ref).rel, 0.0);
-  EXPECT_EQ(Compare(zeros.data(), zero_ref).cosine, 1.0);
-  EXPECT_TRUE(std::isinf(Compare(ones.data(), zero_ref).rel));
-  EXPECT_EQ(Compare(ones.data(), zero_ref).cosine, 0.0);
-
-  const TensorView empty{b.data(), DType::kF32, {0}};
-  EXPECT_EQ(Compare(b.data(), empty).worst, -1);
-}
-
-// A perturbation at the f32 tolerance is visible: the goldens can fail a wrong engine.
-TEST(Compare, DetectsASmallPerturbationOfARealTap) {
+TEST(CompareTensors, DetectsASmallPerturbationOfARealTap) {
   auto manifest = GoldenManifest::Load();
   ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
   auto taps = GoldenTaps::Open(manifest->Find("pg2")->cases.front().path);
@@ -181,7 +132,7 @@ TEST(Compare, DetectsASmallPerturbationOfARealTap) {
   ASSERT_TRUE(logits.ok());
   std::vector<float> mine(logits->as<float>(), logits->as<float>() + logits->numel());
   mine[mine.size() / 2] += 0.5f;
-  TapDiff d = Compare(mine.data(), *logits);
+  TapDiff d = CompareTensors({mine.data(), DType::kF32, logits->shape}, *logits);
   EXPECT_GT(d.rel, 1e-5);
   EXPECT_EQ(d.worst, static_cast<int64_t>(mine.size() / 2));
 }
