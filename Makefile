@@ -30,6 +30,15 @@ demo: build
 asan:
 	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKE_FLAGS="$(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCULAR_SANITIZE=ON"
 
+# libFuzzer smoke run of every fuzz target (clang, ASan+UBSan), fixed inputs count and seed.
+FUZZ_TARGETS := image_decode_fuzz tokenizer_json_fuzz tokenizer_model_fuzz
+fuzz:
+	@scripts/setup --fuzz
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DOCULAR_FUZZ=ON -DOCULAR_SANITIZE=ON >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+	@scripts/fuzz build-fuzz $(FUZZ_RUNS)
+
 # The Python reference stack (transformers, torch, ...) — only needed to regenerate fixtures.
 reference-env: .venv/.installed
 .venv/.installed: tools/reference/requirements.txt
