@@ -203,15 +203,14 @@ def gemma3_model_proto():
     return m.SerializeToString()
 
 
-def spm_vocab(name, proto, out_dir, extra_special=()):
-    """Writes tokenizer.model.xz / tokenizer.json.xz for a SentencePiece proto."""
+def spm_vocab(proto):
+    """tokenizer.json converted by transformers (GemmaConverter) from a SentencePiece proto."""
     from transformers import GemmaTokenizerFast
 
     with tempfile.TemporaryDirectory() as tmp:
         model_path = os.path.join(tmp, "tokenizer.model")
         common.write_bytes(model_path, proto)
-        fast = GemmaTokenizerFast(vocab_file=model_path, from_slow=True,
-                                  additional_special_tokens=list(extra_special) or None)
+        fast = GemmaTokenizerFast(vocab_file=model_path, from_slow=True)
         fast.save_pretrained(tmp)
         with open(os.path.join(tmp, "tokenizer.json"), "rb") as f:
             tok_json = f.read()
@@ -231,7 +230,7 @@ def llama3_json():
     tok = TikTokenConverter(vocab_file=str(path), pattern=meta.pat_str,
                             additional_special_tokens=specials).converted()
     assert tok.token_to_id("<|begin_of_text|>") == meta.bos_id
-    return tok.to_str(pretty=True).encode("utf-8"), meta
+    return tok.to_str(pretty=True).encode("utf-8")
 
 
 def flags_json(tiny_json):
@@ -285,16 +284,14 @@ def write_xz(path, data):
     print(f"  {path}: {len(data)} -> {size} bytes")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=DEFAULT_OUT)
-    parser.add_argument("--only", nargs="*", default=None, help="subset of vocab names")
-    args = parser.parse_args()
+def make_text_fixtures(out_dir=DEFAULT_OUT, only=None):
+    """Writes every vocabulary's fixtures under out_dir (only: subset of vocab names).
+    Needs testdata/tiny/tokenizer (make_tokenizer) for "tiny" and "flags"."""
     strings = build_strings()
     print(f"{len(strings)} strings")
 
     def wanted(name):
-        return args.only is None or name in args.only
+        return only is None or name in only
 
     vocabs = []  # (name, tokenizer.json bytes, sp proto or None)
     if wanted("tiny") or wanted("flags"):
@@ -308,18 +305,26 @@ def main():
             vocabs.append(("flags", flags_json(tiny_json), None))
     if wanted("gemma3"):
         proto = gemma3_model_proto()
-        vocabs.append(("gemma3", spm_vocab("gemma3", proto, args.out), proto))
+        vocabs.append(("gemma3", spm_vocab(proto), proto))
     if wanted("llama3"):
-        vocabs.append(("llama3", llama3_json()[0], None))
+        vocabs.append(("llama3", llama3_json(), None))
 
     for name, tok_json, proto in vocabs:
-        out = os.path.join(args.out, name)
+        out = os.path.join(out_dir, name)
         print(name)
         if name != "tiny":  # the tiny tokenizer itself lives in testdata/tiny/tokenizer
             write_xz(os.path.join(out, "tokenizer.json.xz"), tok_json)
             if proto is not None:
                 write_xz(os.path.join(out, "tokenizer.model.xz"), proto)
         write_xz(os.path.join(out, "cases.jsonl.xz"), make_cases(tok_json, strings, proto))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=DEFAULT_OUT)
+    parser.add_argument("--only", nargs="*", default=None, help="subset of vocab names")
+    args = parser.parse_args()
+    make_text_fixtures(args.out, args.only)
 
 
 if __name__ == "__main__":
