@@ -91,6 +91,16 @@ def init_loc_embeddings(model, tok) -> None:
     emb[ids] = feats.to(emb.dtype)
 
 
+def init_projector(model) -> None:
+  """LeCun-normal projector (std 1/sqrt(vision hidden)) instead of the 0.02 default:
+  with the default, the image features were ~15x weaker than the text embeddings and
+  a first run collapsed the vision tower to a constant output (the decoder learned
+  the text prior only: loc loss stayed at ln 1024)."""
+  w = model.model.multi_modal_projector.linear.weight
+  with torch.no_grad():
+    w.normal_(0.0, w.shape[1] ** -0.5)
+
+
 def make_batch(processor, step: int, batch: int):
   images, prefixes, suffixes = [], [], []
   for j in range(batch):
@@ -128,7 +138,7 @@ def main() -> None:
   ap.add_argument("--out", help="final HF folder (save_pretrained)")
   ap.add_argument("--steps", type=int, default=1200)
   ap.add_argument("--batch", type=int, default=16)
-  ap.add_argument("--lr", type=float, default=2e-3)
+  ap.add_argument("--lr", type=float, default=1e-3)
   ap.add_argument("--warmup", type=int, default=50)
   ap.add_argument("--weight-decay", type=float, default=0.01)
   ap.add_argument("--threads", type=int, default=2)
@@ -158,6 +168,7 @@ def main() -> None:
   config = build_config(len(tok), image_token_index, args)
   model = PaliGemmaForConditionalGeneration(config)
   init_loc_embeddings(model, tok)
+  init_projector(model)
   nparams = sum(p.numel() for p in model.parameters())
   decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
   no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
