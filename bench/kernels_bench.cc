@@ -47,7 +47,8 @@ void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, int64_t M,
   }
   const TensorView w{dtype == DType::kF32 ? static_cast<const void*>(wf.data())
                                           : static_cast<const void*>(wh.data()),
-                     dtype, {N, K}};
+                     dtype,
+                     {N, K}};
   const std::vector<float> a = Random(M * K, 2);
   std::vector<float> out(M * N);
   for (auto _ : state) {
@@ -55,10 +56,10 @@ void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, int64_t M,
     benchmark::DoNotOptimize(out.data());
   }
   const double calls = static_cast<double>(state.iterations());
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * calls * 1e-9,
-                                                 benchmark::Counter::kIsRate);
-  state.counters["wGB/s"] = benchmark::Counter(
-      static_cast<double>(w.nbytes()) * calls * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * M * N * K * calls * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["wGB/s"] = benchmark::Counter(static_cast<double>(w.nbytes()) * calls * 1e-9,
+                                               benchmark::Counter::kIsRate);
   state.counters["threads"] = Pool().size();
 }
 
@@ -74,9 +75,8 @@ void BM_Attention(benchmark::State& state, std::string isa, int64_t Tq, int64_t 
   for (int64_t i = 0; i < Tq; ++i) end[i] = static_cast<int32_t>(Tk - Tq + i + 1);
   std::vector<float> out(Tq * Hq * d);
   for (auto _ : state) {
-    ops::Attention(Pool(), q.data(), Tq, Hq, Hq * d, k.data(), v.data(), Tk, Hkv, Hkv * d,
-                   Hkv * d, d, 1.0f / 16.0f, 0.0f, begin.data(), end.data(), out.data(),
-                   Hq * d);
+    ops::Attention(Pool(), q.data(), Tq, Hq, Hq * d, k.data(), v.data(), Tk, Hkv, Hkv * d, Hkv * d,
+                   d, 1.0f / 16.0f, 0.0f, begin.data(), end.data(), out.data(), Hq * d);
     benchmark::DoNotOptimize(out.data());
   }
 }

@@ -19,7 +19,6 @@ thread_local const ThreadPool* tls_running_pool = nullptr;
 // Polls (each a sched_yield) before blocking: tens of microseconds.
 constexpr int kSpinIterations = 200;
 
-
 // Spins until pred() holds or the budget runs out; returns pred().
 template <typename Pred>
 bool SpinUntil(const Pred& pred) {
@@ -115,8 +114,7 @@ void ThreadPool::WorkerLoop(int /*worker_index*/) {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t n,
-                             const std::function<void(int64_t begin, int64_t end)>& fn) {
+void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn) {
   if (n <= 0) return;
   if (num_threads_ == 1 || n == 1 || tls_running_pool != nullptr) {
     fn(0, n);

@@ -52,11 +52,11 @@ class ThreadPool {
   // variables (decode issues hundreds of short ParallelFor calls per token). Writes that a
   // sleeper waits for happen under mu_, so no wakeup is lost.
   std::mutex mu_;
-  std::condition_variable work_cv_;    // workers wait for a new generation
-  std::condition_variable done_cv_;    // caller waits for pending_ == 0
+  std::condition_variable work_cv_;  // workers wait for a new generation
+  std::condition_variable done_cv_;  // caller waits for pending_ == 0
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
-  std::atomic<int> pending_{0};        // workers that have not finished this generation
+  std::atomic<int> pending_{0};  // workers that have not finished this generation
 
   // The current job; written by the caller before the generation is published.
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;

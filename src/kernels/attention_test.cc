@@ -51,7 +51,8 @@ std::vector<float> NaiveAttention(const Case& c, const float* q, int64_t ldq, co
       std::vector<double> s;
       for (int64_t t = begin[i]; t < end[i]; ++t) {
         double dot = 0;
-        for (int64_t j = 0; j < c.d; ++j) dot += double(q[i * ldq + h * c.d + j]) * k[t * ldk + kvh * c.d + j];
+        for (int64_t j = 0; j < c.d; ++j)
+          dot += double(q[i * ldq + h * c.d + j]) * k[t * ldk + kvh * c.d + j];
         dot *= scale;
         if (c.softcap > 0) dot = c.softcap * std::tanh(dot / c.softcap);
         s.push_back(dot);
@@ -85,9 +86,9 @@ TEST(AttentionTest, EveryIsaMatchesReferenceAndNaiveFormula) {
       {4, 4, 2, 2, 8, 0.0f, "empty"},      // empty ranges give zero rows
       {3, 40, 2, 1, 256, 0.0f, "causal"},  // PaliGemma head_dim
       {2, 3, 3, 3, 1, 20.0f, "full"},
-      {37, 37, 2, 2, 72, 0.0f, "prefix"},   // SigLIP-like head_dim, blocks + a tail query
+      {37, 37, 2, 2, 72, 0.0f, "prefix"},  // SigLIP-like head_dim, blocks + a tail query
       {9, 30, 4, 1, 16, 50.0f, "window"},
-      {6, 6, 2, 1, 8, 0.0f, "empty"},       // a block mixing empty and non-empty ranges
+      {6, 6, 2, 1, 8, 0.0f, "empty"},  // a block mixing empty and non-empty ranges
   };
   ThreadPool pool(3);
   for (const Case& c : cases) {
@@ -106,25 +107,24 @@ TEST(AttentionTest, EveryIsaMatchesReferenceAndNaiveFormula) {
     Ranges(c, &begin, &end);
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
     std::vector<float> mag;
-    const std::vector<float> naive = NaiveAttention(c, q.data() + 1, ldq, k.data() + 1,
-                                                    v.data() + 1, ldk, ldv, scale, begin, end, &mag);
+    const std::vector<float> naive = NaiveAttention(
+        c, q.data() + 1, ldq, k.data() + 1, v.data() + 1, ldk, ldv, scale, begin, end, &mag);
     // The reference, one item at a time.
     std::vector<float> want(c.Tq * ldo, 0.0f);
-    const kernels::AttentionArgs args{q.data() + 1, c.Tq,  c.Hq,     ldq,          k.data() + 1,
-                                      v.data() + 1, c.Tk,  c.Hkv,    ldk,          ldv,
-                                      c.d,          scale, c.softcap, begin.data(), end.data(),
-                                      want.data(),  ldo};
+    const kernels::AttentionArgs args{
+        q.data() + 1, c.Tq, c.Hq,  ldq,       k.data() + 1, v.data() + 1, c.Tk,        c.Hkv, ldk,
+        ldv,          c.d,  scale, c.softcap, begin.data(), end.data(),   want.data(), ldo};
     std::vector<float> scratch(kernels::kAttentionQueryBlock * c.Tk);
     ref::AttentionItems(args, 0, kernels::AttentionItemCount(c.Tq, c.Hq), scratch.data());
     for (int64_t i = 0; i < c.Tq; ++i) {
-      ExpectClose(want.data() + i * ldo, naive.data() + i * c.Hq * c.d,
-                  mag.data() + i * c.Hq * c.d, c.Hq * c.d, 2e-6, 1e-30, "ref vs naive");
+      ExpectClose(want.data() + i * ldo, naive.data() + i * c.Hq * c.d, mag.data() + i * c.Hq * c.d,
+                  c.Hq * c.d, 2e-6, 1e-30, "ref vs naive");
     }
     ForEachIsa([&](const std::string&) {
       std::vector<float> out(1 + c.Tq * ldo, -9.0f);
-      ops::Attention(pool, q.data() + 1, c.Tq, c.Hq, ldq, k.data() + 1, v.data() + 1, c.Tk,
-                     c.Hkv, ldk, ldv, c.d, scale, c.softcap, begin.data(), end.data(),
-                     out.data() + 1, ldo);
+      ops::Attention(pool, q.data() + 1, c.Tq, c.Hq, ldq, k.data() + 1, v.data() + 1, c.Tk, c.Hkv,
+                     ldk, ldv, c.d, scale, c.softcap, begin.data(), end.data(), out.data() + 1,
+                     ldo);
       EXPECT_EQ(out[0], -9.0f);
       for (int64_t i = 0; i < c.Tq; ++i) {
         ExpectClose(out.data() + 1 + i * ldo, want.data() + i * ldo, mag.data() + i * c.Hq * c.d,

@@ -49,12 +49,10 @@ struct KernelTable {
   void (*scale)(float* x, int64_t n, float s);
   void (*soft_cap)(float* x, int64_t n, float cap);
   // Rotates x[n_heads, head_dim] of one row with precomputed cos/sin[head_dim / 2].
-  void (*rope_row)(float* x, int64_t n_heads, int64_t head_dim, const float* cos,
-                   const float* sin);
+  void (*rope_row)(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);
   // Attention outputs for work items [begin, end) (see kAttentionQueryBlock).
   // scratch: at least kAttentionQueryBlock * Tk floats.
-  void (*attention_items)(const AttentionArgs& args, int64_t begin, int64_t end,
-                          float* scratch);
+  void (*attention_items)(const AttentionArgs& args, int64_t begin, int64_t end, float* scratch);
   // out[0, n) = f32(data[0, n)) for dtype F32/BF16/F16.
   void (*to_f32)(const void* data, DType dtype, int64_t n, float* out);
 };

@@ -1,12 +1,12 @@
 #include "kernels/ops.h"
 
+#include <hwy/targets.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-
-#include <hwy/targets.h>
 
 #include "core/check.h"
 #include "kernels/cpu/highway_tables.h"
@@ -147,8 +147,8 @@ void RmsNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, flo
   Active().rms_norm(x, rows, dim, w, eps, add_one, y);
 }
 
-void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w,
-               const TensorView& b, float eps, float* y) {
+void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, const TensorView& b,
+               float eps, float* y) {
   CheckVector(w, dim, "weight");
   CheckVector(b, dim, "bias");
   Active().layer_norm(x, rows, dim, w, b, eps, y);
@@ -180,8 +180,8 @@ void RopeSplitHalf(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, in
 }
 
 void Attention(ThreadPool& pool, const float* q, int64_t Tq, int64_t Hq, int64_t ldq,
-               const float* k, const float* v, int64_t Tk, int64_t Hkv, int64_t ldk,
-               int64_t ldv, int64_t d, float scale, float softcap, const int32_t* key_begin,
+               const float* k, const float* v, int64_t Tk, int64_t Hkv, int64_t ldk, int64_t ldv,
+               int64_t d, float scale, float softcap, const int32_t* key_begin,
                const int32_t* key_end, float* out, int64_t ldo) {
   OCULAR_CHECK(Hq > 0 && Hkv > 0 && Hq % Hkv == 0, "HINT: Hq must be a multiple of Hkv");
   OCULAR_CHECK(d > 0 && ldq >= Hq * d && ldo >= Hq * d && ldk >= Hkv * d && ldv >= Hkv * d);
@@ -189,11 +189,12 @@ void Attention(ThreadPool& pool, const float* q, int64_t Tq, int64_t Hq, int64_t
     OCULAR_CHECK(0 <= key_begin[i] && key_begin[i] <= key_end[i] && key_end[i] <= Tk,
                  "HINT: key ranges must lie within [0, Tk)");
   }
-  const kernels::AttentionArgs args{q,  Tq,  Hq, ldq,   k,       v,         Tk,      Hkv, ldk,
-                                    ldv, d, scale, softcap, key_begin, key_end, out, ldo};
+  const kernels::AttentionArgs args{q,   Tq, Hq,    ldq,     k,         v,       Tk,  Hkv, ldk,
+                                    ldv, d,  scale, softcap, key_begin, key_end, out, ldo};
   const kernels::KernelTable& table = Active();
   pool.ParallelFor(kernels::AttentionItemCount(Tq, Hq), [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(static_cast<size_t>(kernels::kAttentionQueryBlock * std::max<int64_t>(Tk, 1)));
+    std::vector<float> scratch(
+        static_cast<size_t>(kernels::kAttentionQueryBlock * std::max<int64_t>(Tk, 1)));
     table.attention_items(args, begin, end, scratch.data());
   });
 }

@@ -47,8 +47,8 @@ void RmsNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, flo
 
 // LayerNorm over each row of x[rows, dim]: y = (x - mean) / sqrt(var + eps) * w + b, with the
 // biased variance, two-pass as torch. w, b: [dim], any float dtype. y may equal x.
-void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w,
-               const TensorView& b, float eps, float* y);
+void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, const TensorView& b,
+               float eps, float* y);
 
 // In place: x = 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))) (torch gelu approximate="tanh").
 void GeluTanh(float* x, int64_t n);
@@ -80,8 +80,8 @@ void RopeSplitHalf(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, in
 // REQUIRES: Hq % Hkv == 0, 0 <= key_begin[i] <= key_end[i] <= Tk, out aliases none of q/k/v.
 // Parallel over (query, head) on `pool`.
 void Attention(ThreadPool& pool, const float* q, int64_t Tq, int64_t Hq, int64_t ldq,
-               const float* k, const float* v, int64_t Tk, int64_t Hkv, int64_t ldk,
-               int64_t ldv, int64_t d, float scale, float softcap, const int32_t* key_begin,
+               const float* k, const float* v, int64_t Tk, int64_t Hkv, int64_t ldk, int64_t ldv,
+               int64_t d, float scale, float softcap, const int32_t* key_begin,
                const int32_t* key_end, float* out, int64_t ldo);
 
 // out[0, n) = f32(t.data[offset_elems, offset_elems + n)). t: F32, BF16 or F16 (embedding

@@ -118,7 +118,8 @@ TEST(ActivationTest, GeluTanhMatchesDoubleFormulaAndReference) {
   ref::GeluTanh(y.data(), static_cast<int64_t>(y.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     const double v = x[i];
-    const double exact = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    const double exact =
+        0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
     // f32 rounding of 1 + tanh(·) dominates where tanh ≈ -1: bound by |0.5x| * 2^-23.
     ASSERT_NEAR(y[i], exact, 4e-7 * std::fabs(exact) + 1.2e-7 * std::fabs(v)) << x[i];
   }
@@ -141,8 +142,8 @@ TEST(ActivationTest, GeluErfMatchesDoubleFormulaAndReference) {
 TEST(ActivationTest, SoftCapMatchesReference) {
   for (float cap : {30.0f, 50.0f}) {
     CheckUnary([cap](float* x, int64_t n) { ops::SoftCap(x, n, cap); },
-               [cap](float* x, int64_t n) { ref::SoftCap(x, n, cap); }, -200.0f, 200.0f, 1e-6,
-               0.0, "softcap");
+               [cap](float* x, int64_t n) { ref::SoftCap(x, n, cap); }, -200.0f, 200.0f, 1e-6, 0.0,
+               "softcap");
   }
   std::vector<float> x = {0.0f, 1.0f, -1000.0f, 1000.0f};
   ref::SoftCap(x.data(), 4, 30.0f);
@@ -201,8 +202,8 @@ TEST(RopeTest, MatchesNaiveDoubleRotationWithHfAngles) {
         std::vector<float> got = x0;
         ops::RopeSplitHalf(got.data(), rows, n_heads, head_dim, ld, pos.data(), 10000.0f);
         for (int64_t r = 0; r < rows; ++r) {
-          ExpectClose(got.data() + r * ld, want.data() + r * ld, nullptr, n_heads * head_dim,
-                      0.0, 1e-6, "rope d=" + std::to_string(head_dim) + " row " + std::to_string(r));
+          ExpectClose(got.data() + r * ld, want.data() + r * ld, nullptr, n_heads * head_dim, 0.0,
+                      1e-6, "rope d=" + std::to_string(head_dim) + " row " + std::to_string(r));
           for (int64_t p = n_heads * head_dim; p < ld; ++p) {
             ASSERT_EQ(got[r * ld + p], x0[r * ld + p]) << "row padding modified";
           }

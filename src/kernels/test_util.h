@@ -41,8 +41,8 @@ inline Weights RandomWeights(DType dtype, Shape shape, uint32_t seed) {
     for (size_t i = 0; i < n; ++i) {
       const uint32_t bits = rng();
       const uint16_t exp = static_cast<uint16_t>(bits % 16);  // 2^-15 .. 2^0 (0 = subnormal)
-      w.u16.push_back(static_cast<uint16_t>(((bits >> 8) & 0x8000u) | (exp << 10) |
-                                            ((bits >> 4) & 0x3ffu)));
+      w.u16.push_back(
+          static_cast<uint16_t>(((bits >> 8) & 0x8000u) | (exp << 10) | ((bits >> 4) & 0x3ffu)));
     }
   }
   w.view = TensorView{dtype == DType::kF32 ? static_cast<const void*>(w.f32.data())
@@ -67,13 +67,13 @@ void ForEachIsa(Body body) {
 }
 
 // |got - want| <= rel * scale + abs for each element, reporting the first failure.
-inline void ExpectClose(const float* got, const float* want, const float* scale, int64_t n, double rel,
-                 double abs, const std::string& what) {
+inline void ExpectClose(const float* got, const float* want, const float* scale, int64_t n,
+                        double rel, double abs, const std::string& what) {
   for (int64_t i = 0; i < n; ++i) {
     const double s = scale ? scale[i] : std::fabs(want[i]);
     const double err = std::fabs(static_cast<double>(got[i]) - want[i]);
-    ASSERT_LE(err, rel * s + abs) << what << " element " << i << ": got " << got[i]
-                                  << " want " << want[i];
+    ASSERT_LE(err, rel * s + abs) << what << " element " << i << ": got " << got[i] << " want "
+                                  << want[i];
   }
 }
 

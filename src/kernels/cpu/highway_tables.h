@@ -9,8 +9,8 @@
 namespace ocular::cpu {
 
 struct IsaTable {
-  const char* name;      // "avx2", "avx512"
-  int64_t hwy_target;    // HWY_AVX2, HWY_AVX3: checked against hwy::SupportedTargets()
+  const char* name;    // "avx2", "avx512"
+  int64_t hwy_target;  // HWY_AVX2, HWY_AVX3: checked against hwy::SupportedTargets()
   const kernels::KernelTable* table;
 };
 

@@ -63,9 +63,7 @@ HWY_INLINE float WeightToF32(hwy::float16_t w) { return F16ToF32(w.bits); }
 // Register tile: kM rows of a × kN rows of w; kM * kN accumulators plus kN weight vectors
 // must fit the register file (16 on AVX2, 32 on AVX-512).
 constexpr size_t kAccumulators = HWY_TARGET == HWY_AVX3 ? 24 : 12;
-constexpr size_t ColumnTile(size_t m) {
-  return std::min<size_t>(8, kAccumulators / m);
-}
+constexpr size_t ColumnTile(size_t m) { return std::min<size_t>(8, kAccumulators / m); }
 
 // out[m * ldo + n] = dot(a[m * lda, +K), w[n * ldw, +K)) for m < kM, n < kN.
 template <size_t kM, size_t kN, class W>
@@ -108,13 +106,17 @@ HWY_INLINE void RowsTimesColumns(const float* a, int64_t lda, const W* w, int64_
 }
 
 template <class W>
-void RowsTimesColumns(size_t m, const float* a, int64_t lda, const W* w, int64_t K,
-                      int64_t n_begin, int64_t n_end, float* out, int64_t ldo) {
+void RowsTimesColumns(size_t m, const float* a, int64_t lda, const W* w, int64_t K, int64_t n_begin,
+                      int64_t n_end, float* out, int64_t ldo) {
   switch (m) {
-    case 1: return RowsTimesColumns<1>(a, lda, w, K, n_begin, n_end, out, ldo);
-    case 2: return RowsTimesColumns<2>(a, lda, w, K, n_begin, n_end, out, ldo);
-    case 3: return RowsTimesColumns<3>(a, lda, w, K, n_begin, n_end, out, ldo);
-    default: return RowsTimesColumns<4>(a, lda, w, K, n_begin, n_end, out, ldo);
+    case 1:
+      return RowsTimesColumns<1>(a, lda, w, K, n_begin, n_end, out, ldo);
+    case 2:
+      return RowsTimesColumns<2>(a, lda, w, K, n_begin, n_end, out, ldo);
+    case 3:
+      return RowsTimesColumns<3>(a, lda, w, K, n_begin, n_end, out, ldo);
+    default:
+      return RowsTimesColumns<4>(a, lda, w, K, n_begin, n_end, out, ldo);
   }
 }
 
@@ -179,9 +181,9 @@ HWY_INLINE void DotTilePairs(const float* HWY_RESTRICT a, int64_t lda,
 }
 
 template <size_t kM>
-HWY_INLINE void RowsTimesColumnsPairs(const float* a, int64_t lda, const float* a_perm,
-                                      int64_t K2, const BF16* w, int64_t K, int64_t n_begin,
-                                      int64_t n_end, float* out, int64_t ldo) {
+HWY_INLINE void RowsTimesColumnsPairs(const float* a, int64_t lda, const float* a_perm, int64_t K2,
+                                      const BF16* w, int64_t K, int64_t n_begin, int64_t n_end,
+                                      float* out, int64_t ldo) {
   constexpr size_t kN = ColumnTile(kM);
   int64_t n = n_begin;
   for (; n + static_cast<int64_t>(kN) <= n_end; n += kN) {
@@ -197,10 +199,14 @@ void GemvBF16(const float* a, int64_t M, int64_t K, int64_t lda, const BF16* w, 
   const int64_t K2 = PermuteEvenOdd(a, M, K, lda, a_perm.data());
   const float* ap = a_perm.data();
   switch (M) {
-    case 1: return RowsTimesColumnsPairs<1>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
-    case 2: return RowsTimesColumnsPairs<2>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
-    case 3: return RowsTimesColumnsPairs<3>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
-    default: return RowsTimesColumnsPairs<4>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
+    case 1:
+      return RowsTimesColumnsPairs<1>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
+    case 2:
+      return RowsTimesColumnsPairs<2>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
+    case 3:
+      return RowsTimesColumnsPairs<3>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
+    default:
+      return RowsTimesColumnsPairs<4>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
   }
 }
 
@@ -243,23 +249,21 @@ void MatMulBlockT(const float* a, int64_t M, int64_t K, int64_t lda, const W* w,
       }
       for (int64_t m = mb; m < mb_end; m += 4) {
         const size_t rows = static_cast<size_t>(std::min<int64_t>(4, mb_end - m));
-        RowsTimesColumns(rows, a + m * lda, lda, strip, K, 0, ns_end - ns, out + m * ldo + ns,
-                         ldo);
+        RowsTimesColumns(rows, a + m * lda, lda, strip, K, 0, ns_end - ns, out + m * ldo + ns, ldo);
       }
     }
   }
 }
 
-void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const void* w,
-                 DType w_dtype, int64_t n0, int64_t n1, float* out, int64_t ldo) {
+void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const void* w, DType w_dtype,
+                 int64_t n0, int64_t n1, float* out, int64_t ldo) {
   switch (w_dtype) {
     case DType::kF32:
       return MatMulBlockT(a, M, K, lda, static_cast<const float*>(w), n0, n1, out, ldo);
     case DType::kBF16:
       return MatMulBlockT(a, M, K, lda, static_cast<const BF16*>(w), n0, n1, out, ldo);
     case DType::kF16:
-      return MatMulBlockT(a, M, K, lda, static_cast<const hwy::float16_t*>(w), n0, n1, out,
-                          ldo);
+      return MatMulBlockT(a, M, K, lda, static_cast<const hwy::float16_t*>(w), n0, n1, out, ldo);
     default:
       OCULAR_CHECK(false, "HINT: MatMul weights must be F32, BF16 or F16");
   }
@@ -370,8 +374,8 @@ void RmsNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, flo
   }
 }
 
-void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w,
-               const TensorView& b, float eps, float* y) {
+void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, const TensorView& b,
+               float eps, float* y) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   for (int64_t r = 0; r < rows; ++r) {
@@ -481,7 +485,8 @@ HWY_INLINE void WeightedSumRows(const float* probs, int64_t ls, const float* v, 
     for (size_t q = 0; q < kQ; ++q) acc[q] = hn::Zero(df);
     for (int64_t t = 0; t < nt; ++t) {
       const VF vv = hn::LoadU(df, v + t * ldv + j);
-      for (size_t q = 0; q < kQ; ++q) acc[q] = hn::MulAdd(hn::Set(df, probs[q * ls + t]), vv, acc[q]);
+      for (size_t q = 0; q < kQ; ++q)
+        acc[q] = hn::MulAdd(hn::Set(df, probs[q * ls + t]), vv, acc[q]);
     }
     for (size_t q = 0; q < kQ; ++q) hn::StoreU(acc[q], df, out + q * ldo + j);
   }
@@ -497,8 +502,8 @@ HWY_INLINE void WeightedSumRows(const float* probs, int64_t ls, const float* v, 
 // One head × up to kAttentionQueryBlock queries. Scores are computed for the union of the
 // queries' key ranges (each K row loaded once for the block); each query then softmaxes its
 // own range, and probabilities outside it are zero so p·v can share each V row too.
-void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_end,
-                    int64_t h, float* scratch) {
+void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_end, int64_t h,
+                    float* scratch) {
   const int64_t kvh = h / (p.Hq / p.Hkv);
   int64_t u0 = p.Tk, u1 = 0;  // union of the non-empty key ranges
   for (int64_t i = i_begin; i < i_end; ++i) {
@@ -515,10 +520,18 @@ void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_
   const float* q0 = p.q + i_begin * p.ldq + h * p.d;
   const float* kbase = p.k + u0 * p.ldk + kvh * p.d;
   switch (nq) {
-    case 1: ScoreRows<1>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls); break;
-    case 2: ScoreRows<2>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls); break;
-    case 3: ScoreRows<3>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls); break;
-    default: ScoreRows<4>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls); break;
+    case 1:
+      ScoreRows<1>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls);
+      break;
+    case 2:
+      ScoreRows<2>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls);
+      break;
+    case 3:
+      ScoreRows<3>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls);
+      break;
+    default:
+      ScoreRows<4>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls);
+      break;
   }
   const float scale = p.scale, cap = p.softcap;
   for (int64_t qi = 0; qi < nq; ++qi) {
@@ -552,15 +565,18 @@ void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_
   const float* vbase = p.v + u0 * p.ldv + kvh * p.d;
   float* o0 = p.out + i_begin * p.ldo + h * p.d;
   switch (nq) {
-    case 1: return WeightedSumRows<1>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
-    case 2: return WeightedSumRows<2>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
-    case 3: return WeightedSumRows<3>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
-    default: return WeightedSumRows<4>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
+    case 1:
+      return WeightedSumRows<1>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
+    case 2:
+      return WeightedSumRows<2>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
+    case 3:
+      return WeightedSumRows<3>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
+    default:
+      return WeightedSumRows<4>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
   }
 }
 
-void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end,
-                    float* scratch) {
+void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end, float* scratch) {
   const int64_t blocks = kernels::AttentionItemCount(p.Tq, 1);
   for (int64_t item = begin; item < end; ++item) {
     const int64_t h = item / blocks;
@@ -593,8 +609,19 @@ void ToF32(const void* data, DType dtype, int64_t n, float* out) {
 }
 
 const kernels::KernelTable kTable = {
-    HWY_TARGET == HWY_AVX3 ? "avx512" : (HWY_TARGET == HWY_AVX2 ? "avx2" : "baseline"), MatMulBlock, RmsNorm, LayerNorm,      GeluTanh, GeluErf, Mul,
-    Add,                         Scale,       SoftCap, RopeRow, AttentionItems, ToF32,
+    HWY_TARGET == HWY_AVX3 ? "avx512" : (HWY_TARGET == HWY_AVX2 ? "avx2" : "baseline"),
+    MatMulBlock,
+    RmsNorm,
+    LayerNorm,
+    GeluTanh,
+    GeluErf,
+    Mul,
+    Add,
+    Scale,
+    SoftCap,
+    RopeRow,
+    AttentionItems,
+    ToF32,
 };
 
 }  // namespace HWY_NAMESPACE

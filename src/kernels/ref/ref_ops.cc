@@ -22,8 +22,8 @@ float ElementAsF32(const void* data, DType dtype, int64_t i) {
   return 0.0f;
 }
 
-void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const void* w,
-                 DType w_dtype, int64_t n0, int64_t n1, float* out, int64_t ldo) {
+void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const void* w, DType w_dtype,
+                 int64_t n0, int64_t n1, float* out, int64_t ldo) {
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = n0; n < n1; ++n) {
       double sum = 0.0;
@@ -56,8 +56,8 @@ void RmsNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, flo
 
 // torch's CPU layer_norm kernel (aten/src/ATen/native/cpu/layer_norm_kernel.cpp):
 //   scale = 1 / sqrt(var + eps), bias = -scale * mean, y = (x * scale + bias) * w + b.
-void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w,
-               const TensorView& b, float eps, float* y) {
+void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, const TensorView& b,
+               float eps, float* y) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;
     float* yr = y + r * dim;
@@ -182,8 +182,7 @@ void AttentionOne(const kernels::AttentionArgs& p, int64_t i, int64_t h, int64_t
 
 }  // namespace
 
-void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end,
-                    float* scratch) {
+void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end, float* scratch) {
   const int64_t group = p.Hq / p.Hkv;
   const int64_t blocks = kernels::AttentionItemCount(p.Tq, 1);
   for (int64_t item = begin; item < end; ++item) {
@@ -200,8 +199,8 @@ void ToF32(const void* data, DType dtype, int64_t n, float* out) {
 
 const kernels::KernelTable& Table() {
   static const kernels::KernelTable table = {
-      "scalar", MatMulBlock, RmsNorm, LayerNorm, GeluTanh, GeluErf, Mul,
-      Add,      Scale,       SoftCap, RopeRow,   AttentionItems,    ToF32,
+      "scalar", MatMulBlock, RmsNorm, LayerNorm, GeluTanh,       GeluErf, Mul,
+      Add,      Scale,       SoftCap, RopeRow,   AttentionItems, ToF32,
   };
   return table;
 }

@@ -16,12 +16,12 @@ namespace ocular::ref {
 // Element i of a F32/BF16/F16 array as f32.
 float ElementAsF32(const void* data, DType dtype, int64_t i);
 
-void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const void* w,
-                 DType w_dtype, int64_t n0, int64_t n1, float* out, int64_t ldo);
+void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const void* w, DType w_dtype,
+                 int64_t n0, int64_t n1, float* out, int64_t ldo);
 void RmsNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, float eps,
              bool add_one, float* y);
-void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w,
-               const TensorView& b, float eps, float* y);
+void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, const TensorView& b,
+               float eps, float* y);
 void GeluTanh(float* x, int64_t n);
 void GeluErf(float* x, int64_t n);
 void Mul(const float* a, const float* b, float* out, int64_t n);
@@ -29,8 +29,7 @@ void Add(const float* a, const float* b, float* out, int64_t n);
 void Scale(float* x, int64_t n, float s);
 void SoftCap(float* x, int64_t n, float cap);
 void RopeRow(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);
-void AttentionItems(const kernels::AttentionArgs& args, int64_t begin, int64_t end,
-                    float* scratch);
+void AttentionItems(const kernels::AttentionArgs& args, int64_t begin, int64_t end, float* scratch);
 void ToF32(const void* data, DType dtype, int64_t n, float* out);
 
 // cos/sin[head_dim / 2] of the RoPE angles at `pos`, computed in f32 exactly as HF
