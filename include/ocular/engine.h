@@ -50,6 +50,10 @@ struct GenerateResult {
   std::string raw_text;              // decoded with special tokens (loc/seg visible)
   std::vector<int32_t> prompt_ids;   // the full prefix, image tokens included
   std::vector<int32_t> output_ids;   // generated ids (EOS included if produced)
+  struct ImageSize {
+    int width = 0, height = 0;
+  };
+  std::vector<ImageSize> image_sizes;  // decoded size of each input image (box coordinates)
   Timings timings;
 };
 

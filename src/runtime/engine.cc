@@ -134,9 +134,11 @@ class EngineImpl : public Engine {
     return ids;
   }
 
-  Status LoadPixels(const std::vector<std::string>& paths) {
+  Status LoadPixels(const std::vector<std::string>& paths,
+                    std::vector<GenerateResult::ImageSize>* sizes) {
     const int R = model_->config().vision.image_size;
     pixels_ = Tensor();
+    sizes->clear();
     if (paths.empty()) return Status::Ok();
     Tensor all({static_cast<int64_t>(paths.size()), 3, R, R});
     DecodeOptions d;
@@ -144,6 +146,7 @@ class EngineImpl : public Engine {
     d.exif_rotate = opts_.exif_rotate;
     for (size_t i = 0; i < paths.size(); ++i) {
       OCULAR_ASSIGN_OR_RETURN(Image img, LoadImage(paths[i], d));
+      sizes->push_back({img.width, img.height});
       Tensor px = Preprocess(img, pp_);
       if (px.numel() != 3 * int64_t{R} * R) {
         return Error(StatusCode::kInvalidArgument, "engine", "preprocessor_config.json resizes to ",
@@ -160,10 +163,10 @@ class EngineImpl : public Engine {
                                RecordingTracer* tracer) {
     if (o.max_tokens < 0) return Error(StatusCode::kInvalidArgument, "generate", "max_tokens must be >= 0");
     auto t0 = std::chrono::steady_clock::now();
-    OCULAR_RETURN_IF_ERROR(LoadPixels(images));
+    GenerateResult r;
+    OCULAR_RETURN_IF_ERROR(LoadPixels(images, &r.image_sizes));
     const double load_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    GenerateResult r;
     OCULAR_ASSIGN_OR_RETURN(r.prompt_ids, BuildPrompt(images.size(), prompt, o.separate_newline));
     GenerationRequest req;
     req.ids = r.prompt_ids;
