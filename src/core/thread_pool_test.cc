@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace ocular {
@@ -32,6 +33,19 @@ TEST(ThreadPoolTest, CoversEveryIndexOnce) {
     EXPECT_EQ(pool.size(), threads);
     for (int64_t n : {1, 2, 3, 7, 8, 9, 100, 1001}) ExpectCoversOnce(pool, n);
   }
+}
+
+TEST(ThreadPoolTest, OneThreadRunsInlineAsOneChunk) {
+  ThreadPool pool(1);
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  std::thread::id runner;
+  pool.ParallelFor(10, [&](int64_t begin, int64_t end) {
+    chunks.emplace_back(begin, end);
+    runner = std::this_thread::get_id();
+  });
+  ASSERT_EQ(chunks.size(), 1u);
+  EXPECT_EQ(chunks[0], std::make_pair(int64_t{0}, int64_t{10}));
+  EXPECT_EQ(runner, std::this_thread::get_id());
 }
 
 TEST(ThreadPoolTest, ZeroAndNegativeAreNoOps) {

@@ -109,6 +109,9 @@ void MatMulBias(ThreadPool& pool, const float* a, int64_t M, int64_t K, int64_t 
   OCULAR_CHECK(ldo >= N, "HINT: out is [M, N] with row stride ldo >= N");
   if (bias != nullptr) CheckVector(*bias, N, "bias");
   if (M == 0 || N == 0) return;
+  const float* a_end = a + (M - 1) * lda + K;
+  const float* out_end = out + (M - 1) * ldo + N;
+  OCULAR_CHECK(a_end <= out || out_end <= a, "HINT: MatMul out must not alias a");
   const kernels::KernelTable& table = Active();
   auto run_columns = [&](int64_t n0, int64_t n1) {
     table.matmul_block(a, M, K, lda, w.data, w.dtype, n0, n1, out, ldo);

@@ -104,6 +104,15 @@ TEST(MatMulTest, BiasViewInEveryDTypeAndThreadCountsAgree) {
   });
 }
 
+TEST(MatMulDeathTest, AliasedOutputIsAnInvariantViolation) {
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  ThreadPool pool(1);
+  std::vector<float> buf(16, 1.0f);
+  Weights w = RandomWeights(DType::kF32, {2, 4}, 1);
+  EXPECT_DEATH(ops::MatMul(pool, buf.data(), 2, 4, 4, w.view, nullptr, buf.data() + 2, 2),
+               "must not alias");
+}
+
 TEST(MatMulTest, ReferenceComputesTheProduct) {
   // w = rows of the identity (shifted): out[m, n] = a[m, n + 1].
   const int64_t M = 3, K = 6, N = 4;
