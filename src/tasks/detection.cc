@@ -95,8 +95,7 @@ std::vector<Detection> ParseDetections(std::string_view text, int image_w, int i
   return out;
 }
 
-std::string FormatDetections(const std::vector<Detection>& detections, int image_w,
-                             int image_h) {
+std::string FormatDetections(const std::vector<Detection>& detections, int image_w, int image_h) {
   const float w = image_w > 0 ? static_cast<float>(image_w) : 1.0f;
   const float h = image_h > 0 ? static_cast<float>(image_h) : 1.0f;
   auto loc = [](float v) {

@@ -31,12 +31,10 @@ struct Detection {
 // <loc> values outside 0..1023 (not a loc token) and swapped corners (ordered).
 // image_w/image_h: the original image size in pixels (values <= 0 are treated as 1,
 // i.e. normalised [0,1] coordinates come back).
-std::vector<Detection> ParseDetections(std::string_view decoded_text, int image_w,
-                                       int image_h);
+std::vector<Detection> ParseDetections(std::string_view decoded_text, int image_w, int image_h);
 
 // The inverse, for tests and tools: "<locY0><locX0><locY1><locX1> label" with
 // loc = round(v · 1023) (big_vision's training encoding), objects joined by " ; ".
-std::string FormatDetections(const std::vector<Detection>& detections, int image_w,
-                             int image_h);
+std::string FormatDetections(const std::vector<Detection>& detections, int image_w, int image_h);
 
 }  // namespace ocular

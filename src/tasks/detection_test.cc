@@ -4,9 +4,8 @@
 
 #include <cmath>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace ocular {
 namespace {
@@ -39,8 +38,8 @@ TEST(ParseDetections, SeveralObjectsAndMultiWordLabels) {
 
 TEST(ParseDetections, SkipsSegmentationTokens) {
   std::string text = "<loc0001><loc0002><loc0003><loc0004>";
-  for (int i = 0; i < 16; ++i) text += "<seg" + std::string(i < 10 ? "00" : "0") +
-                                       std::to_string(i) + ">";
+  for (int i = 0; i < 16; ++i)
+    text += "<seg" + std::string(i < 10 ? "00" : "0") + std::to_string(i) + ">";
   text += " cat";
   auto d = ParseDetections(text, 1023, 1023);
   ASSERT_EQ(d.size(), 1u);
@@ -53,8 +52,7 @@ TEST(ParseDetections, MalformedInputsAreSkippedNotFatal) {
   EXPECT_TRUE(ParseDetections("no boxes here", 10, 10).empty());
   EXPECT_TRUE(ParseDetections("<loc0001><loc0002><loc0003> short", 10, 10).empty());
   EXPECT_TRUE(ParseDetections("<loc0001><loc0002><loc0003><loc", 10, 10).empty());
-  EXPECT_TRUE(ParseDetections("<loc1024><loc0002><loc0003><loc0004> out of range", 10, 10)
-                  .empty());
+  EXPECT_TRUE(ParseDetections("<loc1024><loc0002><loc0003><loc0004> out of range", 10, 10).empty());
   EXPECT_TRUE(ParseDetections("<loc12><loc0002><loc0003><loc0004> x", 10, 10).empty());
   // Garbage before, between and after; missing label; trailing " ;".
   auto d = ParseDetections(

@@ -13,7 +13,7 @@ namespace {
 
 // Tableau-10-like palette: distinct hues, all dark or saturated enough to read
 // white text on.
-constexpr Rgb kPalette[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},
+constexpr Rgb kPalette[] = {{31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
                             {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {127, 127, 127},
                             {188, 189, 34},  {23, 190, 207}};
 
@@ -71,8 +71,8 @@ StatusOr<std::unique_ptr<Font>> Font::Load(const std::string& path, int pixel_he
     return Error(StatusCode::kDataLoss, "font", path, ": not a font FreeType can read");
   }
   if (FT_Set_Pixel_Sizes(font->impl_->face, 0, pixel_height) != 0) {
-    return Error(StatusCode::kUnimplemented, "font", path, ": cannot scale to ",
-                 pixel_height, " px");
+    return Error(StatusCode::kUnimplemented, "font", path, ": cannot scale to ", pixel_height,
+                 " px");
   }
   font->pixel_height_ = pixel_height;
   font->ascender_ = static_cast<int>(font->impl_->face->size->metrics.ascender >> 6);
@@ -142,10 +142,11 @@ void FillRect(uint8_t* rgb, int width, int height, int x0, int y0, int x1, int y
   }
 }
 
-void DrawDetections(uint8_t* rgb, int width, int height,
-                    const std::vector<Detection>& detections, const DrawOptions& options) {
+void DrawDetections(uint8_t* rgb, int width, int height, const std::vector<Detection>& detections,
+                    const DrawOptions& options) {
   if (rgb == nullptr || width <= 0 || height <= 0) return;
-  const int t = options.thickness > 0 ? options.thickness : (std::min(width, height) >= 400 ? 3 : 2);
+  const int t =
+      options.thickness > 0 ? options.thickness : (std::min(width, height) >= 400 ? 3 : 2);
   std::map<std::string, int> label_index;
   for (const Detection& d : detections) {
     if (!(std::isfinite(d.x0) && std::isfinite(d.y0) && std::isfinite(d.x1) &&
@@ -161,8 +162,7 @@ void DrawDetections(uint8_t* rgb, int width, int height,
     const int y0 = clamp_edge(std::min(d.y0, d.y1), height);
     const int y1 = clamp_edge(std::max(d.y0, d.y1), height);
     if (x1 <= 0 || y1 <= 0 || x0 >= width || y0 >= height) continue;
-    const auto [it, inserted] =
-        label_index.emplace(d.label, static_cast<int>(label_index.size()));
+    const auto [it, inserted] = label_index.emplace(d.label, static_cast<int>(label_index.size()));
     const Rgb color = PaletteColor(it->second);
     // The outline lies inside the box: [x0, x0+t) etc. (at least 1 px wide boxes).
     const int bx1 = std::max(x1, x0 + 1), by1 = std::max(y1, y0 + 1);

@@ -24,9 +24,9 @@ TEST(DrawDetections, OutlineHasTheLabelColourAndInteriorIsUntouched) {
   const Rgb color = PaletteColor(0);
   EXPECT_EQ(c.at(20, 50), color);  // left edge
   EXPECT_EQ(c.at(21, 50), color);
-  EXPECT_EQ(c.at(59, 50), color);  // right edge (x1 exclusive)
-  EXPECT_EQ(c.at(40, 30), color);  // top
-  EXPECT_EQ(c.at(40, 69), color);  // bottom
+  EXPECT_EQ(c.at(59, 50), color);                 // right edge (x1 exclusive)
+  EXPECT_EQ(c.at(40, 30), color);                 // top
+  EXPECT_EQ(c.at(40, 69), color);                 // bottom
   EXPECT_EQ(c.at(40, 50), (Rgb{200, 200, 200}));  // interior
   EXPECT_EQ(c.at(22, 50), (Rgb{200, 200, 200}));  // just inside the 2 px outline
   EXPECT_EQ(c.at(19, 50), (Rgb{200, 200, 200}));  // just outside
@@ -51,15 +51,15 @@ TEST(DrawDetections, ClipsAtBordersAndSkipsOutsideOrNan) {
   Canvas c(50, 40);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   DrawDetections(c.rgb.data(), c.w, c.h,
-                 {{-20, -10, 30, 25, ""},      // crosses top-left corner
+                 {{-20, -10, 30, 25, ""},       // crosses top-left corner
                   {40, 30, 1e9f, 1e9f, ""},     // runs off bottom-right, huge values
                   {60, 50, 90, 80, "outside"},  // fully outside: skipped
                   {nan, 0, 10, 10, "nan"}},
                  {.thickness = 2});
-  EXPECT_EQ(c.at(28, 10), PaletteColor(0));  // right edge of the first box
-  EXPECT_EQ(c.at(10, 23), PaletteColor(0));  // bottom edge of the first box
-  EXPECT_EQ(c.at(40, 35), PaletteColor(0));  // left edge of the second box
-  EXPECT_EQ(c.at(45, 30), PaletteColor(0));  // top edge of the second box
+  EXPECT_EQ(c.at(28, 10), PaletteColor(0));       // right edge of the first box
+  EXPECT_EQ(c.at(10, 23), PaletteColor(0));       // bottom edge of the first box
+  EXPECT_EQ(c.at(40, 35), PaletteColor(0));       // left edge of the second box
+  EXPECT_EQ(c.at(45, 30), PaletteColor(0));       // top edge of the second box
   EXPECT_EQ(c.at(49, 39), (Rgb{200, 200, 200}));  // its clipped-away far corner
 }
 
@@ -78,9 +78,12 @@ TEST(DrawDetections, LabelTextIsRenderedWithTheFont) {
   for (int y = 40; y < 60; ++y) {
     for (int x = 40; x < 40 + text_w + 4; ++x) {
       const Rgb p = c.at(x, y);
-      if (p == color) ++strip;
-      else if (p.r > 240 && p.g > 240 && p.b > 240) ++ink;
-      else if (!(p == Rgb{200, 200, 200})) ++other;  // anti-aliased edges
+      if (p == color)
+        ++strip;
+      else if (p.r > 240 && p.g > 240 && p.b > 240)
+        ++ink;
+      else if (!(p == Rgb{200, 200, 200}))
+        ++other;  // anti-aliased edges
     }
   }
   EXPECT_GT(strip, 50);

@@ -46,8 +46,7 @@ std::vector<BoxMatch> MatchDetections(const std::vector<Detection>& predictions,
 // Accumulates detection statistics over examples.
 class DetectionMetrics {
  public:
-  void Add(const std::vector<Detection>& predictions,
-           const std::vector<Detection>& ground_truth);
+  void Add(const std::vector<Detection>& predictions, const std::vector<Detection>& ground_truth);
   double MeanIoU() const;  // over matched pairs
   double MapAt50() const;
   int matched() const { return static_cast<int>(ious_.size()); }

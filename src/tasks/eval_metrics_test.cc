@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 namespace ocular {
@@ -56,8 +55,8 @@ TEST(DetectionMetrics, AgreesWithPythonReferenceMetrics) {
     if (c["kind"] == "detect") {
       std::vector<Detection> gts;
       for (const auto& b : c["boxes"]) {
-        gts.push_back({b[0].get<float>(), b[1].get<float>(), b[2].get<float>(),
-                       b[3].get<float>(), b[4].get<std::string>()});
+        gts.push_back({b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>(),
+                       b[4].get<std::string>()});
       }
       det.Add(ParseDetections(pred, c["width"], c["height"]), gts);
     } else {

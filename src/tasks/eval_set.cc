@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "tasks/eval_metrics.h"
@@ -35,8 +34,7 @@ Status ParseExample(const json& j, EvalExample* ex) {
     return Status(StatusCode::kDataLoss,
                   StrCat("image size ", ex->width, "x", ex->height, " is not positive"));
   }
-  if (ex->kind != "caption" && ex->kind != "detect" && ex->kind != "count" &&
-      ex->kind != "color") {
+  if (ex->kind != "caption" && ex->kind != "detect" && ex->kind != "count" && ex->kind != "color") {
     return Status(StatusCode::kInvalidArgument, StrCat("unknown kind '", ex->kind, "'"));
   }
   if (ex->kind != "detect") return Status::Ok();
@@ -91,8 +89,8 @@ StatusOr<std::vector<EvalExample>> LoadEvalSet(const std::string& path) {
 StatusOr<EvalSummary> ScoreEvalSet(const std::vector<EvalExample>& examples,
                                    const std::vector<std::string>& predictions) {
   if (predictions.size() != examples.size()) {
-    return Error(StatusCode::kInvalidArgument, "eval", predictions.size(),
-                 " predictions for ", examples.size(), " examples");
+    return Error(StatusCode::kInvalidArgument, "eval", predictions.size(), " predictions for ",
+                 examples.size(), " examples");
   }
   AccuracyMetric caption, vqa;
   DetectionMetrics det;
@@ -137,8 +135,7 @@ std::string EvalSummaryJson(const EvalSummary& s) {
 std::string DetectionsJson(const std::vector<Detection>& detections) {
   json arr = json::array();
   for (const Detection& d : detections) {
-    arr.push_back({{"x0", d.x0}, {"y0", d.y0}, {"x1", d.x1}, {"y1", d.y1},
-                   {"label", d.label}});
+    arr.push_back({{"x0", d.x0}, {"y0", d.y0}, {"x1", d.x1}, {"y1", d.y1}, {"label", d.label}});
   }
   // Replace invalid UTF-8 in labels instead of throwing (labels are model output).
   return arr.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -22,9 +22,9 @@ struct EvalExample {
   int id = 0;
   std::string image;  // file name relative to the images folder
   int width = 0, height = 0;
-  std::string kind;      // caption | detect | count | color
-  std::string prefix;    // the prompt, e.g. "caption en"
-  std::string expected;  // the reference answer (the training suffix)
+  std::string kind;              // caption | detect | count | color
+  std::string prefix;            // the prompt, e.g. "caption en"
+  std::string expected;          // the reference answer (the training suffix)
   std::vector<Detection> boxes;  // ground truth for detect, in pixels
 };
 
