@@ -16,22 +16,11 @@
 #include <string_view>
 #include <vector>
 
+#include "ocular/detection.h"
+
 namespace ocular {
 
-// A box in original-image pixel coordinates: x0 <= x1, y0 <= y1 (continuous edges,
-// x in [0, width], y in [0, height]).
-struct Detection {
-  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-  std::string label;  // trimmed; empty when the model emitted no label
-};
-
-// Parses decoded model output into boxes. Never fails: malformed parts are skipped.
-// Tolerates garbage between objects, fewer than 4 consecutive locs (that object is
-// dropped), a missing label (empty label), a truncated tail, a trailing " ;",
-// <loc> values outside 0..1023 (not a loc token) and swapped corners (ordered).
-// image_w/image_h: the original image size in pixels (values <= 0 are treated as 1,
-// i.e. normalised [0,1] coordinates come back).
-std::vector<Detection> ParseDetections(std::string_view decoded_text, int image_w, int image_h);
+// Detection and ParseDetections are declared in the public header ocular/detection.h.
 
 // The inverse, for tests and tools: "<locY0><locX0><locY1><locX1> label" with
 // loc = round(v · 1023) (big_vision's training encoding), objects joined by " ; ".

@@ -32,26 +32,11 @@ struct EvalExample {
 // number for malformed lines, unknown kinds, non-positive sizes or bad boxes.
 StatusOr<std::vector<EvalExample>> LoadEvalSet(const std::string& path);
 
-struct EvalSummary {
-  int num_examples = 0;
-  double caption_exact = 0;
-  int caption_n = 0;
-  double vqa_accuracy = 0;  // count + color questions
-  int vqa_n = 0;
-  double detection_mean_iou = 0;
-  double detection_map50 = 0;
-  int detection_matched = 0, detection_predictions = 0, detection_ground_truth = 0;
-};
+// EvalSummary, EvalSummaryJson and DetectionsJson are declared in ocular/detection.h.
 
 // REQUIRES: predictions.size() == examples.size() (checked: kInvalidArgument).
 // predictions[i] is the decoded model output for examples[i].
 StatusOr<EvalSummary> ScoreEvalSet(const std::vector<EvalExample>& examples,
                                    const std::vector<std::string>& predictions);
-
-// {"caption_exact": …, …} with the field names above (same keys as evaluate.py).
-std::string EvalSummaryJson(const EvalSummary& summary);
-
-// [{"x0":…,"y0":…,"x1":…,"y1":…,"label":"…"}, …] — what `ocular run --json` prints.
-std::string DetectionsJson(const std::vector<Detection>& detections);
 
 }  // namespace ocular

@@ -22,5 +22,6 @@ void AddTrace(CLI::App& app, int* rc);
 void AddDiff(CLI::App& app, int* rc);
 void AddTokenize(CLI::App& app, int* rc);
 void AddBench(CLI::App& app, int* rc);
+void AddEval(CLI::App& app, int* rc);
 
 }  // namespace ocular::cli

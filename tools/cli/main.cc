@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   ocular::cli::AddDiff(app, &rc);
   ocular::cli::AddTokenize(app, &rc);
   ocular::cli::AddBench(app, &rc);
+  ocular::cli::AddEval(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

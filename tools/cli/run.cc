@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "ocular/engine.h"
+#include "ocular/tasks.h"
 
 namespace ocular::cli {
 
@@ -64,8 +65,10 @@ void AddRun(CLI::App& app, int* rc) {
   auto m = std::make_shared<ModelArgs>();
   auto g = std::make_shared<GenArgs>();
   auto json = std::make_shared<bool>(false);
+  auto draw = std::make_shared<std::string>();
   AddModelArgs(cmd, m.get());
   AddGenArgs(cmd, g.get());
+  cmd->add_option("--draw", *draw, "write the first image with the detected boxes to this PNG");
   cmd->add_option("--temperature", g->opts.temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
   cmd->add_option("--top-k", g->opts.top_k, "sample among the k most likely (0 = off)")
       ->check(CLI::NonNegativeNumber);
@@ -85,15 +88,33 @@ void AddRun(CLI::App& app, int* rc) {
       *rc = Fail(r.status());
       return;
     }
+    // Boxes from <loc> tokens, in the first image's pixel coordinates (MODELS.md §3).
+    std::vector<Detection> boxes;
+    if (!r->image_sizes.empty()) {
+      boxes = ParseDetections(r->text, r->image_sizes[0].width, r->image_sizes[0].height);
+    }
     if (*json) {
       nlohmann::json j = {{"answer", r->text},
                           {"raw", r->raw_text},
+                          {"detections", nlohmann::json::parse(DetectionsJson(boxes))},
                           {"prompt_ids", r->prompt_ids},
                           {"output_ids", r->output_ids},
                           {"timings", TimingsJson(r->timings)}};
-      std::cout << j.dump(2) << "\n";
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::cout << "\n";
+    }
+    if (!draw->empty()) {
+      if (g->images.empty()) {
+        *rc = Fail(Error(StatusCode::kInvalidArgument, "cli", "--draw needs an --image"));
+        return;
+      }
+      Status s = DrawDetectionsToPng(g->images[0], boxes, *draw);
+      if (!s.ok()) {
+        *rc = Fail(s);
+        return;
+      }
+      std::cerr << "wrote " << *draw << " (" << boxes.size() << " boxes)\n";
     }
     *rc = 0;
   });
@@ -121,6 +142,34 @@ void AddTrace(CLI::App& app, int* rc) {
     }
     std::cout << "wrote " << *out << " (" << r->prompt_ids.size() << " prompt tokens, "
               << r->output_ids.size() << " generated)\n";
+    *rc = 0;
+  });
+}
+
+void AddEval(CLI::App& app, int* rc) {
+  auto* cmd = app.add_subcommand("eval", "score a model on a held-out set (shapes-world format)");
+  auto m = std::make_shared<ModelArgs>();
+  auto o = std::make_shared<EvalOptions>();
+  AddModelArgs(cmd, m.get());
+  cmd->add_option("--set", o->eval_set, "held-out JSONL (e.g. models/shapes-paligemma/heldout.jsonl)")
+      ->required();
+  cmd->add_option("--images", o->images_dir, "folder with the set's images")->required();
+  cmd->add_option("--limit", o->limit, "first N examples only")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--predictions", o->predictions, "write per-example predictions (JSONL)");
+  cmd->callback([=] {
+    auto engine = LoadEngine(*m);
+    if (!engine.ok()) {
+      *rc = Fail(engine.status());
+      return;
+    }
+    auto s = Evaluate(**engine, *o, [](int done, int total) {
+      if (done % 25 == 0 || done == total) std::cerr << "eval: " << done << "/" << total << "\n";
+    });
+    if (!s.ok()) {
+      *rc = Fail(s.status());
+      return;
+    }
+    std::cout << EvalSummaryJson(*s) << "\n";
     *rc = 0;
   });
 }
