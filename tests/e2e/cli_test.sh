@@ -49,6 +49,16 @@ contains "diff names the first divergence" "$TMP/diff.txt" "FIRST DIVERGENCE: in
 check "tokenize" 0 $?
 contains "tokenize keeps <loc0012> atomic" "$TMP/tok.txt" '"<loc0012>"'
 
+# Detection: boxes in --json and an annotated PNG (the shipped demo model and sample image).
+"$OCULAR" run -m models/shapes-paligemma -i models/shapes-paligemma/sample.png \
+  -p "detect star" --json --draw "$TMP/det.png" >"$TMP/det.json" 2>"$TMP/err"
+check "run --json --draw" 0 $?
+contains "json has detections" "$TMP/det.json" '"detections"'
+if [[ "$(head -c 8 "$TMP/det.png" | od -An -tx1 | tr -d ' ')" == "89504e470d0a1a0a" ]]; then
+  echo "ok: --draw wrote a PNG"; else echo "FAIL: --draw wrote no PNG"; fails=$((fails + 1)); fi
+"$OCULAR" eval -m models/shapes-paligemma --set "$TMP/none.jsonl" --images "$TMP" 2>"$TMP/err"
+check "eval with a missing set -> 3" 3 $?
+
 # Errors: clear message and documented exit codes, never a crash.
 "$OCULAR" run -m "$TMP/nope" -i testdata/golden/inputs/photo.png -p x 2>"$TMP/err"
 check "missing model dir -> 3" 3 $?
