@@ -1,11 +1,16 @@
 """Regenerates every fixture this package owns, in dependency order (`make fixtures`).
 
-tokenizer -> tiny checkpoints (use the tokenizer) -> goldens (run the checkpoints).
+tokenizer -> tiny checkpoints (use the tokenizer) -> goldens (run the checkpoints), then the
+image-pipeline fixtures (PIL / SiglipImageProcessor) and the tokenizer fixtures (HF tokenizers /
+sentencepiece on the tiny and real vocabularies). The shapes demo model has its own recipe
+(tools/demo_model, MODEL_CARD.md).
 Deterministic: running it twice gives byte-identical files (docs/testing.md).
 """
 
 from tools.reference import common
+from tools.reference import make_image_fixtures
 from tools.reference.make_goldens import make_goldens
+from tools.reference.make_text_fixtures import make_text_fixtures
 from tools.reference.make_tiny import make_tiny
 from tools.reference.make_tokenizer import make_tokenizer
 
@@ -15,6 +20,8 @@ def main():
     make_tokenizer()
     make_tiny()
     make_goldens()
+    make_image_fixtures.main()
+    make_text_fixtures()
 
 
 if __name__ == "__main__":
