@@ -78,6 +78,7 @@ struct BenchOptions {
 
 struct BenchResult {
   double vision_ms = 0;          // SigLIP + projector for one image (synthetic pixels)
+  double vision_gflop = 0;       // matmul + attention FLOPs of that encode (2 per MAC)
   int prefill_tokens = 0;        // image block + prompt
   double prefill_tok_s = 0;
   int decode_tokens = 0;

@@ -89,6 +89,13 @@ class EngineImpl : public Engine {
     OCULAR_ASSIGN_OR_RETURN(GenerationOutput out, ocular::Generate(pool_, *model_, req, nullptr));
     BenchResult r;
     r.vision_ms = out.image_ms;
+    {  // SigLIP: per layer 4 D×D projections + 2 D×I MLP matmuls, QKᵀ and PV; + projector.
+      const double N = c.image_tokens(), D = c.vision.hidden_size, I = c.vision.intermediate_size;
+      const double K = 3.0 * c.vision.patch_size * c.vision.patch_size;
+      const double per_layer = 2 * N * (4 * D * D + 2 * D * I) + 2 * 2 * N * N * D;
+      r.vision_gflop = (2 * N * K * D + c.vision.num_hidden_layers * per_layer +
+                        2 * N * D * c.text.hidden_size) / 1e9;
+    }
     r.prefill_tokens = static_cast<int>(req.ids.size());
     r.prefill_tok_s = r.prefill_tokens / (out.prefill_ms / 1000.0);
     // The first generated token comes from the prefill logits; the rest are decode steps.

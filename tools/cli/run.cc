@@ -1,7 +1,12 @@
 // ocular run / trace / tokenize / bench.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <numeric>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +53,37 @@ void AddGenArgs(CLI::App* cmd, GenArgs* g) {
   cmd->add_option("--max-tokens", g->opts.max_tokens, "generation limit")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--separate-newline", g->opts.separate_newline,
                 "tokenize the prompt's trailing \\n separately (big_vision style)");
+}
+
+// Sustained read bandwidth of this machine (the decode roofline): `threads` threads sum a
+// 1 GiB buffer, best of 3 passes.
+double MeasureReadBandwidthGBs(int threads) {
+  const size_t n = (size_t{1} << 30) / sizeof(uint64_t);
+  std::vector<uint64_t> buf(n, 1);
+  double best = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<uint64_t> sums(threads);
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const size_t b = n * t / threads, e = n * (t + 1) / threads;
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (size_t i = b; i + 4 <= e; i += 4) {
+          s0 += buf[i];
+          s1 += buf[i + 1];
+          s2 += buf[i + 2];
+          s3 += buf[i + 3];
+        }
+        sums[t] = s0 + s1 + s2 + s3;
+      });
+    }
+    for (auto& th : pool) th.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (std::accumulate(sums.begin(), sums.end(), uint64_t{0}) != (n & ~size_t{3})) return 0;
+    best = std::max(best, double(n * sizeof(uint64_t)) / s / 1e9);
+  }
+  return best;
 }
 
 nlohmann::json TimingsJson(const Timings& t) {
@@ -212,6 +248,7 @@ void AddBench(CLI::App& app, int* rc) {
       return;
     }
     ModelInfo info = (*engine)->Info();
+    const double bw = MeasureReadBandwidthGBs(info.threads);
     nlohmann::json j = {{"model", m->model},
                         {"architecture", info.architecture},
                         {"weight_dtype", info.weight_dtype},
@@ -219,11 +256,14 @@ void AddBench(CLI::App& app, int* rc) {
                         {"threads", info.threads},
                         {"isa", info.isa},
                         {"vision_encode_ms", r->vision_ms},
+                        {"vision_gflop_s", r->vision_gflop / (r->vision_ms / 1000.0)},
                         {"prefill_tokens", r->prefill_tokens},
                         {"prefill_tok_s", r->prefill_tok_s},
                         {"decode_tokens", r->decode_tokens},
                         {"decode_tok_s", r->decode_tok_s},
                         {"decode_weight_gb_s", r->decode_weight_gb_s},
+                        {"memory_read_gb_s", bw},
+                        {"decode_roofline_ratio", r->decode_weight_gb_s / bw},
                         {"text_weight_bytes", r->text_weight_bytes},
                         {"peak_rss_bytes", r->peak_rss_bytes}};
     std::cout << j.dump(2) << "\n";
