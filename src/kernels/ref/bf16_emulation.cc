@@ -10,6 +10,19 @@ namespace ocular::ops {
 
 namespace {
 inline float R(float x) { return BF16ToF32(F32ToBF16(x)); }
+
+// f32 dot product with 8 independent partial sums (vectorizable; torch's bf16 matmul also
+// accumulates in f32 in blocks, so no single order is "the" reference order).
+inline float Dot(const float* a, const float* b, int64_t n) {
+  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k) part[k] += a[j + k] * b[j + k];
+  float tail = 0;
+  for (; j < n; ++j) tail += a[j] * b[j];
+  return ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7])) +
+         tail;
+}
 }  // namespace
 
 void RoundToBF16(float* x, int64_t n) {
@@ -54,10 +67,7 @@ void AttentionBF16(ThreadPool& pool, const float* q, int64_t Tq, int64_t Hq, int
       p.assign(t1 - t0, 0.0f);
       float mx = -INFINITY;
       for (int64_t t = t0; t < t1; ++t) {
-        const float* kt = k + t * ldk + kvh * d;
-        float dot = 0;
-        for (int64_t j = 0; j < d; ++j) dot += qi[j] * kt[j];
-        float s = R(R(dot) * scale);
+        float s = R(R(Dot(qi, k + t * ldk + kvh * d, d)) * scale);
         if (softcap > 0) s = R(R(std::tanh(R(s / softcap))) * softcap);
         p[t - t0] = s;
         mx = std::max(mx, s);
