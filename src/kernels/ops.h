@@ -90,7 +90,8 @@ void ToF32(const TensorView& t, int64_t offset_elems, int64_t n, float* out);
 
 }  // namespace ops
 
-// Runtime ISA selection: "scalar", "avx2", "avx512". The best one supported by the CPU and OS
+// Runtime ISA selection: "scalar", "avx2", "avx512" (opt-in: OCULAR_ENABLE_AVX512=1, until the
+// AVX-512 tables are verified on hardware). The best one supported by the CPU and OS
 // (Highway's CPUID + XGETBV checks) is chosen at first use; the environment variable
 // OCULAR_ISA overrides it (tests force each path). Not thread-safe against concurrent ops:
 // call SetIsa before running a model.
