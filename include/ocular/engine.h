@@ -117,7 +117,8 @@ class Engine {
   virtual StatusOr<BenchResult> Bench(const BenchOptions& options) = 0;
 
   // Tokenizer access for debugging prompt formats.
-  virtual std::vector<int32_t> Tokenize(const std::string& text) const = 0;
+  // Error: text is not valid UTF-8.
+  virtual StatusOr<std::vector<int32_t>> Tokenize(const std::string& text) const = 0;
   virtual std::string TokenPiece(int32_t id) const = 0;
   virtual std::string Detokenize(const std::vector<int32_t>& ids, bool skip_special) const = 0;
 };

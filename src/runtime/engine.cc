@@ -107,9 +107,8 @@ class EngineImpl : public Engine {
     return r;
   }
 
-  std::vector<int32_t> Tokenize(const std::string& text) const override {
-    auto ids = tok_->Encode(text);
-    return ids.ok() ? *ids : std::vector<int32_t>{};
+  StatusOr<std::vector<int32_t>> Tokenize(const std::string& text) const override {
+    return tok_->Encode(text);
   }
   std::string TokenPiece(int32_t id) const override { return tok_->IdToPiece(id); }
   std::string Detokenize(const std::vector<int32_t>& ids, bool skip_special) const override {

@@ -39,7 +39,7 @@ TEST(Engine, PromptLayoutForZeroOneAndTwoImages) {
   const std::string img = "testdata/golden/inputs/photo.png";
   GenerateOptions o;
   o.max_tokens = 4;
-  auto body = (*engine)->Tokenize("caption en\n");
+  auto body = (*engine)->Tokenize("caption en\n").value();
   for (int n : {0, 1, 2}) {
     SCOPED_TRACE(n);
     std::vector<std::string> images(n, img);
@@ -57,7 +57,7 @@ TEST(Engine, PromptLayoutForZeroOneAndTwoImages) {
   o.separate_newline = true;
   auto sep = (*engine)->Generate({img}, "caption en", o);
   ASSERT_TRUE(sep.ok());
-  auto nl = (*engine)->Tokenize("\n");
+  auto nl = (*engine)->Tokenize("\n").value();
   EXPECT_EQ(std::vector<int32_t>(sep->prompt_ids.end() - nl.size(), sep->prompt_ids.end()), nl);
 }
 

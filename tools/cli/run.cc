@@ -222,7 +222,12 @@ void AddTokenize(CLI::App& app, int* rc) {
       *rc = Fail(engine.status());
       return;
     }
-    for (int32_t id : (*engine)->Tokenize(*text)) {
+    auto ids = (*engine)->Tokenize(*text);
+    if (!ids.ok()) {
+      *rc = Fail(ids.status());
+      return;
+    }
+    for (int32_t id : *ids) {
       std::cout << id << "\t" << nlohmann::json((*engine)->TokenPiece(id)).dump() << "\n";
     }
     *rc = 0;
