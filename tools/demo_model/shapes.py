@@ -211,10 +211,12 @@ TASK_KINDS = ("caption", "detect", "count", "color")
 _TASK_WEIGHTS = (0.25, 0.45, 0.1, 0.2)
 
 
-def make_task(scene: Scene, rng: random.Random, kind: str | None = None) -> dict:
-  """One (prefix, suffix) pair about the scene. kind: one of TASK_KINDS or None."""
+def make_task(scene: Scene, rng: random.Random, kind: str | None = None,
+              weights: tuple | None = None) -> dict:
+  """One (prefix, suffix) pair about the scene. kind: one of TASK_KINDS or None
+  (drawn with `weights` over TASK_KINDS, default _TASK_WEIGHTS)."""
   if kind is None:
-    kind = rng.choices(TASK_KINDS, _TASK_WEIGHTS)[0]
+    kind = rng.choices(TASK_KINDS, weights or _TASK_WEIGHTS)[0]
   objs = scene.objects
   if kind == "caption":
     return {"kind": kind, "prefix": "caption en", "suffix": caption(scene)}
