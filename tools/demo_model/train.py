@@ -174,6 +174,10 @@ def main() -> None:
   ap.add_argument("--weight-decay", type=float, default=0.01)
   ap.add_argument("--threads", type=int, default=2)
   ap.add_argument("--ckpt-every", type=int, default=100)
+  ap.add_argument("--init-from", help="stage 2: start from this checkpoint.pt's weights "
+                  "(fresh optimizer and schedule)")
+  ap.add_argument("--step-offset", type=int, default=0,
+                  help="stage 2: data seeds and curriculum continue from this step")
   ap.add_argument("--max-minutes", type=float, default=0, help="smoke runs: stop early")
   ap.add_argument("--vision-hidden", type=int, default=128)
   ap.add_argument("--vision-mlp", type=int, default=512)
@@ -208,6 +212,8 @@ def main() -> None:
   opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                            {"params": no_decay, "weight_decay": 0.0}],
                           lr=args.lr, betas=(0.9, 0.98), eps=1e-8)
+  if args.init_from:
+    model.load_state_dict(torch.load(args.init_from, weights_only=False)["model"])
   start = 0
   ckpt_path = os.path.join(args.workdir, "checkpoint.pt")
   if os.path.exists(ckpt_path):
@@ -225,7 +231,7 @@ def main() -> None:
   for step in range(start, args.steps):
     for g in opt.param_groups:
       g["lr"] = lr_at(step, args.steps, args.warmup, args.lr)
-    batch = make_batch(processor, step, args.batch)
+    batch = make_batch(processor, args.step_offset + step, args.batch)
     loss_t = suffix_loss(model, batch)
     opt.zero_grad(set_to_none=True)
     loss_t.backward()
