@@ -43,13 +43,13 @@ EXTRA_STRINGS = [
 ]
 
 
-def train(corpus_path, model_prefix):
+def train(corpus_path, model_prefix, vocab_size=2048):
     """Trains the SentencePiece model; returns the serialized proto bytes."""
     spm.SentencePieceTrainer.train(
             input=corpus_path,
             model_prefix=model_prefix,
             model_type="bpe",
-            vocab_size=2048,
+            vocab_size=vocab_size,
             hard_vocab_limit=False,
             character_coverage=1.0,
             byte_fallback=True,
@@ -107,13 +107,16 @@ def check_agreement(sp, fast, lines):
         assert a == b, f"sentencepiece and HF disagree on {text!r}:\n  sp {a}\n  hf {b}"
 
 
-def make_tokenizer(out_dir=DEFAULT_OUT):
-    """Builds the tokenizer into out_dir; returns the HF tokenizer (fast)."""
+def make_tokenizer(out_dir=DEFAULT_OUT, corpus=CORPUS, vocab_size=2048):
+    """Builds the tokenizer into out_dir; returns the HF tokenizer (fast).
+
+    corpus / vocab_size: other PaliGemma-style tokenizers built the same way (the shapes
+    demo model, tools/demo_model/tokenizer.py) pass their own text corpus file."""
     from transformers import GemmaTokenizerFast  # slow import, keep the module light
 
     os.makedirs(out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        proto = canonicalize(train(CORPUS, os.path.join(tmp, "sp")))
+        proto = canonicalize(train(corpus, os.path.join(tmp, "sp"), vocab_size))
     model_path = os.path.join(out_dir, "tokenizer.model")
     common.write_bytes(model_path, proto)
 
@@ -130,7 +133,7 @@ def make_tokenizer(out_dir=DEFAULT_OUT):
     fast.add_bos_token = False
     fast.add_eos_token = False
 
-    with open(CORPUS, encoding="utf-8") as f:
+    with open(corpus, encoding="utf-8") as f:
         corpus_lines = f.read().split("\n")
     check_agreement(sp, fast, corpus_lines + EXTRA_STRINGS)
     # Known divergence: HF matches special tokens ("<bos>", "<image>") written in the text
