@@ -1,9 +1,11 @@
-"""Assembles models/shapes-paligemma/ from a training output folder:
-the HF checkpoint files, the training log, heldout.jsonl (the 500 held-out prompts + expected answers
-for `ocular eval`) and sample.png (held-out scene SAMPLE_INDEX, for `make demo`).
+"""Assembles models/shapes-paligemma/ from training output folders (one per stage,
+in order): the HF checkpoint files of the last stage, the training logs of all
+stages (concatenated), each stage's trainer arguments (training_args.stageN.json),
+heldout.jsonl (the 500 held-out prompts + expected answers for `ocular eval`) and
+sample.png (held-out scene SAMPLE_INDEX, for `make demo`).
 
-  .venv/bin/python -m tools.demo_model.export --src build-tasks/train/final \
-      --dst models/shapes-paligemma
+  .venv/bin/python -m tools.demo_model.export --src build-tasks/final/out \
+      build-tasks/stage2/out --dst models/shapes-paligemma
 """
 
 from __future__ import annotations
@@ -18,23 +20,28 @@ from tools.demo_model import shapes
 SAMPLE_INDEX = 22  # a 261x193 gradient scene: red square, blue star, orange triangle
 HF_FILES = ("config.json", "generation_config.json", "model.safetensors",
             "preprocessor_config.json", "processor_config.json", "special_tokens_map.json",
-            "added_tokens.json", "tokenizer.json", "tokenizer.model", "tokenizer_config.json",
-            "training_args.json")
+            "added_tokens.json", "tokenizer.json", "tokenizer.model", "tokenizer_config.json")
 
 
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  ap.add_argument("--src", help="save_pretrained folder written by train.py")
+  ap.add_argument("--src", nargs="*", default=[],
+                  help="train.py --out folders, one per training stage, in order")
   ap.add_argument("--dst", required=True)
   args = ap.parse_args()
   os.makedirs(args.dst, exist_ok=True)
   if args.src:
     for name in HF_FILES:
-      if os.path.exists(os.path.join(args.src, name)):
-        shutil.copyfile(os.path.join(args.src, name), os.path.join(args.dst, name))
-    log = os.path.join(os.path.dirname(os.path.abspath(args.src)), "train_log.txt")
-    if os.path.exists(log):  # train.py writes it to the workdir, the parent of --out
-      shutil.copyfile(log, os.path.join(args.dst, "train_log.txt"))
+      if os.path.exists(os.path.join(args.src[-1], name)):
+        shutil.copyfile(os.path.join(args.src[-1], name), os.path.join(args.dst, name))
+    with open(os.path.join(args.dst, "train_log.txt"), "w", encoding="utf-8") as log:
+      for stage, src in enumerate(args.src, 1):
+        shutil.copyfile(os.path.join(src, "training_args.json"),
+                        os.path.join(args.dst, f"training_args.stage{stage}.json"))
+        # train.py writes its log to the workdir, the parent of --out
+        with open(os.path.join(os.path.dirname(os.path.abspath(src)), "train_log.txt"),
+                  encoding="utf-8") as f:
+          log.write(f.read())
   with open(os.path.join(args.dst, "heldout.jsonl"), "w", encoding="utf-8") as f:
     for ex in shapes.heldout_examples():
       f.write(json.dumps(ex, sort_keys=True) + "\n")

@@ -202,9 +202,13 @@ _TASK_WEIGHTS = (0.25, 0.45, 0.1, 0.2)
 
 
 def make_task(scene: Scene, rng: random.Random, kind: str | None = None,
-              weights: tuple | None = None) -> dict:
+              weights: tuple | None = None, absent: float = 0.0) -> dict:
   """One (prefix, suffix) pair about the scene. kind: one of TASK_KINDS or None
-  (drawn with `weights` over TASK_KINDS, default _TASK_WEIGHTS)."""
+  (drawn with `weights` over TASK_KINDS, default _TASK_WEIGHTS). absent (training
+  only): the probability that a detect prompt also names a shape that is not in the
+  scene, which the answer leaves out (as PaliGemma does) — detection then needs the
+  shape to be recognised, not only the one object found. absent=0 draws exactly the
+  same tasks as before (the held-out set uses 0)."""
   if kind is None:
     kind = rng.choices(TASK_KINDS, weights or _TASK_WEIGHTS)[0]
   objs = scene.objects
@@ -222,6 +226,11 @@ def make_task(scene: Scene, rng: random.Random, kind: str | None = None,
   k = rng.randint(1, len(objs))
   chosen = rng.sample(objs, k)
   queries = [o.name if rng.random() < 0.5 else o.shape for o in chosen]
+  if absent > 0 and rng.random() < absent:
+    missing = rng.choice([s for s in SHAPES if all(o.shape != s for o in objs)])
+    if rng.random() < 0.5:
+      missing = f"{rng.choice(COLOR_NAMES)} {missing}"
+    queries.insert(rng.randint(0, len(queries)), missing)
   return {"kind": "detect", "prefix": "detect " + " ; ".join(queries),
           "suffix": detect_answer(scene, queries), "queries": queries}
 

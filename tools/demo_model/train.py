@@ -17,9 +17,12 @@ Training details that are not plain HF defaults (none changes the architecture):
     (init_projector);
   - loss: the suffix cross-entropy, with <loc> targets smoothed over neighbouring
     bins by an annealed Gaussian (suffix_loss);
-  - knobs kept for experiments (defaults = the shipped run, see MODEL_CARD.md for
-    what they did): --curriculum, --loc-init thermo, --loc-fmax, --qk-init-gain,
-    --vision-pos-gain, --text-kv-heads.
+  - log: teacher-forced held-out metrics every --probe-every steps (probe_metrics);
+  - knobs kept for experiments (defaults = stage 1 of the shipped model; stage 2
+    is a second run with --init-from, see MODEL_CARD.md for both and for what the
+    knobs did): --curriculum, --loc-init quad/thermo, --loc-fmax, --qk-init-gain,
+    --vision-pos-gain, --text-kv-heads, --absent (detect prompts that also name an
+    absent shape).
 """
 
 from __future__ import annotations
@@ -86,22 +89,34 @@ def init_loc_embeddings(model, tok, kind: str, fmax: float) -> None:
   """Init of the 1024 <loc> rows (tied with the output layer), at the mean norm of
   the other rows, so neighbouring locations start with similar embeddings/logits:
   "fourier" (shipped): sin/cos of 2*pi*f*v/1023 for frequencies f log-spaced from
-  0.25 to `fmax` cycles; "thermo" (experiment): tanh ramps around `hidden` knots, a
-  code a decoder holding the coordinate linearly could threshold — at 5x this norm
-  the vision path collapsed, at this norm it learned no faster than "fourier"."""
+  0.25 to `fmax` cycles; "quad" (experiment): the Fourier rows on all but 3
+  dimensions plus (1, z, 1/3 - z^2), z = 2v - 1, on the last 3 — a hidden state h
+  then adds a + b*z - c*z^2 to the logit of bin z, a parabola whose argmax b / 2c
+  moves linearly with h (with Fourier rows alone the decoder must produce
+  high-frequency sin/cos of the coordinate); "thermo" (experiment): tanh ramps
+  around `hidden` knots, a code a decoder holding the coordinate linearly could
+  threshold — at 5x this norm the vision path collapsed, at this norm it learned no
+  faster than "fourier"."""
   emb = model.get_input_embeddings().weight
   hidden = emb.shape[1]
   ids = tok.convert_tokens_to_ids(shapes_tokenizer.LOC_TOKENS)
   u = torch.arange(1024, dtype=torch.float64) / 1023.0
   nfreq = hidden // 2
+  norm = emb[4:].norm(dim=1).mean().double()
   if kind == "thermo":
     knots = (torch.arange(hidden, dtype=torch.float64) + 0.5) / hidden
     feats = torch.tanh((u[:, None] - knots[None, :]) * hidden)
+    feats = feats / feats.norm(dim=1, keepdim=True) * norm
   else:
+    width = hidden - 3 if kind == "quad" else hidden
     freqs = torch.logspace(math.log10(0.25), math.log10(fmax), nfreq, dtype=torch.float64)
     ang = 2 * math.pi * u[:, None] * freqs[None, :]
-    feats = torch.cat([torch.sin(ang), torch.cos(ang)], dim=1)[:, :hidden]
-  feats = feats / feats.norm(dim=1, keepdim=True) * emb[4:].norm(dim=1).mean().double()
+    feats = torch.cat([torch.sin(ang), torch.cos(ang)], dim=1)[:, :width]
+    feats = feats / feats.norm(dim=1, keepdim=True) * norm
+    if kind == "quad":
+      z = 2 * u - 1
+      quad = torch.stack([torch.ones_like(z), z, 1.5 * (1 / 3 - z * z)], dim=1)
+      feats = torch.cat([feats, 0.5 * norm * quad], dim=1)
   with torch.no_grad():
     emb[ids] = feats.to(emb.dtype)
 
@@ -171,7 +186,8 @@ def curriculum_at(step: int, curriculum=CURRICULUM) -> tuple:
   return stage[1], stage[2], tuple(stage[3]) if len(stage) > 3 else shapes.RADIUS
 
 
-def make_batch(processor, step: int, batch: int, curriculum=CURRICULUM):
+def make_batch(processor, step: int, batch: int, curriculum=CURRICULUM,
+               absent: float = 0.0):
   max_objects, weights, radius = curriculum_at(step, curriculum)
   images, prefixes, suffixes = [], [], []
   for j in range(batch):
@@ -180,7 +196,8 @@ def make_batch(processor, step: int, batch: int, curriculum=CURRICULUM):
     while len(scene.objects) > max_objects:
       seed += SEED_STRIDE
       img, scene = shapes.make_scene(seed, radius)
-    task = shapes.make_task(scene, random.Random(seed ^ 0x5EED), weights=weights)
+    task = shapes.make_task(scene, random.Random(seed ^ 0x5EED), weights=weights,
+                            absent=absent)
     images.append(img)
     prefixes.append("<image>" + task["prefix"])
     suffixes.append(task["suffix"])
@@ -230,6 +247,41 @@ def suffix_loss(model, batch, loc_first: int, sigma: float) -> tuple:
   return per_token.mean(), loc, word
 
 
+def heldout_probe_batch(processor, count: int = 96):
+  """The first `count` held-out examples (kinds cycle caption, detect, count, color)
+  as one teacher-forcing batch for probe_metrics."""
+  exs = shapes.heldout_examples(count)
+  images = [shapes.make_scene(ex["seed"])[0] for ex in exs]
+  batch = processor(text=["<image>" + ex["prefix"] for ex in exs], images=images,
+                    suffix=[ex["suffix"] for ex in exs], padding="longest",
+                    return_tensors="pt")
+  return batch, [ex["kind"] for ex in exs]
+
+
+@torch.no_grad()
+def probe_metrics(model, probe, loc_first: int) -> str:
+  """Teacher-forced held-out metrics for the log (cheap, no generation): mean
+  |argmax - target| in bins over the <loc> targets, and next-token accuracy on
+  caption and VQA answers. They track, not replace, evaluate.py's greedy figures."""
+  batch, kinds = probe
+  was_training = model.training
+  model.eval()
+  hidden = model.model(**batch).last_hidden_state[:, :-1]
+  labels = batch["labels"][:, 1:]
+  logits = model.lm_head(hidden).float()
+  model.train(was_training)
+  keep = labels != -100
+  is_loc = keep & (labels >= loc_first) & (labels < loc_first + 1024)
+  loc_pred = logits[..., loc_first:loc_first + 1024].argmax(-1)
+  loc_err = (loc_pred - (labels - loc_first)).abs()[is_loc].float().mean().item()
+  hit = logits.argmax(-1) == labels
+  out = [f"tf_loc_err {loc_err:.1f}"]
+  for name, ks in (("caption", ("caption",)), ("vqa", ("count", "color"))):
+    rows = torch.tensor([k in ks for k in kinds])[:, None] & keep
+    out.append(f"tf_{name}_acc {hit[rows].float().mean().item():.3f}")
+  return " ".join(out)
+
+
 def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
   if step < warmup:
     return peak * (step + 1) / warmup
@@ -248,16 +300,20 @@ def main() -> None:
   ap.add_argument("--weight-decay", type=float, default=0.01)
   ap.add_argument("--threads", type=int, default=2)
   ap.add_argument("--ckpt-every", type=int, default=100)
+  ap.add_argument("--probe-every", type=int, default=250,
+                  help="log teacher-forced held-out metrics every N steps")
   ap.add_argument("--init-from", help="stage 2: start from this checkpoint.pt's weights "
                   "(fresh optimizer and schedule)")
   ap.add_argument("--step-offset", type=int, default=0,
                   help="stage 2: data seeds and curriculum continue from this step")
-  ap.add_argument("--loc-init", default="fourier", choices=("fourier", "thermo"))
+  ap.add_argument("--loc-init", default="fourier", choices=("fourier", "quad", "thermo"))
   ap.add_argument("--loc-fmax", type=float, default=32.0)
   ap.add_argument("--vision-pos-gain", type=float, default=1.0,
                   help="scale of the sin-cos position embedding init (init_vision_positions)")
   ap.add_argument("--qk-init-gain", type=float, default=1.0,
                   help="scale of the decoder q/k projections at init (init_decoder_attention)")
+  ap.add_argument("--absent", type=float, default=0.0,
+                  help="share of detect prompts that also name an absent shape")
   ap.add_argument("--loc-sigma-start", type=float, default=64.0,
                   help="soft <loc> target width in bins at step 0 (see suffix_loss)")
   ap.add_argument("--loc-sigma-end", type=float, default=4.0)
@@ -315,6 +371,7 @@ def main() -> None:
   log = open(os.path.join(args.workdir, "train_log.txt"), "a", encoding="utf-8")
   print(f"params {nparams} ({nparams * 4 / 2**20:.1f} MiB f32) args {vars(args)}",
         file=log, flush=True)
+  probe = heldout_probe_batch(processor)
   model.train()
   t0 = time.time()
   ema = None
@@ -322,7 +379,8 @@ def main() -> None:
     for g in opt.param_groups:
       g["lr"] = lr_at(step, args.steps, args.warmup, args.lr)
     batch = make_batch(processor, args.step_offset + step, args.batch,
-                       json.loads(args.curriculum) if args.curriculum else CURRICULUM)
+                       json.loads(args.curriculum) if args.curriculum else CURRICULUM,
+                       args.absent)
     sigma = loc_sigma_at(step, args.steps, args)
     loss_t, loc_loss, word_loss = suffix_loss(model, batch, loc_first, sigma)
     opt.zero_grad(set_to_none=True)
@@ -336,6 +394,8 @@ def main() -> None:
       print(f"step {step} loss {loss:.4f} ema {ema:.4f} loc {loc_loss:.3f} "
             f"word {word_loss:.3f} sigma {sigma:.1f} lr {opt.param_groups[0]['lr']:.2e}"
             f" elapsed {el:.0f}s ({el / (step - start + 1):.2f}s/step)", file=log, flush=True)
+    if step % args.probe_every == 0 or step == args.steps - 1:
+      print(f"probe {step} {probe_metrics(model, probe, loc_first)}", file=log, flush=True)
     if (step + 1) % args.ckpt_every == 0 or step == args.steps - 1:
       torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1},
                  ckpt_path + ".tmp")
