@@ -24,24 +24,24 @@ import torch  # noqa: E402
 from tools.demo_model import shapes, train  # noqa: E402
 
 
-def single_object_batch(processor, first_seed: int, n: int) -> tuple:
+def single_object_batch(processor, first_seed: int, n: int, radius: tuple) -> tuple:
   images, labels = [], []
   for j in range(n):
     seed = first_seed + j
-    img, scene = shapes.make_scene(seed)
+    img, scene = shapes.make_scene(seed, radius)
     while len(scene.objects) != 1:
       seed += train.SEED_STRIDE
-      img, scene = shapes.make_scene(seed)
+      img, scene = shapes.make_scene(seed, radius)
     images.append(img)
     labels.append(shapes.SHAPES.index(scene.objects[0].shape))
   pixels = processor(images, return_tensors="pt")["pixel_values"]
   return pixels, torch.tensor(labels)
 
 
-def siglip_classifier():
+def siglip_classifier(image_size: int):
   from transformers import SiglipVisionConfig, SiglipVisionModel
   cfg = SiglipVisionConfig(hidden_size=128, intermediate_size=512, num_hidden_layers=4,
-                           num_attention_heads=4, image_size=train.IMAGE_SIZE,
+                           num_attention_heads=4, image_size=image_size,
                            patch_size=train.PATCH_SIZE, hidden_act="gelu_pytorch_tanh",
                            layer_norm_eps=1e-6, vision_use_head=False)
   tower = SiglipVisionModel(cfg)
@@ -75,17 +75,22 @@ def main() -> None:
   ap.add_argument("--batch", type=int, default=16)
   ap.add_argument("--lr", type=float, default=1e-3)
   ap.add_argument("--threads", type=int, default=2)
+  ap.add_argument("--image-size", type=int, default=train.IMAGE_SIZE,
+                  help="model input side (a multiple of the patch size 14)")
+  ap.add_argument("--radius", type=float, nargs=2, default=shapes.RADIUS,
+                  help="shape radius range as fractions of the shorter side")
   args = ap.parse_args()
   torch.set_num_threads(args.threads)
   torch.manual_seed(0)
   from transformers import SiglipImageProcessor
   processor = SiglipImageProcessor(
-      do_resize=True, size={"height": train.IMAGE_SIZE, "width": train.IMAGE_SIZE},
+      do_resize=True, size={"height": args.image_size, "width": args.image_size},
       resample=3, do_rescale=True, rescale_factor=1 / 255, do_normalize=True,
       image_mean=[0.5] * 3, image_std=[0.5] * 3, do_convert_rgb=False)
-  model = siglip_classifier() if args.arch == "siglip" else cnn_classifier()
+  model = siglip_classifier(args.image_size) if args.arch == "siglip" else cnn_classifier()
   opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
-  val_x, val_y = single_object_batch(processor, shapes.HELDOUT_SEED_BASE, 128)
+  radius = tuple(args.radius)
+  val_x, val_y = single_object_batch(processor, shapes.HELDOUT_SEED_BASE, 128, radius)
   t0 = time.time()
   for step in range(args.steps + 1):
     if step % 50 == 0:
@@ -94,7 +99,7 @@ def main() -> None:
       print(f"step {step} held-out shape accuracy {acc:.3f} ({time.time() - t0:.0f}s)",
             flush=True)
     x, y = single_object_batch(processor, shapes.TRAIN_SEED_BASE + step * args.batch,
-                               args.batch)
+                               args.batch, radius)
     loss = torch.nn.functional.cross_entropy(model(x), y)
     opt.zero_grad(set_to_none=True)
     loss.backward()

@@ -139,7 +139,7 @@ def init_vision_positions(model, gain: float) -> None:
   column, so object positions are readable from the first step. Still the learned
   nn.Embedding of the real architecture; only its starting value changes."""
   emb = model.model.vision_tower.vision_model.embeddings.position_embedding.weight
-  grid = IMAGE_SIZE // PATCH_SIZE
+  grid = math.isqrt(emb.shape[0])  # IMAGE_SIZE // PATCH_SIZE for the shipped config
   dim = emb.shape[1]
   q = dim // 4
   omega = 1.0 / (10000.0 ** (torch.arange(q, dtype=torch.float64) / q))
