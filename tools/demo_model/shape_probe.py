@@ -82,11 +82,7 @@ def main() -> None:
   args = ap.parse_args()
   torch.set_num_threads(args.threads)
   torch.manual_seed(0)
-  from transformers import SiglipImageProcessor
-  processor = SiglipImageProcessor(
-      do_resize=True, size={"height": args.image_size, "width": args.image_size},
-      resample=3, do_rescale=True, rescale_factor=1 / 255, do_normalize=True,
-      image_mean=[0.5] * 3, image_std=[0.5] * 3, do_convert_rgb=False)
+  processor = train.build_image_processor(args.image_size)
   model = siglip_classifier(args.image_size) if args.arch == "siglip" else cnn_classifier()
   opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
   radius = tuple(args.radius)

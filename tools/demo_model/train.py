@@ -73,13 +73,19 @@ def build_config(vocab_size: int, image_token_index: int, args):
       pad_token_id=0, bos_token_id=2, eos_token_id=1)
 
 
-def build_processor(tok_dir: str):
-  from transformers import (AutoTokenizer, PaliGemmaProcessor,
-                            SiglipImageProcessor)
-  image_processor = SiglipImageProcessor(
-      do_resize=True, size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}, resample=3,
+def build_image_processor(size: int = IMAGE_SIZE):
+  """SigLIP preprocessing as in PaliGemma: bicubic resize to size x size, x 1/255,
+  mean = std = 0.5."""
+  from transformers import SiglipImageProcessor
+  return SiglipImageProcessor(
+      do_resize=True, size={"height": size, "width": size}, resample=3,
       do_rescale=True, rescale_factor=1 / 255, do_normalize=True,
       image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5], do_convert_rgb=False)
+
+
+def build_processor(tok_dir: str):
+  from transformers import AutoTokenizer, PaliGemmaProcessor
+  image_processor = build_image_processor()
   image_processor.image_seq_length = NUM_IMAGE_TOKENS
   tok = AutoTokenizer.from_pretrained(tok_dir)
   return PaliGemmaProcessor(image_processor=image_processor, tokenizer=tok)
