@@ -1,14 +1,16 @@
 """How fast can a vision encoder of the demo model's size learn shape identity alone?
 
-  .venv/bin/python -m tools.demo_model.shape_probe --steps 1500 [--arch cnn]
+  .venv/bin/python -m tools.demo_model.shape_probe --steps 1500 [--arch cnn|patchify] [--patch P]
 
 Trains a 4-way shape classifier on single-object shapes-world scenes (same images,
 same SigLIP preprocessing as the demo model): the demo model's SigLIP tower (112 px,
 patch 14, hidden 128, 4 layers; train.py's sin-cos position init) + mean pooling +
-a linear layer, or, as a control, a 3-layer strided CNN. Prints the loss and the
-accuracy on 128 held-out single-object scenes every 50 steps. It isolates the
-vision half of the demo model's shape-identity gap (MODEL_CARD.md): with a direct
-label on every example, how many steps does the shape take to appear?
+a linear layer, or one of two CNN controls ("cnn": 3x3 convolutions; "patchify": a
+--patch x --patch stride-patch stem like SigLIP's, then the same kind of head).
+Prints the accuracy on 128 held-out single-object scenes every 50 steps. It isolates
+the vision half of the demo model's shape-identity gap (MODEL_CARD.md): with a
+direct label on every example, how many steps does the shape take to appear? (At
+lr 3e-3: "cnn" 98 % at step 600, "patchify" 38 %; the SigLIP tower ~32 %.)
 """
 
 from __future__ import annotations
@@ -38,11 +40,11 @@ def single_object_batch(processor, first_seed: int, n: int, radius: tuple) -> tu
   return pixels, torch.tensor(labels)
 
 
-def siglip_classifier(image_size: int):
+def siglip_classifier(image_size: int, patch: int):
   from transformers import SiglipVisionConfig, SiglipVisionModel
   cfg = SiglipVisionConfig(hidden_size=128, intermediate_size=512, num_hidden_layers=4,
                            num_attention_heads=4, image_size=image_size,
-                           patch_size=train.PATCH_SIZE, hidden_act="gelu_pytorch_tanh",
+                           patch_size=patch, hidden_act="gelu_pytorch_tanh",
                            layer_norm_eps=1e-6, vision_use_head=False)
   tower = SiglipVisionModel(cfg)
   holder = torch.nn.Module()  # init_vision_positions expects model.model.vision_tower
@@ -60,40 +62,55 @@ def siglip_classifier(image_size: int):
   return Classifier()
 
 
-def cnn_classifier():
+def cnn_classifier(patchify: bool, patch: int):
+  """Controls. "cnn": four 3x3 conv + BatchNorm + ReLU blocks with 2x2 max pooling,
+  then global max pooling — a translation-equivariant first layer. "patchify": the
+  same head behind SigLIP's stem, one 14x14 stride-14 convolution (a linear map of
+  each patch, as the ViT's patch embedding) — to tell the cost of a patch-wise linear
+  stem apart from the cost of the transformer behind it."""
   nn = torch.nn
-  return nn.Sequential(nn.Conv2d(3, 32, 5, 2, 2), nn.GELU(), nn.Conv2d(32, 64, 3, 2, 1),
-                       nn.GELU(), nn.Conv2d(64, 128, 3, 2, 1), nn.GELU(),
-                       nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+
+  def block(cin, cout, k=3, stride=1, pad=1):
+    return [nn.Conv2d(cin, cout, k, stride, pad), nn.BatchNorm2d(cout), nn.ReLU()]
+  if patchify:
+    layers = block(3, 128, patch, patch, 0) + block(128, 128)
+  else:
+    layers = (block(3, 32) + [nn.MaxPool2d(2)] + block(32, 64) + [nn.MaxPool2d(2)] +
+              block(64, 128) + [nn.MaxPool2d(2)] + block(128, 128))
+  return nn.Sequential(*layers, nn.AdaptiveMaxPool2d(1), nn.Flatten(),
                        nn.Linear(128, len(shapes.SHAPES)))
 
 
 def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  ap.add_argument("--arch", choices=("siglip", "cnn"), default="siglip")
+  ap.add_argument("--arch", choices=("siglip", "cnn", "patchify"), default="siglip")
   ap.add_argument("--steps", type=int, default=1500)
   ap.add_argument("--batch", type=int, default=16)
   ap.add_argument("--lr", type=float, default=1e-3)
   ap.add_argument("--threads", type=int, default=2)
   ap.add_argument("--image-size", type=int, default=train.IMAGE_SIZE,
-                  help="model input side (a multiple of the patch size 14)")
+                  help="model input side (a multiple of --patch)")
+  ap.add_argument("--patch", type=int, default=train.PATCH_SIZE,
+                  help="patch side of the siglip tower / the patchify control's stem")
   ap.add_argument("--radius", type=float, nargs=2, default=shapes.RADIUS,
                   help="shape radius range as fractions of the shorter side")
   args = ap.parse_args()
   torch.set_num_threads(args.threads)
   torch.manual_seed(0)
   processor = train.build_image_processor(args.image_size)
-  model = siglip_classifier(args.image_size) if args.arch == "siglip" else cnn_classifier()
+  model = siglip_classifier(args.image_size, args.patch) if args.arch == "siglip" else cnn_classifier(args.arch == "patchify", args.patch)
   opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
   radius = tuple(args.radius)
   val_x, val_y = single_object_batch(processor, shapes.HELDOUT_SEED_BASE, 128, radius)
   t0 = time.time()
   for step in range(args.steps + 1):
     if step % 50 == 0:
+      model.eval()
       with torch.no_grad():
         acc = (model(val_x).argmax(1) == val_y).float().mean().item()
       print(f"step {step} held-out shape accuracy {acc:.3f} ({time.time() - t0:.0f}s)",
             flush=True)
+      model.train()
     x, y = single_object_batch(processor, shapes.TRAIN_SEED_BASE + step * args.batch,
                                args.batch, radius)
     loss = torch.nn.functional.cross_entropy(model(x), y)
