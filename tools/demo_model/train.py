@@ -10,6 +10,8 @@ Data is generated on the fly from deterministic seeds (tools/demo_model/shapes.p
 following a fixed curriculum (CURRICULUM below: single objects first, so the vision
 path is learned before the decoder settles on the text prior); all RNGs are seeded,
 torch runs with a fixed thread count, so a run is repeatable on the same machine.
+--device cuda --workers N trains on a GPU with N data processes (the batches, and
+so the data, are the same for any N; see BatchStream); the shipped model is CPU-trained.
 
 Training details that are not plain HF defaults (none changes the architecture):
   - init: Fourier-feature <loc> rows (init_loc_embeddings), 2-D sin-cos SigLIP
@@ -211,6 +213,39 @@ def make_batch(processor, step: int, batch: int, curriculum=CURRICULUM,
                    return_tensors="pt")
 
 
+class BatchStream(torch.utils.data.IterableDataset):
+  """The training batches of steps [first, last), in step order. Under a DataLoader
+  with W workers, worker w builds steps first + w, first + w + W, ... and the loader
+  hands them out round-robin, so the order — and, batches being pure functions of
+  their step, the data — do not depend on W; W > 0 only moves image drawing and
+  PaliGemmaProcessor off the training process (what feeds a GPU)."""
+
+  def __init__(self, tok_dir: str, first: int, last: int, args):
+    super().__init__()
+    self.tok_dir, self.first, self.last, self.args = tok_dir, first, last, args
+
+  def __iter__(self):
+    info = torch.utils.data.get_worker_info()
+    wid, count = (info.id, info.num_workers) if info else (0, 1)
+    processor = build_processor(self.tok_dir)
+    processor.tokenizer.padding_side = "right"
+    curriculum = json.loads(self.args.curriculum) if self.args.curriculum else CURRICULUM
+    for step in range(self.first + wid, self.last, count):
+      yield dict(make_batch(processor, self.args.step_offset + step, self.args.batch,
+                            curriculum, self.args.absent))
+
+
+def batch_loader(tok_dir: str, first: int, args):
+  return torch.utils.data.DataLoader(
+      BatchStream(tok_dir, first, args.steps, args), batch_size=None,
+      num_workers=args.workers, prefetch_factor=4 if args.workers else None,
+      worker_init_fn=_one_thread)
+
+
+def _one_thread(_worker_id: int) -> None:
+  torch.set_num_threads(1)
+
+
 def loc_sigma_at(step: int, total: int, args) -> float:
   """Width (in loc bins) of the soft <loc> targets: geometric from --loc-sigma-start
   to --loc-sigma-end over the first --loc-anneal fraction of training, then constant."""
@@ -242,7 +277,7 @@ def suffix_loss(model, batch, loc_first: int, sigma: float) -> tuple:
   hard = -logp.gather(1, target[:, None])[:, 0]
   per_token = hard.clone()
   if is_loc.any():
-    bins = torch.arange(1024, dtype=torch.float32)
+    bins = torch.arange(1024, dtype=torch.float32, device=logp.device)
     centre = (target[is_loc] - loc_first).float()
     q = torch.exp(-0.5 * ((bins[None, :] - centre[:, None]) / sigma) ** 2)
     q = q / q.sum(dim=1, keepdim=True)
@@ -283,7 +318,7 @@ def probe_metrics(model, probe, loc_first: int) -> str:
   hit = logits.argmax(-1) == labels
   out = [f"tf_loc_err {loc_err:.1f}"]
   for name, ks in (("caption", ("caption",)), ("vqa", ("count", "color"))):
-    rows = torch.tensor([k in ks for k in kinds])[:, None] & keep
+    rows = torch.tensor([k in ks for k in kinds], device=keep.device)[:, None] & keep
     out.append(f"tf_{name}_acc {hit[rows].float().mean().item():.3f}")
   return " ".join(out)
 
@@ -305,6 +340,9 @@ def main() -> None:
   ap.add_argument("--warmup", type=int, default=100)
   ap.add_argument("--weight-decay", type=float, default=0.01)
   ap.add_argument("--threads", type=int, default=2)
+  ap.add_argument("--device", default="cpu", help="torch device: cpu, cuda, ...")
+  ap.add_argument("--workers", type=int, default=0,
+                  help="data-generation processes (0: in the training process)")
   ap.add_argument("--ckpt-every", type=int, default=100)
   ap.add_argument("--probe-every", type=int, default=250,
                   help="log teacher-forced held-out metrics every N steps")
@@ -355,6 +393,8 @@ def main() -> None:
   init_decoder_attention(model, args.qk_init_gain)
   init_projector(model)
   init_vision_positions(model, args.vision_pos_gain)
+  device = torch.device(args.device)
+  model.to(device)
   nparams = sum(p.numel() for p in model.parameters())
   # Weight decay on weight matrices only (not norms, biases, embeddings).
   is_decay = lambda n, p: p.dim() >= 2 and "embed" not in n  # noqa: E731
@@ -365,11 +405,12 @@ def main() -> None:
                           lr=args.lr, betas=(0.9, 0.98), eps=1e-8, fused=True)
   loc_first = tok.convert_tokens_to_ids(shapes_tokenizer.LOC_TOKENS[0])
   if args.init_from:
-    model.load_state_dict(torch.load(args.init_from, weights_only=False)["model"])
+    model.load_state_dict(torch.load(args.init_from, map_location=device,
+                                     weights_only=False)["model"])
   start = 0
   ckpt_path = os.path.join(args.workdir, "checkpoint.pt")
   if os.path.exists(ckpt_path):
-    ck = torch.load(ckpt_path, weights_only=False)
+    ck = torch.load(ckpt_path, map_location=device, weights_only=False)
     model.load_state_dict(ck["model"])
     opt.load_state_dict(ck["opt"])
     start = ck["step"]
@@ -377,16 +418,16 @@ def main() -> None:
   log = open(os.path.join(args.workdir, "train_log.txt"), "a", encoding="utf-8")
   print(f"params {nparams} ({nparams * 4 / 2**20:.1f} MiB f32) args {vars(args)}",
         file=log, flush=True)
-  probe = heldout_probe_batch(processor)
+  probe_batch, probe_kinds = heldout_probe_batch(processor)
+  probe = ({k: v.to(device) for k, v in probe_batch.items()}, probe_kinds)
+  batches = iter(batch_loader(tok_dir, start, args))
   model.train()
   t0 = time.time()
   ema = None
   for step in range(start, args.steps):
     for g in opt.param_groups:
       g["lr"] = lr_at(step, args.steps, args.warmup, args.lr)
-    batch = make_batch(processor, args.step_offset + step, args.batch,
-                       json.loads(args.curriculum) if args.curriculum else CURRICULUM,
-                       args.absent)
+    batch = {k: v.to(device, non_blocking=True) for k, v in next(batches).items()}
     sigma = loc_sigma_at(step, args.steps, args)
     loss_t, loc_loss, word_loss = suffix_loss(model, batch, loc_first, sigma)
     opt.zero_grad(set_to_none=True)
