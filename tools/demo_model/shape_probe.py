@@ -92,6 +92,8 @@ def main() -> None:
                   help="model input side (a multiple of --patch)")
   ap.add_argument("--patch", type=int, default=train.PATCH_SIZE,
                   help="patch side of the siglip tower / the patchify control's stem")
+  ap.add_argument("--save", help="siglip: save the tower's weights here every 500 steps "
+                  "and at the end (train.py --init-vision loads them)")
   ap.add_argument("--radius", type=float, nargs=2, default=shapes.RADIUS,
                   help="shape radius range as fractions of the shorter side")
   args = ap.parse_args()
@@ -111,6 +113,12 @@ def main() -> None:
       print(f"step {step} held-out shape accuracy {acc:.3f} ({time.time() - t0:.0f}s)",
             flush=True)
       model.train()
+    if args.save and args.arch == "siglip" and (step % 500 == 0 or step == args.steps):
+      torch.save({"vision_tower": model.tower.state_dict(), "step": step,
+                  "accuracy": acc}, args.save + ".tmp")
+      os.replace(args.save + ".tmp", args.save)
+    if step == args.steps:
+      break
     x, y = single_object_batch(processor, shapes.TRAIN_SEED_BASE + step * args.batch,
                                args.batch, radius)
     loss = torch.nn.functional.cross_entropy(model(x), y)

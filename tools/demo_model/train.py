@@ -348,6 +348,8 @@ def main() -> None:
                   help="log teacher-forced held-out metrics every N steps")
   ap.add_argument("--init-from", help="stage 2: start from this checkpoint.pt's weights "
                   "(fresh optimizer and schedule)")
+  ap.add_argument("--init-vision", help="start the SigLIP tower from weights saved by "
+                  "shape_probe.py --save (a vision pre-training stage)")
   ap.add_argument("--step-offset", type=int, default=0,
                   help="stage 2: data seeds and curriculum continue from this step")
   ap.add_argument("--loc-init", default="fourier", choices=("fourier", "quad", "thermo"))
@@ -393,6 +395,9 @@ def main() -> None:
   init_decoder_attention(model, args.qk_init_gain)
   init_projector(model)
   init_vision_positions(model, args.vision_pos_gain)
+  if args.init_vision:
+    model.model.vision_tower.load_state_dict(
+        torch.load(args.init_vision, weights_only=False)["vision_tower"])
   device = torch.device(args.device)
   model.to(device)
   nparams = sum(p.numel() for p in model.parameters())
