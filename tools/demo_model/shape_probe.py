@@ -65,8 +65,8 @@ def siglip_classifier(image_size: int, patch: int):
 def cnn_classifier(patchify: bool, patch: int):
   """Controls. "cnn": four 3x3 conv + BatchNorm + ReLU blocks with 2x2 max pooling,
   then global max pooling — a translation-equivariant first layer. "patchify": the
-  same head behind SigLIP's stem, one 14x14 stride-14 convolution (a linear map of
-  each patch, as the ViT's patch embedding) — to tell the cost of a patch-wise linear
+  same head behind SigLIP's kind of stem, one patch x patch stride-patch convolution
+  (a linear map of each patch, as the ViT's patch embedding) — to tell the cost of a patch-wise linear
   stem apart from the cost of the transformer behind it."""
   nn = torch.nn
 
@@ -100,7 +100,8 @@ def main() -> None:
   torch.set_num_threads(args.threads)
   torch.manual_seed(0)
   processor = train.build_image_processor(args.image_size)
-  model = siglip_classifier(args.image_size, args.patch) if args.arch == "siglip" else cnn_classifier(args.arch == "patchify", args.patch)
+  model = (siglip_classifier(args.image_size, args.patch) if args.arch == "siglip" else
+           cnn_classifier(args.arch == "patchify", args.patch))
   opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
   radius = tuple(args.radius)
   val_x, val_y = single_object_batch(processor, shapes.HELDOUT_SEED_BASE, 128, radius)
