@@ -23,12 +23,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
-from tools.demo_model import shapes, train  # noqa: E402
+from tools.demo_model import parallel, shapes, train  # noqa: E402
 
 
-def single_object_batch(processor, first_seed: int, n: int, radius: tuple) -> tuple:
+def single_object_batch(processor, first_seed: int, n: int, radius: tuple,
+                        positions=None) -> tuple:
   images, labels = [], []
-  for j in range(n):
+  for j in (range(n) if positions is None else positions):
     seed = first_seed + j
     img, scene = shapes.make_scene(seed, radius)
     while len(scene.objects) != 1:
@@ -88,6 +89,9 @@ def main() -> None:
   ap.add_argument("--batch", type=int, default=16)
   ap.add_argument("--lr", type=float, default=1e-3)
   ap.add_argument("--threads", type=int, default=2)
+  ap.add_argument("--procs", type=int, default=1,
+                  help="data-parallel processes, one thread each (parallel.py); "
+                  "--batch is the global batch")
   ap.add_argument("--image-size", type=int, default=train.IMAGE_SIZE,
                   help="model input side (a multiple of --patch)")
   ap.add_argument("--patch", type=int, default=train.PATCH_SIZE,
@@ -97,34 +101,40 @@ def main() -> None:
   ap.add_argument("--radius", type=float, nargs=2, default=shapes.RADIUS,
                   help="shape radius range as fractions of the shorter side")
   args = ap.parse_args()
-  torch.set_num_threads(args.threads)
+  parallel.launch(run, args, args.procs)
+
+
+def run(args, rank: int, procs: int) -> None:
+  torch.set_num_threads(args.threads if procs == 1 else 1)
   torch.manual_seed(0)
   processor = train.build_image_processor(args.image_size)
   model = (siglip_classifier(args.image_size, args.patch) if args.arch == "siglip" else
            cnn_classifier(args.arch == "patchify", args.patch))
+  parallel.sync_parameters(model, procs)
   opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
   radius = tuple(args.radius)
   val_x, val_y = single_object_batch(processor, shapes.HELDOUT_SEED_BASE, 128, radius)
   t0 = time.time()
   for step in range(args.steps + 1):
-    if step % 50 == 0:
+    if step % 50 == 0 and rank == 0:
       model.eval()
       with torch.no_grad():
         acc = (model(val_x).argmax(1) == val_y).float().mean().item()
       print(f"step {step} held-out shape accuracy {acc:.3f} ({time.time() - t0:.0f}s)",
             flush=True)
       model.train()
-    if args.save and args.arch == "siglip" and (step % 500 == 0 or step == args.steps):
+    if rank == 0 and args.save and args.arch == "siglip" and (step % 500 == 0 or step == args.steps):
       torch.save({"vision_tower": model.tower.state_dict(), "step": step,
                   "accuracy": acc}, args.save + ".tmp")
       os.replace(args.save + ".tmp", args.save)
     if step == args.steps:
       break
     x, y = single_object_batch(processor, shapes.TRAIN_SEED_BASE + step * args.batch,
-                               args.batch, radius)
+                               args.batch, radius, parallel.part(args.batch, rank, procs))
     loss = torch.nn.functional.cross_entropy(model(x), y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
+    parallel.average_gradients(model, procs)
     opt.step()
 
 

@@ -42,7 +42,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
-from tools.demo_model import shapes, tokenizer as shapes_tokenizer
+from tools.demo_model import parallel, shapes, tokenizer as shapes_tokenizer
 
 IMAGE_SIZE = 112
 PATCH_SIZE = 14  # SigLIP-So400m's patch size
@@ -195,10 +195,12 @@ def curriculum_at(step: int, curriculum=CURRICULUM) -> tuple:
 
 
 def make_batch(processor, step: int, batch: int, curriculum=CURRICULUM,
-               absent: float = 0.0):
+               absent: float = 0.0, positions=None):
+  """Global batch `step` (examples step * batch + j), or only its `positions` (a data
+  parallel process's part, parallel.part)."""
   max_objects, weights, radius = curriculum_at(step, curriculum)
   images, prefixes, suffixes = [], [], []
-  for j in range(batch):
+  for j in (range(batch) if positions is None else positions):
     seed = shapes.TRAIN_SEED_BASE + step * batch + j
     img, scene = shapes.make_scene(seed, radius)
     while len(scene.objects) > max_objects:
@@ -220,9 +222,10 @@ class BatchStream(torch.utils.data.IterableDataset):
   their step, the data — do not depend on W; W > 0 only moves image drawing and
   PaliGemmaProcessor off the training process (what feeds a GPU)."""
 
-  def __init__(self, tok_dir: str, first: int, last: int, args):
+  def __init__(self, tok_dir: str, first: int, last: int, args, positions=None):
     super().__init__()
     self.tok_dir, self.first, self.last, self.args = tok_dir, first, last, args
+    self.positions = positions  # this process's part of each global batch
 
   def __iter__(self):
     info = torch.utils.data.get_worker_info()
@@ -232,12 +235,12 @@ class BatchStream(torch.utils.data.IterableDataset):
     curriculum = json.loads(self.args.curriculum) if self.args.curriculum else CURRICULUM
     for step in range(self.first + wid, self.last, count):
       yield dict(make_batch(processor, self.args.step_offset + step, self.args.batch,
-                            curriculum, self.args.absent))
+                            curriculum, self.args.absent, self.positions))
 
 
-def batch_loader(tok_dir: str, first: int, args):
+def batch_loader(tok_dir: str, first: int, args, positions=None):
   return torch.utils.data.DataLoader(
-      BatchStream(tok_dir, first, args.steps, args), batch_size=None,
+      BatchStream(tok_dir, first, args.steps, args, positions), batch_size=None,
       num_workers=args.workers, prefetch_factor=4 if args.workers else None,
       worker_init_fn=_one_thread)
 
@@ -340,6 +343,9 @@ def main() -> None:
   ap.add_argument("--warmup", type=int, default=100)
   ap.add_argument("--weight-decay", type=float, default=0.01)
   ap.add_argument("--threads", type=int, default=2)
+  ap.add_argument("--procs", type=int, default=1,
+                  help="data-parallel CPU processes, one thread each (parallel.py); "
+                  "--batch is the global batch")
   ap.add_argument("--device", default="cpu", help="torch device: cpu, cuda, ...")
   ap.add_argument("--workers", type=int, default=0,
                   help="data-generation processes (0: in the training process)")
@@ -377,15 +383,23 @@ def main() -> None:
   ap.add_argument("--text-heads", type=int, default=4)
   ap.add_argument("--text-kv-heads", type=int, default=4)
   args = ap.parse_args()
+  parallel.launch(run, args, args.procs)
 
+
+def run(args, rank: int, procs: int) -> None:
+  """Training on process `rank` of `procs` (rank 0 logs, probes and saves)."""
   from transformers import PaliGemmaForConditionalGeneration
 
-  torch.set_num_threads(args.threads)
+  torch.set_num_threads(args.threads if procs == 1 else 1)
   torch.manual_seed(0)
   random.seed(0)
   os.makedirs(args.workdir, exist_ok=True)
   tok_dir = os.path.join(args.workdir, "tokenizer")
-  tok = shapes_tokenizer.build(tok_dir)
+  if rank == 0:
+    shapes_tokenizer.build(tok_dir)
+  parallel.barrier(procs)
+  from transformers import AutoTokenizer
+  tok = AutoTokenizer.from_pretrained(tok_dir)
   processor = build_processor(tok_dir)
   processor.tokenizer.padding_side = "right"
   image_token_index = tok.convert_tokens_to_ids(shapes_tokenizer.IMAGE_TOKEN)
@@ -398,6 +412,7 @@ def main() -> None:
   if args.init_vision:
     model.model.vision_tower.load_state_dict(
         torch.load(args.init_vision, weights_only=False)["vision_tower"])
+  parallel.sync_parameters(model, procs)
   device = torch.device(args.device)
   model.to(device)
   nparams = sum(p.numel() for p in model.parameters())
@@ -420,12 +435,13 @@ def main() -> None:
     opt.load_state_dict(ck["opt"])
     start = ck["step"]
     print(f"resumed at step {start}", flush=True)
-  log = open(os.path.join(args.workdir, "train_log.txt"), "a", encoding="utf-8")
+  log = (open(os.path.join(args.workdir, "train_log.txt"), "a", encoding="utf-8")
+         if rank == 0 else open(os.devnull, "w", encoding="utf-8"))
   print(f"params {nparams} ({nparams * 4 / 2**20:.1f} MiB f32) args {vars(args)}",
         file=log, flush=True)
   probe_batch, probe_kinds = heldout_probe_batch(processor)
   probe = ({k: v.to(device) for k, v in probe_batch.items()}, probe_kinds)
-  batches = iter(batch_loader(tok_dir, start, args))
+  batches = iter(batch_loader(tok_dir, start, args, parallel.part(args.batch, rank, procs)))
   model.train()
   t0 = time.time()
   ema = None
@@ -437,6 +453,9 @@ def main() -> None:
     loss_t, loc_loss, word_loss = suffix_loss(model, batch, loc_first, sigma)
     opt.zero_grad(set_to_none=True)
     loss_t.backward()
+    parallel.average_gradients(model, procs)
+    if step % 500 == 0:
+      parallel.sync_parameters(model, procs)  # guard against any float drift
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
     loss = loss_t.item()
@@ -446,16 +465,17 @@ def main() -> None:
       print(f"step {step} loss {loss:.4f} ema {ema:.4f} loc {loc_loss:.3f} "
             f"word {word_loss:.3f} sigma {sigma:.1f} lr {opt.param_groups[0]['lr']:.2e}"
             f" elapsed {el:.0f}s ({el / (step - start + 1):.2f}s/step)", file=log, flush=True)
-    if step % args.probe_every == 0 or step == args.steps - 1:
+    if rank == 0 and (step % args.probe_every == 0 or step == args.steps - 1):
       print(f"probe {step} {probe_metrics(model, probe, loc_first)}", file=log, flush=True)
-    if (step + 1) % args.ckpt_every == 0 or step == args.steps - 1:
+    if rank == 0 and ((step + 1) % args.ckpt_every == 0 or step == args.steps - 1):
       torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1},
                  ckpt_path + ".tmp")
       os.replace(ckpt_path + ".tmp", ckpt_path)
-    if args.max_minutes and time.time() - t0 > args.max_minutes * 60:
+    if parallel.any_true(args.max_minutes and time.time() - t0 > args.max_minutes * 60,
+                         procs):
       print(f"stopping after {args.max_minutes} minutes", file=log, flush=True)
       break
-  if args.out:
+  if args.out and rank == 0:
     os.makedirs(args.out, exist_ok=True)
     model.save_pretrained(args.out, safe_serialization=True)
     processor.save_pretrained(args.out)
