@@ -1,11 +1,12 @@
 """Assembles models/shapes-paligemma/ from training output folders (one per stage,
 in order): the HF checkpoint files of the last stage, the training logs of all
-stages (concatenated), each stage's trainer arguments (training_args.stageN.json),
-heldout.jsonl (the 500 held-out prompts + expected answers for `ocular eval`) and
-sample.png (held-out scene SAMPLE_INDEX, for `make demo`).
+stages (concatenated), the vision pre-training log if any, each stage's trainer
+arguments (training_args.stageN.json), heldout.jsonl (the 500 held-out prompts +
+expected answers for `ocular eval`) and sample.png (held-out scene SAMPLE_INDEX,
+for `make demo`).
 
-  .venv/bin/python -m tools.demo_model.export --src build-tasks/final/out \
-      build-tasks/stage2/out --dst models/shapes-paligemma
+  .venv/bin/python -m tools.demo_model.export --src build-tasks/final/b/out \
+      --vision-log build-tasks/final/tower_log.txt --dst models/shapes-paligemma
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def main() -> None:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--src", nargs="*", default=[],
                   help="train.py --out folders, one per training stage, in order")
+  ap.add_argument("--vision-log", help="shape_probe.py's output of the vision "
+                  "pre-training stage (copied as vision_pretrain_log.txt)")
   ap.add_argument("--dst", required=True)
   args = ap.parse_args()
   os.makedirs(args.dst, exist_ok=True)
@@ -42,6 +45,8 @@ def main() -> None:
         with open(os.path.join(os.path.dirname(os.path.abspath(src)), "train_log.txt"),
                   encoding="utf-8") as f:
           log.write(f.read())
+  if args.vision_log:
+    shutil.copyfile(args.vision_log, os.path.join(args.dst, "vision_pretrain_log.txt"))
   with open(os.path.join(args.dst, "heldout.jsonl"), "w", encoding="utf-8") as f:
     for ex in shapes.heldout_examples():
       f.write(json.dumps(ex, sort_keys=True) + "\n")

@@ -20,9 +20,10 @@ Training details that are not plain HF defaults (none changes the architecture):
   - loss: the suffix cross-entropy, with <loc> targets smoothed over neighbouring
     bins by an annealed Gaussian (suffix_loss);
   - log: teacher-forced held-out metrics every --probe-every steps (probe_metrics);
-  - knobs kept for experiments (defaults = stage 1 of the shipped model; stage 2
-    is a second run with --init-from, see MODEL_CARD.md for both and for what the
-    knobs did): --curriculum, --loc-init quad/thermo, --loc-fmax, --qk-init-gain,
+  - --procs N: N data-parallel CPU processes, one thread each (parallel.py);
+  - knobs kept for experiments (the defaults are the earlier one-process recipe; the
+    shipped model's arguments are in MODEL_CARD.md, with what the knobs did):
+    --curriculum, --loc-init quad/thermo, --loc-fmax, --qk-init-gain,
     --vision-pos-gain, --text-kv-heads, --absent (detect prompts that also name an
     absent shape).
 """
@@ -373,6 +374,9 @@ def main() -> None:
                   help="fraction of the steps over which sigma shrinks")
   ap.add_argument("--curriculum", help="JSON list replacing CURRICULUM (experiments)")
   ap.add_argument("--max-minutes", type=float, default=0, help="smoke runs: stop early")
+  ap.add_argument("--stop-step", type=int, default=0,
+                  help="stop before this step (the schedule still spans --steps): "
+                  "repeats a run that --max-minutes stopped, independent of speed")
   ap.add_argument("--vision-hidden", type=int, default=128)
   ap.add_argument("--vision-mlp", type=int, default=512)
   ap.add_argument("--vision-layers", type=int, default=4)
@@ -445,7 +449,7 @@ def run(args, rank: int, procs: int) -> None:
   model.train()
   t0 = time.time()
   ema = None
-  for step in range(start, args.steps):
+  for step in range(start, args.stop_step or args.steps):
     for g in opt.param_groups:
       g["lr"] = lr_at(step, args.steps, args.warmup, args.lr)
     batch = {k: v.to(device, non_blocking=True) for k, v in next(batches).items()}
