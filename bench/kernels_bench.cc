@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "core/arena.h"
 #include "core/half.h"
+#include "core/matrix.h"
 #include "core/thread_pool.h"
 #include "kernels/ops.h"
 
@@ -25,6 +27,14 @@ ThreadPool& Pool() {
   static ThreadPool* pool = new ThreadPool(ThreadPool::DefaultThreadCount());
   return *pool;
 }
+
+// An f32 execution context on the ISA set last (SetIsa), with a 64 MiB arena.
+struct BenchExec {
+  BenchExec() : backend(Pool()), arena(size_t{64} << 20), ex{backend, Precision::kF32, arena} {}
+  Backend backend;
+  Arena arena;
+  Exec ex;
+};
 
 std::vector<float> Random(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -51,8 +61,10 @@ void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, int64_t M,
                      {N, K}};
   const std::vector<float> a = Random(M * K, 2);
   std::vector<float> out(M * N);
+  BenchExec b;
+  const Matrix wm = MatrixFromView(w, N, K);
   for (auto _ : state) {
-    ops::MatMul(Pool(), a.data(), M, K, K, w, nullptr, out.data(), N);
+    ops::MatMul(b.ex, a.data(), M, K, K, wm, nullptr, out.data(), N);
     benchmark::DoNotOptimize(out.data());
   }
   const double calls = static_cast<double>(state.iterations());
@@ -74,9 +86,11 @@ void BM_Attention(benchmark::State& state, std::string isa, int64_t Tq, int64_t 
   std::vector<int32_t> begin(Tq, 0), end(Tq);
   for (int64_t i = 0; i < Tq; ++i) end[i] = static_cast<int32_t>(Tk - Tq + i + 1);
   std::vector<float> out(Tq * Hq * d);
+  BenchExec b;
+  const ops::KvRows kv{k.data(), v.data(), false, 0, Tk, Hkv * d, Hkv * d};
   for (auto _ : state) {
-    ops::Attention(Pool(), q.data(), Tq, Hq, Hq * d, k.data(), v.data(), Tk, Hkv, Hkv * d, Hkv * d,
-                   d, 1.0f / 16.0f, 0.0f, begin.data(), end.data(), out.data(), Hq * d);
+    ops::Attention(b.ex, q.data(), Tq, Hq, Hq * d, kv, Hkv, d, 1.0f / 16.0f, 0.0f, begin.data(),
+                   end.data(), out.data(), Hq * d);
     benchmark::DoNotOptimize(out.data());
   }
 }

@@ -4,7 +4,12 @@
 //   auto result = engine->Generate({"cat.jpg"}, "caption en", {});
 //   if (result.ok()) std::cout << result->text;
 //
-// Thread-safety: an Engine runs one request at a time (calls are serialized by the caller).
+// Thread-safety: an Engine is safe to use from many threads at once without external
+// synchronization. Every method may be called concurrently; requests that run the model
+// (Generate, Trace, Bench) are executed one at a time in arrival order, each with its own
+// state (nothing of one request — pixels, cache, sampler — is visible to another), and the
+// read-only methods (Info, Tokenize, TokenPiece, Detokenize) never wait for them. A callback
+// runs on the calling thread of its request.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +26,29 @@ struct EngineOptions {
   int threads = 0;               // 0: number of physical cores
   int64_t max_image_pixels = 50'000'000;  // decoded images larger than this are rejected
   bool exif_rotate = false;      // transformers ignores EXIF orientation; so do we by default
+  // How activations are computed: "auto" (bf16 for a bf16 checkpoint, else f32), "f32",
+  // "bf16" (reproduces torch's bf16 run; needs a bf16 checkpoint), "bf16-fast" (f32
+  // activations and attention over bf16 weights, no intermediate rounding; opt-in).
+  std::string precision = "auto";
+  // KV cache storage: "auto" (bf16 under bf16 / bf16-fast, else f32), "f32", "bf16".
+  std::string kv_cache = "auto";
+  // Sequences decoded together in one step (Bench's batch; the planned workspace).
+  int max_batch = 8;
+};
+
+// An image given as a file path or as encoded bytes (JPEG, PNG, WebP, GIF, BMP).
+struct ImageInput {
+  ImageInput(std::string file_path) : path(std::move(file_path)) {}  // NOLINT: implicit
+  ImageInput(const char* file_path) : path(file_path) {}             // NOLINT: implicit
+  static ImageInput FromBytes(std::vector<uint8_t> data, std::string name = "<bytes>") {
+    ImageInput in(std::move(name));
+    in.bytes = std::move(data);
+    in.from_bytes = true;
+    return in;
+  }
+  std::string path;            // the file, or a name for error messages when from_bytes
+  std::vector<uint8_t> bytes;  // the encoded image when from_bytes
+  bool from_bytes = false;
 };
 
 struct GenerateOptions {
@@ -47,6 +75,7 @@ struct Timings {
 
 struct GenerateResult {
   std::string text;                  // decoded answer, special tokens skipped
+  std::string finish_reason;         // "eos", "length" (max_tokens reached) or "cancelled"
   std::string raw_text;              // decoded with special tokens (loc/seg visible)
   std::vector<int32_t> prompt_ids;   // the full prefix, image tokens included
   std::vector<int32_t> output_ids;   // generated ids (EOS included if produced)
@@ -57,8 +86,9 @@ struct GenerateResult {
   Timings timings;
 };
 
-// Called with each newly decoded piece of text (never half a UTF-8 character).
-using TokenCallback = std::function<void(const std::string& piece)>;
+// Called with each newly decoded piece of text (never half a UTF-8 character). Returning
+// false stops generation after this piece (finish_reason "cancelled").
+using TokenCallback = std::function<bool(const std::string& piece)>;
 
 struct ModelInfo {
   std::string architecture;  // "PaliGemma 1 (gemma)" / "PaliGemma 2 (gemma2)"
@@ -69,38 +99,45 @@ struct ModelInfo {
   size_t weight_bytes = 0;
   int threads = 0;
   std::string isa;
+  std::string precision;  // "f32", "bf16", "bf16-fast"
+  std::string kv_cache;   // "f32", "bf16"
 };
 
 struct BenchOptions {
   int prompt_tokens = 16;  // text tokens after the image block
   int decode_tokens = 32;
+  int batch = 1;           // sequences decoded together (each with its own image and prompt)
 };
 
 struct BenchResult {
   double vision_ms = 0;          // SigLIP + projector for one image (synthetic pixels)
   double vision_gflop = 0;       // matmul + attention FLOPs of that encode (2 per MAC)
-  int prefill_tokens = 0;        // image block + prompt
+  int prefill_tokens = 0;        // image block + prompt (of one sequence)
   double prefill_tok_s = 0;
-  int decode_tokens = 0;
-  double decode_tok_s = 0;
+  int batch = 1;
+  int decode_tokens = 0;          // decode steps (each produces `batch` tokens)
+  double decode_tok_s = 0;        // aggregate: tokens of all sequences per second
   double decode_weight_gb_s = 0;  // decoder weight bytes streamed per second while decoding
   size_t text_weight_bytes = 0;   // decoder + output projection, as stored
+  size_t kv_cache_bytes = 0;      // the batch's KV caches
+  size_t workspace_bytes = 0;     // the planned activation arena
   size_t peak_rss_bytes = 0;
 };
 
 class Engine {
  public:
-  // Loads an HF PaliGemma directory (config.json, *.safetensors, tokenizer.json or
-  // tokenizer.model, preprocessor_config.json). Errors name the file and the problem.
+  // Loads an HF model directory (config.json, *.safetensors, tokenizer.json or
+  // tokenizer.model, preprocessor_config.json) of a supported family (config.json
+  // model_type: "paligemma"). Errors name the file and the problem.
   static StatusOr<std::unique_ptr<Engine>> Load(const std::string& model_dir,
                                                 const EngineOptions& options);
   virtual ~Engine() = default;
 
   virtual ModelInfo Info() const = 0;
 
-  // Runs image(s) + prompt and generates. Images are file paths (JPEG, PNG, WebP, GIF, BMP).
-  // An empty image list runs a text-only prompt.
-  virtual StatusOr<GenerateResult> Generate(const std::vector<std::string>& image_paths,
+  // Runs image(s) + prompt and generates. Images are files or encoded bytes (JPEG, PNG, WebP,
+  // GIF, BMP). An empty image list runs a text-only prompt.
+  virtual StatusOr<GenerateResult> Generate(const std::vector<ImageInput>& images,
                                             const std::string& prompt,
                                             const GenerateOptions& options,
                                             const TokenCallback& on_text = nullptr) = 0;
@@ -108,12 +145,13 @@ class Engine {
   // Like Generate (greedy, options.max_tokens steps, EOS not stopping), and writes every named
   // activation (docs/testing.md) plus input_ids, pixel_values, logits, generated_ids and
   // decode_logits to a safetensors file at `out_path`.
-  virtual StatusOr<GenerateResult> Trace(const std::vector<std::string>& image_paths,
+  virtual StatusOr<GenerateResult> Trace(const std::vector<ImageInput>& images,
                                          const std::string& prompt,
                                          const GenerateOptions& options,
                                          const std::string& out_path) = 0;
 
-  // Times the vision encoder, prefill and decode on synthetic inputs (no files needed).
+  // Times the vision encoder, prefill and decode on synthetic inputs (no files needed): one
+  // image per sequence, `batch` sequences prefilled one by one, then decoded together.
   virtual StatusOr<BenchResult> Bench(const BenchOptions& options) = 0;
 
   // Tokenizer access for debugging prompt formats.

@@ -114,7 +114,7 @@ void ThreadPool::WorkerLoop(int /*worker_index*/) {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn) {
+void ThreadPool::ParallelFor(int64_t n, FunctionRef<void(int64_t begin, int64_t end)> fn) {
   if (n <= 0) return;
   if (num_threads_ == 1 || n == 1 || tls_running_pool != nullptr) {
     fn(0, n);

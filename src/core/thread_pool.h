@@ -6,16 +6,17 @@
 //
 // Thread-safety: ParallelFor may be called from several threads; calls are serialized.
 // A ParallelFor issued from inside a running chunk (nesting) runs inline on that thread.
-// fn must not throw (the library does not use exceptions).
+// fn must not throw (the library does not use exceptions). ParallelFor never allocates.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/function_ref.h"
 
 namespace ocular {
 
@@ -33,7 +34,7 @@ class ThreadPool {
 
   // Runs fn(begin, end) over contiguous chunks covering [0, n) exactly once each.
   // At most size() chunks; n <= 0 does nothing.
-  void ParallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
+  void ParallelFor(int64_t n, FunctionRef<void(int64_t begin, int64_t end)> fn);
 
   // Physical cores (hyperthread siblings counted once), at least 1. Overridden by the
   // environment variable OCULAR_THREADS when it holds a positive integer.
@@ -59,7 +60,7 @@ class ThreadPool {
   std::atomic<int> pending_{0};  // workers that have not finished this generation
 
   // The current job; written by the caller before the generation is published.
-  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  const FunctionRef<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0;
   int num_chunks_ = 0;
   std::atomic<int> next_chunk_{0};

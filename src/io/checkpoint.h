@@ -9,11 +9,12 @@
 
 #include "core/tensor.h"
 #include "io/safetensors.h"
+#include "io/tensor_source.h"
 #include "ocular/status.h"
 
 namespace ocular {
 
-class Checkpoint {
+class Checkpoint : public TensorSource {
  public:
   // Opens and validates every shard. Errors name the directory or file.
   static StatusOr<Checkpoint> Open(const std::string& dir);
@@ -21,10 +22,11 @@ class Checkpoint {
   // The tensor called `name`, checked against `shape` and against the allowed float dtypes
   // (F32/BF16/F16). Errors name the file and tensor:
   //   [checkpoint] model.safetensors: tensor 'x' has shape [3,4], config expects [4,3]
-  StatusOr<TensorView> Get(const std::string& name, const Shape& shape) const;
+  StatusOr<TensorView> Get(const std::string& name, const Shape& shape) const override;
   const TensorView* Find(const std::string& name) const;
-  bool Has(const std::string& name) const { return Find(name) != nullptr; }
-  std::vector<std::string> Names() const;
+  bool Has(const std::string& name) const override { return Find(name) != nullptr; }
+  std::vector<std::string> Names() const override;
+  const std::string& origin() const override { return dir_; }
   // Total bytes of tensor data (for memory reporting).
   size_t TotalBytes() const;
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/half.h"
 #include "kernels/ops.h"
 #include "kernels/ref/ref_ops.h"
 #include "kernels/test_util.h"
@@ -90,7 +91,6 @@ TEST(AttentionTest, EveryIsaMatchesReferenceAndNaiveFormula) {
       {9, 30, 4, 1, 16, 50.0f, "window"},
       {6, 6, 2, 1, 8, 0.0f, "empty"},  // a block mixing empty and non-empty ranges
   };
-  ThreadPool pool(3);
   for (const Case& c : cases) {
     const std::string what = std::string(c.mask) + " Tq=" + std::to_string(c.Tq) +
                              " Tk=" + std::to_string(c.Tk) + " Hq=" + std::to_string(c.Hq) +
@@ -111,10 +111,11 @@ TEST(AttentionTest, EveryIsaMatchesReferenceAndNaiveFormula) {
         c, q.data() + 1, ldq, k.data() + 1, v.data() + 1, ldk, ldv, scale, begin, end, &mag);
     // The reference, one item at a time.
     std::vector<float> want(c.Tq * ldo, 0.0f);
-    const kernels::AttentionArgs args{
-        q.data() + 1, c.Tq, c.Hq,  ldq,       k.data() + 1, v.data() + 1, c.Tk,        c.Hkv, ldk,
-        ldv,          c.d,  scale, c.softcap, begin.data(), end.data(),   want.data(), ldo};
-    std::vector<float> scratch(kernels::kAttentionQueryBlock * c.Tk);
+    const kernels::AttentionArgs args{q.data() + 1, c.Tq,         c.Hq,       ldq,   k.data() + 1,
+                                      v.data() + 1, false,        0,          c.Tk,  c.Hkv,
+                                      ldk,          ldv,          c.d,        scale, c.softcap,
+                                      begin.data(), end.data(),   want.data(), ldo,  false};
+    std::vector<float> scratch(kernels::AttentionScratchFloats(c.Tk, c.d));
     ref::AttentionItems(args, 0, kernels::AttentionItemCount(c.Tq, c.Hq), scratch.data());
     for (int64_t i = 0; i < c.Tq; ++i) {
       ExpectClose(want.data() + i * ldo, naive.data() + i * c.Hq * c.d, mag.data() + i * c.Hq * c.d,
@@ -122,9 +123,10 @@ TEST(AttentionTest, EveryIsaMatchesReferenceAndNaiveFormula) {
     }
     ForEachIsa([&](const std::string&) {
       std::vector<float> out(1 + c.Tq * ldo, -9.0f);
-      ops::Attention(pool, q.data() + 1, c.Tq, c.Hq, ldq, k.data() + 1, v.data() + 1, c.Tk, c.Hkv,
-                     ldk, ldv, c.d, scale, c.softcap, begin.data(), end.data(), out.data() + 1,
-                     ldo);
+      TestExec t(3);
+      const ops::KvRows kv{k.data() + 1, v.data() + 1, false, 0, c.Tk, ldk, ldv};
+      ops::Attention(t.ex, q.data() + 1, c.Tq, c.Hq, ldq, kv, c.Hkv, c.d, scale, c.softcap,
+                     begin.data(), end.data(), out.data() + 1, ldo);
       EXPECT_EQ(out[0], -9.0f);
       for (int64_t i = 0; i < c.Tq; ++i) {
         ExpectClose(out.data() + 1 + i * ldo, want.data() + i * ldo, mag.data() + i * c.Hq * c.d,
@@ -133,6 +135,108 @@ TEST(AttentionTest, EveryIsaMatchesReferenceAndNaiveFormula) {
           ASSERT_EQ(out[1 + i * ldo + p], -9.0f) << "wrote into the row padding";
         }
       }
+    });
+  }
+}
+
+// A KV cache stored as bf16 and/or as a sliding-window ring gives exactly the result of the
+// same values in a plain f32 layout (the kernel walks logical keys in the same order).
+TEST(AttentionTest, RingAndBf16StorageEqualTheLinearF32Layout) {
+  const int64_t Hq = 4, Hkv = 2, d = 24, kvdim = Hkv * d, ring = 5;
+  for (int64_t Tk : {3, 5, 6, 9, 13}) {
+    SCOPED_TRACE("Tk=" + std::to_string(Tk));
+    const int64_t Tq = 3;  // decode-like queries at the last positions, window = ring
+    std::vector<float> q = RandomFloats(Tq * Hq * d, 31, -2.0f, 2.0f);
+    std::vector<float> k = RandomFloats(Tk * kvdim, 32, -2.0f, 2.0f);
+    std::vector<float> v = RandomFloats(Tk * kvdim, 33);
+    {  // bf16-representable values, so bf16 storage is lossless
+      TestExec r(1, Precision::kBF16);
+      ops::CastToActivation(r.ex, k.data(), Tk * kvdim);
+      ops::CastToActivation(r.ex, v.data(), Tk * kvdim);
+    }
+    std::vector<int32_t> begin, end;
+    for (int64_t i = 0; i < Tq; ++i) {
+      const int32_t p = static_cast<int32_t>(Tk - Tq + i);
+      end.push_back(p + 1);
+      begin.push_back(std::max<int32_t>(std::max<int32_t>(0, p + 1 - ring),
+                                        static_cast<int32_t>(Tk - ring)));
+    }
+    // Ring layouts: logical key t at row t % ring (only the last `ring` keys kept).
+    std::vector<float> k_ring(ring * kvdim), v_ring(ring * kvdim);
+    std::vector<uint16_t> k_ring16(ring * kvdim), v_ring16(ring * kvdim), k16(Tk * kvdim), v16(Tk * kvdim);
+    for (int64_t t = 0; t < Tk; ++t) {
+      for (int64_t j = 0; j < kvdim; ++j) {
+        k16[t * kvdim + j] = F32ToBF16(k[t * kvdim + j]);
+        v16[t * kvdim + j] = F32ToBF16(v[t * kvdim + j]);
+        if (t < Tk - ring) continue;
+        k_ring[t % ring * kvdim + j] = k[t * kvdim + j];
+        v_ring[t % ring * kvdim + j] = v[t * kvdim + j];
+        k_ring16[t % ring * kvdim + j] = k16[t * kvdim + j];
+        v_ring16[t % ring * kvdim + j] = v16[t * kvdim + j];
+      }
+    }
+    const ops::KvRows layouts[] = {
+        {k_ring.data(), v_ring.data(), false, ring, Tk, kvdim, kvdim},
+        {k16.data(), v16.data(), true, 0, Tk, kvdim, kvdim},
+        {k_ring16.data(), v_ring16.data(), true, ring, Tk, kvdim, kvdim},
+    };
+    for (Precision precision : {Precision::kF32, Precision::kBF16}) {
+      ForEachIsa([&](const std::string&) {
+        TestExec t(2, precision);
+        std::vector<float> want(Tq * Hq * d);
+        const ops::KvRows linear{k.data(), v.data(), false, 0, Tk, kvdim, kvdim};
+        ops::Attention(t.ex, q.data(), Tq, Hq, Hq * d, linear, Hkv, d, 0.2f, 30.0f, begin.data(),
+                       end.data(), want.data(), Hq * d);
+        for (const ops::KvRows& kv : layouts) {
+          std::vector<float> got(Tq * Hq * d);
+          ops::Attention(t.ex, q.data(), Tq, Hq, Hq * d, kv, Hkv, d, 0.2f, 30.0f, begin.data(),
+                         end.data(), got.data(), Hq * d);
+          for (size_t i = 0; i < got.size(); ++i) {
+            ASSERT_EQ(got[i], want[i]) << "ring " << kv.ring << " bf16 " << kv.bf16 << " at " << i;
+          }
+        }
+      });
+    }
+  }
+}
+
+// Precision::kBF16 follows torch's bf16 eager attention: every output is bf16, and every ISA
+// agrees with the scalar twin to within one bf16 rounding of the inputs to softmax/p·v.
+TEST(AttentionTest, Bf16OrderOnEveryIsaMatchesScalarTwin) {
+  const Case cases[] = {{5, 5, 4, 2, 17, 0.0f, "full"},   {1, 40, 8, 1, 256, 50.0f, "causal"},
+                        {7, 12, 4, 2, 64, 50.0f, "window"}, {37, 37, 2, 2, 72, 0.0f, "prefix"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.mask) + " d=" + std::to_string(c.d));
+    const int64_t ldq = c.Hq * c.d, ldk = c.Hkv * c.d, ldo = c.Hq * c.d;
+    std::vector<float> q = RandomFloats(c.Tq * ldq, 41, -2.0f, 2.0f);
+    std::vector<float> k = RandomFloats(c.Tk * ldk, 42, -2.0f, 2.0f);
+    std::vector<float> v = RandomFloats(c.Tk * ldk, 43);
+    std::vector<int32_t> begin, end;
+    Ranges(c, &begin, &end);
+    const ops::KvRows kv{k.data(), v.data(), false, 0, c.Tk, ldk, ldk};
+    std::vector<float> want(c.Tq * ldo), mag(c.Tq * ldo, 0.0f);
+    {
+      ASSERT_TRUE(SetIsa("scalar").ok());
+      TestExec t(1, Precision::kBF16);
+      ops::Attention(t.ex, q.data(), c.Tq, c.Hq, ldq, kv, c.Hkv, c.d, 0.125f, c.softcap,
+                     begin.data(), end.data(), want.data(), ldo);
+      ASSERT_TRUE(SetIsa(SupportedIsas().back()).ok());
+    }
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(want[i], BF16ToF32(F32ToBF16(want[i]))) << "scalar output not bf16 at " << i;
+    }
+    for (int64_t i = 0; i < c.Tq * c.Hq; ++i) {  // |v| <= 1: outputs are bounded by 1
+      for (int64_t j = 0; j < c.d; ++j) mag[i * c.d + j] = 1.0f;
+    }
+    ForEachIsa([&](const std::string&) {
+      TestExec t(3, Precision::kBF16);
+      std::vector<float> got(c.Tq * ldo);
+      ops::Attention(t.ex, q.data(), c.Tq, c.Hq, ldq, kv, c.Hkv, c.d, 0.125f, c.softcap,
+                     begin.data(), end.data(), got.data(), ldo);
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i], BF16ToF32(F32ToBF16(got[i]))) << "output not bf16 at " << i;
+      }
+      ExpectClose(got.data(), want.data(), mag.data(), c.Tq * ldo, 2e-2, 0.0, "bf16 attention");
     });
   }
 }

@@ -1,12 +1,14 @@
 // The per-ISA function table behind ops.h (internal to kernels/).
 //
-// ops.cc validates arguments, splits work over the thread pool and calls one entry of the
-// active table per op or per row block. ref/ fills the "scalar" table; cpu/ fills one table
-// per Highway target.
+// ops.cc validates arguments, splits work over the thread pool, applies the precision's
+// epilogue (bf16 rounding) and calls one entry of the backend's table per op or per row
+// block. ref/ fills the "scalar" table; cpu/ fills one table per Highway target.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
+#include "core/matrix.h"
 #include "core/tensor.h"
 
 namespace ocular::kernels {
@@ -15,14 +17,21 @@ namespace ocular::kernels {
 struct AttentionArgs {
   const float* q;
   int64_t Tq, Hq, ldq;
-  const float* k;
-  const float* v;
+  // K/V rows: f32, or bf16 when kv_bf16. Logical key t lives in row t % kv_ring when
+  // kv_ring > 0 (a sliding-window ring buffer), else in row t. Row strides in elements.
+  const void* k;
+  const void* v;
+  bool kv_bf16;
+  int64_t kv_ring;
   int64_t Tk, Hkv, ldk, ldv, d;
   float scale, softcap;
   const int32_t* key_begin;
   const int32_t* key_end;
   float* out;
   int64_t ldo;
+  // torch's bf16 eager order: scores, scaled scores, each softcap step, probabilities and
+  // outputs rounded to bf16 (ref/ documents each point).
+  bool round_bf16;
 };
 
 // Attention work item: one head × a block of up to kAttentionQueryBlock consecutive queries
@@ -32,12 +41,22 @@ inline constexpr int64_t kAttentionQueryBlock = 4;
 inline int64_t AttentionItemCount(int64_t Tq, int64_t Hq) {
   return Hq * ((Tq + kAttentionQueryBlock - 1) / kAttentionQueryBlock);
 }
+// Floats of scratch one attention_items call needs.
+inline int64_t AttentionScratchFloats(int64_t Tk, int64_t d) {
+  return kAttentionQueryBlock * (Tk > 0 ? Tk : 1) + kAttentionQueryBlock * d;
+}
+
+// out[m, n] = dot(a[m, 0:K], row n of w) for m in [0, M), n in [n0, n1). No bias.
+using MatMulFn = void (*)(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
+                          int64_t n0, int64_t n1, float* out, int64_t ldo);
+// out[0, cols) = f32(row `r` of w) (embedding lookup, dequantization).
+using RowToF32Fn = void (*)(const Matrix& w, int64_t r, float* out);
 
 struct KernelTable {
   const char* name;
-  // out[m, n] = dot(a[m, 0:K], w[n, 0:K]) for m in [0, M), n in [n0, n1). No bias.
-  void (*matmul_block)(const float* a, int64_t M, int64_t K, int64_t lda, const void* w,
-                       DType w_dtype, int64_t n0, int64_t n1, float* out, int64_t ldo);
+  // One entry per weight format (index: WFormat); null where this table has no kernel.
+  MatMulFn matmul[kNumWFormats];
+  RowToF32Fn row_to_f32[kNumWFormats];
   void (*rms_norm)(const float* x, int64_t rows, int64_t dim, const TensorView& w, float eps,
                    bool add_one, float* y);
   void (*layer_norm)(const float* x, int64_t rows, int64_t dim, const TensorView& w,
@@ -48,10 +67,15 @@ struct KernelTable {
   void (*add)(const float* a, const float* b, float* out, int64_t n);
   void (*scale)(float* x, int64_t n, float s);
   void (*soft_cap)(float* x, int64_t n, float cap);
-  // Rotates x[n_heads, head_dim] of one row with precomputed cos/sin[head_dim / 2].
+  // In place: x = bf16(x), round to nearest even (the bf16 precision's epilogue).
+  void (*round_bf16)(float* x, int64_t n);
+  // Rotates x[n_heads, head_dim] of one row with precomputed cos/sin[head_dim / 2]: in f32,
+  // or (rope_row_bf16) as torch on bf16 tensors, with cos/sin already rounded to bf16.
   void (*rope_row)(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);
+  void (*rope_row_bf16)(float* x, int64_t n_heads, int64_t head_dim, const float* cos,
+                        const float* sin);
   // Attention outputs for work items [begin, end) (see kAttentionQueryBlock).
-  // scratch: at least kAttentionQueryBlock * Tk floats.
+  // scratch: at least AttentionScratchFloats(Tk, d) floats.
   void (*attention_items)(const AttentionArgs& args, int64_t begin, int64_t end, float* scratch);
   // out[0, n) = f32(data[0, n)) for dtype F32/BF16/F16.
   void (*to_f32)(const void* data, DType dtype, int64_t n, float* out);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/half.h"
 #include "kernels/cpu/highway_tables.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ref/ref_ops.h"
@@ -22,21 +23,12 @@ struct Isa {
   const kernels::KernelTable* table;
 };
 
-// The AVX-512 tables are compiled but have not yet run on AVX-512 hardware (the development
-// machines are AVX2-only), so they are opt-in until verified: OCULAR_ENABLE_AVX512=1 makes
-// them selectable (and tested by kernels_test). See src/kernels/README.md.
-bool Avx512Enabled() {
-  const char* env = std::getenv("OCULAR_ENABLE_AVX512");
-  return env != nullptr && std::string_view(env) == "1";
-}
-
 // "scalar" first, then every Highway table this CPU and OS can run, best last.
 std::vector<Isa> RunnableIsas() {
   std::vector<Isa> isas = {{"scalar", &ref::Table()}};
   const int64_t supported = hwy::SupportedTargets();
   std::vector<cpu::IsaTable> tables = cpu::HighwayTables();
   for (auto it = tables.rbegin(); it != tables.rend(); ++it) {
-    if (std::string_view(it->name) == "avx512" && !Avx512Enabled()) continue;
     if ((supported & it->hwy_target) != 0) isas.push_back({it->name, it->table});
   }
   return isas;
@@ -53,8 +45,7 @@ StatusOr<const kernels::KernelTable*> FindIsa(std::string_view name) {
     if (name == isa.name) return isa.table;
   }
   return Error(StatusCode::kUnimplemented, "kernels", "ISA '", name,
-               "' is not supported by this CPU/OS (or not compiled in; avx512 also needs ",
-               "OCULAR_ENABLE_AVX512=1 until it is verified on hardware)");
+               "' is not supported by this CPU/OS (or not compiled in)");
 }
 
 // The best runnable ISA, unless OCULAR_ISA names another runnable one.
@@ -82,10 +73,14 @@ const kernels::KernelTable& Active() {
 
 bool IsFloatDType(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16; }
 
-void CheckVector(const TensorView& t, int64_t n, const char* what) {
+void CheckVector(const TensorView& t, int64_t n) {
   OCULAR_CHECK(IsFloatDType(t.dtype), "HINT: vector must be F32, BF16 or F16");
   OCULAR_CHECK(t.numel() == n, "HINT: vector length must match the row length");
-  (void)what;
+}
+
+// The precision's epilogue on a finished output block.
+inline void Epilogue(const Exec& ex, float* x, int64_t n) {
+  if (ex.round_bf16()) ex.table().round_bf16(x, n);
 }
 
 // Below this many multiply-adds a MatMul runs on the calling thread only.
@@ -94,6 +89,34 @@ constexpr int64_t kMinParallelMacs = 1 << 15;
 constexpr int64_t kColumnsPerUnit = 16;
 
 }  // namespace
+
+const char* PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kF32: return "f32";
+    case Precision::kBF16: return "bf16";
+    case Precision::kBF16Fast: return "bf16-fast";
+  }
+  return "?";
+}
+
+bool ParsePrecision(std::string_view name, Precision* out) {
+  for (Precision p : {Precision::kF32, Precision::kBF16, Precision::kBF16Fast}) {
+    if (name == PrecisionName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+Backend::Backend(ThreadPool& pool) : pool_(&pool), table_(&Active()) {}
+
+StatusOr<Backend> Backend::ForIsa(ThreadPool& pool, std::string_view isa) {
+  OCULAR_ASSIGN_OR_RETURN(const kernels::KernelTable* table, FindIsa(isa));
+  return Backend(pool, *table);
+}
+
+const char* Backend::isa() const { return table_->name; }
 
 const char* ActiveIsa() { return Active().name; }
 
@@ -111,27 +134,29 @@ std::vector<std::string> SupportedIsas() {
 
 namespace ops {
 
-void MatMulBias(ThreadPool& pool, const float* a, int64_t M, int64_t K, int64_t lda,
-                const TensorView& w, const TensorView* bias, float* out, int64_t ldo) {
-  OCULAR_CHECK(w.shape.size() == 2 && w.shape[1] == K, "HINT: w must be [N, K]");
-  OCULAR_CHECK(IsFloatDType(w.dtype), "HINT: w must be F32, BF16 or F16");
+void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
+            const TensorView* bias, float* out, int64_t ldo) {
+  OCULAR_CHECK(w.cols == K, "HINT: w must be [N, K]");
   OCULAR_CHECK(M >= 0 && K >= 0 && lda >= K, "HINT: a is [M, K] with row stride lda >= K");
-  const int64_t N = w.shape[0];
+  const int64_t N = w.rows;
   OCULAR_CHECK(ldo >= N, "HINT: out is [M, N] with row stride ldo >= N");
-  if (bias != nullptr) CheckVector(*bias, N, "bias");
+  if (bias != nullptr) CheckVector(*bias, N);
   if (M == 0 || N == 0) return;
   const float* a_end = a + (M - 1) * lda + K;
   const float* out_end = out + (M - 1) * ldo + N;
   OCULAR_CHECK(a_end <= out || out_end <= a, "HINT: MatMul out must not alias a");
-  const kernels::KernelTable& table = Active();
+  const kernels::KernelTable& table = ex.table();
+  const kernels::MatMulFn kernel = table.matmul[static_cast<int>(w.format)];
+  OCULAR_CHECK(kernel != nullptr, "HINT: no kernel for this weight format (refused at load)");
   auto run_columns = [&](int64_t n0, int64_t n1) {
-    table.matmul_block(a, M, K, lda, w.data, w.dtype, n0, n1, out, ldo);
-    if (bias == nullptr) return;
-    // out = a·wᵀ + bias: torch's addmm adds the bias after the dot product.
+    kernel(a, M, K, lda, w, n0, n1, out, ldo);
     for (int64_t m = 0; m < M; ++m) {
-      for (int64_t n = n0; n < n1; ++n) {
-        out[m * ldo + n] += ref::ElementAsF32(bias->data, bias->dtype, n);
+      float* row = out + m * ldo;
+      if (bias != nullptr) {
+        // out = a·wᵀ + bias: torch's addmm adds the bias after the dot product.
+        for (int64_t n = n0; n < n1; ++n) row[n] += ref::ElementAsF32(bias->data, bias->dtype, n);
       }
+      Epilogue(ex, row + n0, n1 - n0);
     }
   };
   const int64_t units = (N + kColumnsPerUnit - 1) / kColumnsPerUnit;
@@ -139,85 +164,131 @@ void MatMulBias(ThreadPool& pool, const float* a, int64_t M, int64_t K, int64_t 
     run_columns(0, N);
     return;
   }
-  pool.ParallelFor(units, [&](int64_t begin, int64_t end) {
+  ex.pool().ParallelFor(units, [&](int64_t begin, int64_t end) {
     run_columns(begin * kColumnsPerUnit, std::min(N, end * kColumnsPerUnit));
   });
 }
 
-void MatMul(ThreadPool& pool, const float* a, int64_t M, int64_t K, int64_t lda,
-            const TensorView& w, const float* bias, float* out, int64_t ldo) {
-  if (bias == nullptr) {
-    MatMulBias(pool, a, M, K, lda, w, nullptr, out, ldo);
-    return;
-  }
-  OCULAR_CHECK(!w.shape.empty());
-  const TensorView bias_view{bias, DType::kF32, {w.shape[0]}};
-  MatMulBias(pool, a, M, K, lda, w, &bias_view, out, ldo);
+void RmsNorm(const Exec& ex, const float* x, int64_t rows, int64_t dim, const TensorView& w,
+             float eps, bool add_one, float* y) {
+  CheckVector(w, dim);
+  ex.table().rms_norm(x, rows, dim, w, eps, add_one, y);
+  Epilogue(ex, y, rows * dim);
 }
 
-void RmsNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, float eps,
-             bool add_one, float* y) {
-  CheckVector(w, dim, "weight");
-  Active().rms_norm(x, rows, dim, w, eps, add_one, y);
+void LayerNorm(const Exec& ex, const float* x, int64_t rows, int64_t dim, const TensorView& w,
+               const TensorView& b, float eps, float* y) {
+  CheckVector(w, dim);
+  CheckVector(b, dim);
+  ex.table().layer_norm(x, rows, dim, w, b, eps, y);
+  Epilogue(ex, y, rows * dim);
 }
 
-void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, const TensorView& b,
-               float eps, float* y) {
-  CheckVector(w, dim, "weight");
-  CheckVector(b, dim, "bias");
-  Active().layer_norm(x, rows, dim, w, b, eps, y);
+void GeluTanh(const Exec& ex, float* x, int64_t n) {
+  ex.table().gelu_tanh(x, n);
+  Epilogue(ex, x, n);
 }
-
-void GeluTanh(float* x, int64_t n) { Active().gelu_tanh(x, n); }
-void GeluErf(float* x, int64_t n) { Active().gelu_erf(x, n); }
-void Mul(const float* a, const float* b, float* out, int64_t n) { Active().mul(a, b, out, n); }
-void Add(const float* a, const float* b, float* out, int64_t n) { Active().add(a, b, out, n); }
-void Scale(float* x, int64_t n, float s) { Active().scale(x, n, s); }
-
-void SoftCap(float* x, int64_t n, float cap) {
+void GeluErf(const Exec& ex, float* x, int64_t n) {
+  ex.table().gelu_erf(x, n);
+  Epilogue(ex, x, n);
+}
+void Mul(const Exec& ex, const float* a, const float* b, float* out, int64_t n) {
+  ex.table().mul(a, b, out, n);
+  Epilogue(ex, out, n);
+}
+void Add(const Exec& ex, const float* a, const float* b, float* out, int64_t n) {
+  ex.table().add(a, b, out, n);
+  Epilogue(ex, out, n);
+}
+void Scale(const Exec& ex, float* x, int64_t n, float s) {
+  ex.table().scale(x, n, s);
+  Epilogue(ex, x, n);
+}
+void Divide(const Exec& ex, float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] /= s;  // rare (once per image): no table entry
+  Epilogue(ex, x, n);
+}
+void SoftCap(const Exec& ex, float* x, int64_t n, float cap) {
   OCULAR_CHECK(cap > 0.0f);
-  Active().soft_cap(x, n, cap);
+  ex.table().soft_cap(x, n, cap);
+  Epilogue(ex, x, n);
 }
+void CastToActivation(const Exec& ex, float* x, int64_t n) { Epilogue(ex, x, n); }
 
-void RopeSplitHalf(float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
-                   const int64_t* pos, float theta) {
+int64_t RopeArenaFloats(int64_t head_dim) { return head_dim; }
+
+void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
+          const int64_t* pos, float theta) {
   OCULAR_CHECK(head_dim > 0 && head_dim % 2 == 0, "HINT: RoPE needs an even head_dim");
   OCULAR_CHECK(ld >= n_heads * head_dim);
-  const kernels::KernelTable& table = Active();
-  std::vector<float> cos_sin(static_cast<size_t>(head_dim));
-  float* cos = cos_sin.data();
+  const kernels::KernelTable& table = ex.table();
+  const bool bf16 = ex.round_bf16();
+  ArenaScope scope(ex.arena);
+  float* cos = ex.arena.Floats(RopeArenaFloats(head_dim));
   float* sin = cos + head_dim / 2;
   for (int64_t r = 0; r < rows; ++r) {
-    if (r == 0 || pos[r] != pos[r - 1]) ref::RopeCosSin(pos[r], head_dim, theta, cos, sin);
-    table.rope_row(x + r * ld, n_heads, head_dim, cos, sin);
+    if (r == 0 || pos[r] != pos[r - 1]) {
+      ref::RopeCosSin(pos[r], head_dim, theta, cos, sin);
+      // HF computes cos/sin in f32 and casts them to the activation dtype.
+      if (bf16) table.round_bf16(cos, head_dim);
+    }
+    (bf16 ? table.rope_row_bf16 : table.rope_row)(x + r * ld, n_heads, head_dim, cos, sin);
   }
 }
 
-void Attention(ThreadPool& pool, const float* q, int64_t Tq, int64_t Hq, int64_t ldq,
-               const float* k, const float* v, int64_t Tk, int64_t Hkv, int64_t ldk, int64_t ldv,
-               int64_t d, float scale, float softcap, const int32_t* key_begin,
-               const int32_t* key_end, float* out, int64_t ldo) {
+int64_t AttentionArenaFloats(int threads, int64_t Tk, int64_t d) {
+  return threads * Arena::Rounded(kernels::AttentionScratchFloats(Tk, d) * sizeof(float)) /
+         sizeof(float);
+}
+
+void Attention(const Exec& ex, const float* q, int64_t Tq, int64_t Hq, int64_t ldq,
+               const KvRows& kv, int64_t Hkv, int64_t d, float scale, float softcap,
+               const int32_t* key_begin, const int32_t* key_end, float* out, int64_t ldo) {
   OCULAR_CHECK(Hq > 0 && Hkv > 0 && Hq % Hkv == 0, "HINT: Hq must be a multiple of Hkv");
-  OCULAR_CHECK(d > 0 && ldq >= Hq * d && ldo >= Hq * d && ldk >= Hkv * d && ldv >= Hkv * d);
+  OCULAR_CHECK(d > 0 && ldq >= Hq * d && ldo >= Hq * d && kv.ldk >= Hkv * d && kv.ldv >= Hkv * d);
   for (int64_t i = 0; i < Tq; ++i) {
-    OCULAR_CHECK(0 <= key_begin[i] && key_begin[i] <= key_end[i] && key_end[i] <= Tk,
+    OCULAR_CHECK(0 <= key_begin[i] && key_begin[i] <= key_end[i] && key_end[i] <= kv.Tk,
                  "HINT: key ranges must lie within [0, Tk)");
+    OCULAR_CHECK(kv.ring == 0 || key_begin[i] == key_end[i] || key_begin[i] >= kv.Tk - kv.ring,
+                 "HINT: a ring holds only the last `ring` keys");
   }
-  const kernels::AttentionArgs args{q,   Tq, Hq,    ldq,     k,         v,       Tk,  Hkv, ldk,
-                                    ldv, d,  scale, softcap, key_begin, key_end, out, ldo};
-  const kernels::KernelTable& table = Active();
-  pool.ParallelFor(kernels::AttentionItemCount(Tq, Hq), [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(
-        static_cast<size_t>(kernels::kAttentionQueryBlock * std::max<int64_t>(Tk, 1)));
-    table.attention_items(args, begin, end, scratch.data());
+  const kernels::AttentionArgs args{q,     Tq,         Hq,      ldq,       kv.k,    kv.v,
+                                    kv.bf16, kv.ring,  kv.Tk,   Hkv,       kv.ldk,  kv.ldv,
+                                    d,     scale,      softcap, key_begin, key_end, out,
+                                    ldo,   ex.round_bf16()};
+  const kernels::KernelTable& table = ex.table();
+  const int threads = ex.pool().size();
+  const int64_t per_thread =
+      AttentionArenaFloats(1, kv.Tk, d);  // each unit's scratch, aligned
+  ArenaScope scope(ex.arena);
+  float* scratch = ex.arena.Floats(per_thread * threads);
+  const int64_t items = kernels::AttentionItemCount(Tq, Hq);
+  // One unit per thread (the split ParallelFor would make), each with its own scratch.
+  const int64_t units = std::min<int64_t>(threads, items);
+  ex.pool().ParallelFor(units, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      table.attention_items(args, items * u / units, items * (u + 1) / units,
+                            scratch + u * per_thread);
+    }
   });
 }
 
-void ToF32(const TensorView& t, int64_t offset_elems, int64_t n, float* out) {
+void EmbedRows(const Exec& ex, const Matrix& table, const int32_t* ids, int64_t n, float* out,
+               int64_t ldo) {
+  const kernels::RowToF32Fn fn = ex.table().row_to_f32[static_cast<int>(table.format)];
+  OCULAR_CHECK(fn != nullptr, "HINT: no kernel for this weight format (refused at load)");
+  OCULAR_CHECK(ldo >= table.cols);
+  for (int64_t i = 0; i < n; ++i) {
+    OCULAR_CHECK(ids[i] >= 0 && ids[i] < table.rows, "HINT: ids are validated by the caller");
+    fn(table, ids[i], out + i * ldo);
+  }
+}
+
+void ToF32(const Exec& ex, const TensorView& t, int64_t offset_elems, int64_t n, float* out) {
   OCULAR_CHECK(IsFloatDType(t.dtype), "HINT: ToF32 takes F32, BF16 or F16");
   OCULAR_CHECK(offset_elems >= 0 && n >= 0 && offset_elems + n <= t.numel());
   const char* base = static_cast<const char*>(t.data) + offset_elems * DTypeSize(t.dtype);
-  Active().to_f32(base, t.dtype, n, out);
+  ex.table().to_f32(base, t.dtype, n, out);
 }
 
 }  // namespace ops

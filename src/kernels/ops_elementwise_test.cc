@@ -44,7 +44,8 @@ TEST(NormTest, RmsNormMatchesDoubleFormulaAndReference) {
         ExpectClose(want.data(), exact.data(), nullptr, rows * dim, 1e-6, 1e-30, what + " ref");
         ForEachIsa([&](const std::string&) {
           std::vector<float> got(x, x + rows * dim);
-          ops::RmsNorm(got.data(), rows, dim, w.view, 1e-6f, add_one, got.data());  // in place
+          TestExec t;
+          ops::RmsNorm(t.ex, got.data(), rows, dim, w.view, 1e-6f, add_one, got.data());  // in place
           ExpectClose(got.data(), want.data(), nullptr, rows * dim, 1e-6, 1e-30, what);
         });
       }
@@ -82,7 +83,8 @@ TEST(NormTest, LayerNormMatchesDoubleFormulaAndReference) {
       ExpectClose(want.data(), exact.data(), scale.data(), rows * dim, 4e-7, 1e-30, what + " ref");
       ForEachIsa([&](const std::string&) {
         std::vector<float> got(x, x + rows * dim);
-        ops::LayerNorm(got.data(), rows, dim, w.view, b.view, 1e-6f, got.data());
+        TestExec t;
+        ops::LayerNorm(t.ex, got.data(), rows, dim, w.view, b.view, 1e-6f, got.data());
         ExpectClose(got.data(), want.data(), scale.data(), rows * dim, 1e-6, 1e-30, what);
       });
     }
@@ -104,7 +106,8 @@ void CheckUnary(Op op, RefOp ref_op, float lo, float hi, double rel, double abs_
     }
     ForEachIsa([&](const std::string&) {
       std::vector<float> got_buf = buf;
-      op(got_buf.data() + 1, n);  // misaligned
+      TestExec t;
+      op(t.ex, got_buf.data() + 1, n);  // misaligned
       ExpectClose(got_buf.data() + 1, want.data(), scale.data(), n, rel, 1e-30,
                   std::string(name) + " n=" + std::to_string(n));
       EXPECT_EQ(got_buf[0], buf[0]) << "wrote before the start";
@@ -141,7 +144,7 @@ TEST(ActivationTest, GeluErfMatchesDoubleFormulaAndReference) {
 
 TEST(ActivationTest, SoftCapMatchesReference) {
   for (float cap : {30.0f, 50.0f}) {
-    CheckUnary([cap](float* x, int64_t n) { ops::SoftCap(x, n, cap); },
+    CheckUnary([cap](const Exec& ex, float* x, int64_t n) { ops::SoftCap(ex, x, n, cap); },
                [cap](float* x, int64_t n) { ref::SoftCap(x, n, cap); }, -200.0f, 200.0f, 1e-6, 0.0,
                "softcap");
   }
@@ -158,9 +161,10 @@ TEST(ElementwiseTest, MulAddScaleAreExact) {
     std::vector<float> a = RandomFloats(n + 1, 14), b = RandomFloats(n + 1, 15);
     ForEachIsa([&](const std::string&) {
       std::vector<float> prod(n + 1, -7.0f), sum(n + 1, -7.0f), scaled = a;
-      ops::Mul(a.data() + 1, b.data() + 1, prod.data() + 1, n);
-      ops::Add(a.data() + 1, b.data() + 1, sum.data() + 1, n);
-      ops::Scale(scaled.data() + 1, n, 0.37f);
+      TestExec t;
+      ops::Mul(t.ex, a.data() + 1, b.data() + 1, prod.data() + 1, n);
+      ops::Add(t.ex, a.data() + 1, b.data() + 1, sum.data() + 1, n);
+      ops::Scale(t.ex, scaled.data() + 1, n, 0.37f);
       EXPECT_EQ(prod[0], -7.0f);
       EXPECT_EQ(scaled[0], a[0]);
       for (int64_t i = 1; i <= n; ++i) {
@@ -169,7 +173,7 @@ TEST(ElementwiseTest, MulAddScaleAreExact) {
         ASSERT_EQ(scaled[i], a[i] * 0.37f);
       }
       std::vector<float> inplace(a.begin() + 1, a.end());
-      ops::Add(inplace.data(), b.data() + 1, inplace.data(), n);  // residual in place
+      ops::Add(t.ex, inplace.data(), b.data() + 1, inplace.data(), n);  // residual in place
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(inplace[i], a[i + 1] + b[i + 1]);
     });
   }
@@ -200,7 +204,8 @@ TEST(RopeTest, MatchesNaiveDoubleRotationWithHfAngles) {
       }
       ForEachIsa([&](const std::string&) {
         std::vector<float> got = x0;
-        ops::RopeSplitHalf(got.data(), rows, n_heads, head_dim, ld, pos.data(), 10000.0f);
+        TestExec t;
+        ops::Rope(t.ex, got.data(), rows, n_heads, head_dim, ld, pos.data(), 10000.0f);
         for (int64_t r = 0; r < rows; ++r) {
           ExpectClose(got.data() + r * ld, want.data() + r * ld, nullptr, n_heads * head_dim, 0.0,
                       1e-6, "rope d=" + std::to_string(head_dim) + " row " + std::to_string(r));
@@ -213,6 +218,41 @@ TEST(RopeTest, MatchesNaiveDoubleRotationWithHfAngles) {
   }
 }
 
+// Under Precision::kBF16, RoPE follows torch on bf16 tensors: cos/sin rounded to bf16, each
+// product and the sum rounded. Every ISA equals the scalar twin exactly (same f32 operations).
+TEST(RopeTest, Bf16OrderEqualsScalarTwinAndDiffersFromF32) {
+  const int64_t rows = 4;
+  const std::vector<int64_t> pos = {1, 2, 300, 8191};
+  for (int64_t head_dim : {2, 6, 18, 72, 256}) {
+    const int64_t n_heads = 3, ld = n_heads * head_dim + 1;
+    std::vector<float> x0 = RandomFloats(rows * ld, 18, -2.0f, 2.0f);
+    {  // inputs are bf16 values, as torch's q/k would be
+      TestExec t(1, Precision::kBF16);
+      ops::CastToActivation(t.ex, x0.data(), rows * ld);
+    }
+    std::vector<float> want = x0;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<float> cos(head_dim / 2), sin(head_dim / 2);
+      ref::RopeCosSin(pos[r], head_dim, 10000.0f, cos.data(), sin.data());
+      ref::RoundBF16(cos.data(), head_dim / 2);
+      ref::RoundBF16(sin.data(), head_dim / 2);
+      ref::RopeRowBF16(want.data() + r * ld, n_heads, head_dim, cos.data(), sin.data());
+    }
+    ForEachIsa([&](const std::string&) {
+      std::vector<float> got = x0, got_f32 = x0;
+      TestExec t(1, Precision::kBF16), f(1, Precision::kF32);
+      ops::Rope(t.ex, got.data(), rows, n_heads, head_dim, ld, pos.data(), 10000.0f);
+      ops::Rope(f.ex, got_f32.data(), rows, n_heads, head_dim, ld, pos.data(), 10000.0f);
+      bool differs = false;
+      for (int64_t i = 0; i < rows * ld; ++i) {
+        ASSERT_EQ(got[i], want[i]) << "head_dim " << head_dim << " element " << i;
+        differs |= got[i] != got_f32[i];
+      }
+      EXPECT_TRUE(differs || head_dim <= 2) << "bf16 RoPE should round where f32 does not";
+    });
+  }
+}
+
 TEST(ToF32Test, ConvertsEveryDTypeExactly) {
   // Every 16-bit pattern, as bf16 and as f16 (subnormals, inf, NaN included).
   std::vector<uint16_t> all(65536);
@@ -222,7 +262,8 @@ TEST(ToF32Test, ConvertsEveryDTypeExactly) {
     ForEachIsa([&](const std::string&) {
       for (int64_t offset : {0, 1, 3}) {
         std::vector<float> got(65536 - offset);
-        ops::ToF32(t, offset, 65536 - offset, got.data());
+        TestExec te;
+        ops::ToF32(te.ex, t, offset, 65536 - offset, got.data());
         for (int64_t i = 0; i < 65536 - offset; ++i) {
           const uint16_t h = all[i + offset];
           const float want = dtype == DType::kBF16 ? BF16ToF32(h) : F16ToF32(h);
@@ -241,7 +282,8 @@ TEST(ToF32Test, ConvertsEveryDTypeExactly) {
   std::vector<float> f = RandomFloats(40, 17);
   const TensorView t{f.data(), DType::kF32, {4, 10}};
   std::vector<float> row(10);
-  ops::ToF32(t, 20, 10, row.data());
+  TestExec te;
+  ops::ToF32(te.ex, t, 20, 10, row.data());
   for (int i = 0; i < 10; ++i) EXPECT_EQ(row[i], f[20 + i]);
 }
 

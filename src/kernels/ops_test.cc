@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -38,16 +39,18 @@ TEST(IsaTest, ScalarFirstAndUnknownNamesRejected) {
 }
 
 TEST(MatMulTest, EveryIsaMatchesReferenceOnOddSizes) {
-  ThreadPool pool(3);
   const int64_t Ks[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 257};
   const int64_t Ms[] = {1, 2, 3, 4, 5, 8, 13, 70};  // 70: two row blocks
   const int64_t Ns[] = {1, 3, 17, 64, 67};
   ForEachIsa([&](const std::string&) {
+    TestExec t(3);
     for (DType dtype : kWeightDTypes) {
       for (int64_t K : Ks) {
         for (int64_t N : Ns) {
           Weights w = RandomWeights(dtype, {N, K}, static_cast<uint32_t>(K * 131 + N));
           std::vector<float> bias = RandomFloats(N, 7);
+          const TensorView bias_view{bias.data(), DType::kF32, {N}};
+          const Matrix wm = w.matrix();
           for (int64_t M : Ms) {
             // a and out start one float past an aligned address, with padded row strides.
             const int64_t lda = K + 3, ldo = N + 1;
@@ -56,8 +59,7 @@ TEST(MatMulTest, EveryIsaMatchesReferenceOnOddSizes) {
             std::vector<float> want(M * ldo, 0.0f), scale(M * ldo, 0.0f), got_buf(1 + M * ldo);
             float* got = got_buf.data() + 1;
             for (int64_t m = 0; m < M; ++m) {
-              ref::MatMulBlock(a + m * lda, 1, K, lda, w.view.data, dtype, 0, N,
-                               want.data() + m * ldo, ldo);
+              ref::MatMulBlock(a + m * lda, 1, K, lda, wm, 0, N, want.data() + m * ldo, ldo);
               for (int64_t n = 0; n < N; ++n) {
                 want[m * ldo + n] += bias[n];
                 double s = std::fabs(bias[n]);
@@ -67,7 +69,7 @@ TEST(MatMulTest, EveryIsaMatchesReferenceOnOddSizes) {
                 scale[m * ldo + n] = static_cast<float>(s);
               }
             }
-            ops::MatMul(pool, a, M, K, lda, w.view, bias.data(), got, ldo);
+            ops::MatMul(t.ex, a, M, K, lda, wm, &bias_view, got, ldo);
             const std::string what = "M=" + std::to_string(M) + " K=" + std::to_string(K) +
                                      " N=" + std::to_string(N) + " " + DTypeName(dtype);
             for (int64_t m = 0; m < M; ++m) {
@@ -90,11 +92,11 @@ TEST(MatMulTest, BiasViewInEveryDTypeAndThreadCountsAgree) {
       Weights w = RandomWeights(wt, {N, K}, 2);
       for (DType bt : kWeightDTypes) {
         Weights b = RandomWeights(bt, {N}, 3);
-        ThreadPool one(1), four(4);
+        TestExec one(1), four(4);
         std::vector<float> out1(M * N), out4(M * N), nobias(M * N);
-        ops::MatMulBias(one, a.data(), M, K, K, w.view, &b.view, out1.data(), N);
-        ops::MatMulBias(four, a.data(), M, K, K, w.view, &b.view, out4.data(), N);
-        ops::MatMul(four, a.data(), M, K, K, w.view, nullptr, nobias.data(), N);
+        ops::MatMul(one.ex, a.data(), M, K, K, w.matrix(), &b.view, out1.data(), N);
+        ops::MatMul(four.ex, a.data(), M, K, K, w.matrix(), &b.view, out4.data(), N);
+        ops::MatMul(four.ex, a.data(), M, K, K, w.matrix(), nullptr, nobias.data(), N);
         for (int64_t i = 0; i < M * N; ++i) {
           ASSERT_EQ(out1[i], out4[i]) << i;  // the split over threads does not change results
           ASSERT_EQ(out1[i], nobias[i] + ref::ElementAsF32(b.view.data, bt, i % N)) << i;
@@ -106,10 +108,10 @@ TEST(MatMulTest, BiasViewInEveryDTypeAndThreadCountsAgree) {
 
 TEST(MatMulDeathTest, AliasedOutputIsAnInvariantViolation) {
   ::testing::FLAGS_gtest_death_test_style = "threadsafe";
-  ThreadPool pool(1);
+  TestExec t(1);
   std::vector<float> buf(16, 1.0f);
   Weights w = RandomWeights(DType::kF32, {2, 4}, 1);
-  EXPECT_DEATH(ops::MatMul(pool, buf.data(), 2, 4, 4, w.view, nullptr, buf.data() + 2, 2),
+  EXPECT_DEATH(ops::MatMul(t.ex, buf.data(), 2, 4, 4, w.matrix(), nullptr, buf.data() + 2, 2),
                "must not alias");
 }
 
@@ -118,10 +120,57 @@ TEST(MatMulTest, ReferenceComputesTheProduct) {
   const int64_t M = 3, K = 6, N = 4;
   std::vector<float> a = RandomFloats(M * K, 9), w(N * K, 0.0f), out(M * N);
   for (int64_t n = 0; n < N; ++n) w[n * K + n + 1] = 1.0f;
-  ref::MatMulBlock(a.data(), M, K, K, w.data(), DType::kF32, 0, N, out.data(), N);
+  const Matrix wm = MatrixFromView(TensorView{w.data(), DType::kF32, {N, K}}, N, K);
+  ref::MatMulBlock(a.data(), M, K, K, wm, 0, N, out.data(), N);
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = 0; n < N; ++n) EXPECT_EQ(out[m * N + n], a[m * K + n + 1]);
   }
+}
+
+// Under Precision::kBF16 every output is the f32 result rounded to bf16 (the fused epilogue);
+// bf16-fast leaves it in f32.
+TEST(MatMulTest, Bf16PrecisionRoundsInTheEpilogue) {
+  const int64_t M = 3, K = 40, N = 37;
+  std::vector<float> a = RandomFloats(M * K, 4);
+  Weights w = RandomWeights(DType::kBF16, {N, K}, 5);
+  Weights b = RandomWeights(DType::kBF16, {N}, 6);
+  ForEachIsa([&](const std::string&) {
+    TestExec f32(2), bf16(2, Precision::kBF16), fast(2, Precision::kBF16Fast);
+    std::vector<float> want(M * N), got(M * N), got_fast(M * N);
+    ops::MatMul(f32.ex, a.data(), M, K, K, w.matrix(), &b.view, want.data(), N);
+    ops::MatMul(bf16.ex, a.data(), M, K, K, w.matrix(), &b.view, got.data(), N);
+    ops::MatMul(fast.ex, a.data(), M, K, K, w.matrix(), &b.view, got_fast.data(), N);
+    for (int64_t i = 0; i < M * N; ++i) {
+      ASSERT_EQ(got[i], BF16ToF32(F32ToBF16(want[i]))) << i;
+      ASSERT_EQ(got_fast[i], want[i]) << i;
+    }
+  });
+}
+
+TEST(RoundBF16Test, EveryIsaRoundsToNearestEvenLikeTheScalarConversion) {
+  std::vector<float> x = RandomFloats(1000, 3, -1e3f, 1e3f);
+  // Ties, NaN, infinities, subnormals and the largest finite values.
+  const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xffa00000u, 0x7f800000u,
+                              0xff800000u, 0x00008000u, 0x00018000u, 0x7f7fffffu, 0x80000001u};
+  for (uint32_t bits : special) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);
+  }
+  ForEachIsa([&](const std::string&) {
+    TestExec t(1, Precision::kBF16);
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{17}, static_cast<int64_t>(x.size())}) {
+      std::vector<float> got(x.begin(), x.begin() + n);
+      ops::CastToActivation(t.ex, got.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t want = F32ToBF16(x[i]);
+        uint32_t got_bits;
+        std::memcpy(&got_bits, &got[i], 4);
+        ASSERT_EQ(got_bits >> 16, want) << "element " << i << " n=" << n;
+        ASSERT_EQ(got_bits & 0xffffu, 0u) << i;
+      }
+    }
+  });
 }
 
 }  // namespace

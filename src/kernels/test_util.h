@@ -11,6 +11,10 @@
 
 #include "core/half.h"
 #include "core/tensor.h"
+#include "core/arena.h"
+#include "core/matrix.h"
+#include "core/thread_pool.h"
+#include "kernels/exec.h"
 #include "kernels/ops.h"
 
 namespace ocular::kernel_test {
@@ -23,11 +27,24 @@ inline std::vector<float> RandomFloats(size_t n, uint32_t seed, float lo = -1.0f
   return v;
 }
 
-// Weights of one dtype: raw storage plus a view of shape `shape`.
+// Weights of one dtype: raw storage plus a view of shape `shape` (and, for 2-D shapes, the
+// same storage as a Matrix).
 struct Weights {
   std::vector<float> f32;
   std::vector<uint16_t> u16;
   TensorView view;
+  Matrix matrix() const { return MatrixFromView(view, view.shape[0], view.numel() / view.shape[0]); }
+};
+
+// An execution context on the ISA active at construction (build it inside ForEachIsa).
+struct TestExec {
+  explicit TestExec(int threads = 1, Precision precision = Precision::kF32,
+                    size_t arena_bytes = size_t{64} << 20)
+      : pool(threads), arena(arena_bytes), backend(pool), ex{backend, precision, arena} {}
+  ThreadPool pool;
+  Arena arena;
+  Backend backend;
+  Exec ex;
 };
 
 inline Weights RandomWeights(DType dtype, Shape shape, uint32_t seed) {

@@ -1,23 +1,61 @@
-// Per-layer key/value cache for the text decoder: K is stored after RoPE.
+// One sequence's key/value cache: per decoder layer, K (after RoPE) and V rows of kv_dim
+// values, stored as f32 or bf16. A sliding-window layer keeps a ring of `window` rows (logical
+// token t in row t % window); a global layer keeps one row per token up to the capacity.
+// Memory comes from runtime/kv_pool.h; this struct only addresses it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "kernels/ops.h"
+
 namespace ocular {
 
-struct KvCache {
-  int64_t capacity = 0;  // tokens
-  int64_t kv_dim = 0;    // num_key_value_heads * head_dim
-  std::vector<std::vector<float>> k, v;  // per layer: [capacity, kv_dim]
+enum class KvDType : uint8_t { kF32, kBF16 };
 
-  void Init(int layers, int64_t cap, int64_t dim) {
-    capacity = cap;
-    kv_dim = dim;
-    k.assign(layers, std::vector<float>(cap * dim));
-    v.assign(layers, std::vector<float>(cap * dim));
+// The cache shape a model needs: kv_dim per token and, per layer, its window (0 = global).
+struct KvLayout {
+  int64_t kv_dim = 0;
+  std::vector<int> window;
+  // Rows layer `l` keeps for a sequence of up to `capacity` tokens.
+  int64_t Rows(size_t l, int64_t capacity) const {
+    return window[l] > 0 && window[l] < capacity ? window[l] : capacity;
   }
-  size_t bytes() const { return k.size() * 2 * static_cast<size_t>(capacity * kv_dim) * sizeof(float); }
+  // Bytes of one sequence's cache.
+  size_t Bytes(int64_t capacity, KvDType dtype) const;
+};
+
+struct KvCacheLayer {
+  std::byte* k = nullptr;
+  std::byte* v = nullptr;
+  int64_t rows = 0;  // ring size when ring, else capacity
+  bool ring = false;
+};
+
+class KvCache {
+ public:
+  KvCache() = default;
+  // Addresses `memory` (at least layout.Bytes(capacity, dtype) bytes, owned by the caller).
+  KvCache(const KvLayout& layout, int64_t capacity, KvDType dtype, std::byte* memory);
+
+  int64_t capacity() const { return capacity_; }
+  KvDType dtype() const { return dtype_; }
+  int64_t kv_dim() const { return kv_dim_; }
+  size_t num_layers() const { return layers_.size(); }
+
+  // Writes K/V of logical tokens [start, start + count) of `layer` from f32 rows (row stride
+  // ld), converting to the storage dtype. A ring keeps only the last `rows` of them.
+  // REQUIRES: start + count <= capacity.
+  void Store(size_t layer, int64_t start, int64_t count, const float* k, const float* v,
+             int64_t ld);
+  // The K/V rows of `layer` holding logical tokens [0, tokens) (a ring: its last `rows`).
+  ops::KvRows Rows(size_t layer, int64_t tokens) const;
+
+ private:
+  int64_t capacity_ = 0, kv_dim_ = 0;
+  KvDType dtype_ = KvDType::kF32;
+  std::vector<KvCacheLayer> layers_;
 };
 
 }  // namespace ocular

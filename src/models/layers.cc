@@ -2,82 +2,99 @@
 
 #include <algorithm>
 
+#include "core/arena.h"
 #include "core/check.h"
-#include "core/thread_pool.h"
-#include "kernels/bf16_emulation.h"
 #include "kernels/ops.h"
 
 namespace ocular {
 
-void Numerics::Round(float* x, int64_t n) const {
-  if (bf16) ops::RoundToBF16(x, n);
-}
-
-void KeyRanges(const Span& s, int window, std::vector<int32_t>* begin, std::vector<int32_t>* end) {
-  begin->resize(s.count);
-  end->resize(s.count);
+void KeyRanges(const SeqChunk& s, int window, int32_t* begin, int32_t* end) {
   for (int64_t t = 0; t < s.count; ++t) {
     const int64_t i = s.start + t;
     if (i < s.prefix_len) {
-      (*begin)[t] = 0;
-      (*end)[t] = static_cast<int32_t>(s.prefix_len);
+      begin[t] = 0;
+      end[t] = static_cast<int32_t>(s.prefix_len);
     } else {
-      (*begin)[t] = static_cast<int32_t>(window > 0 ? std::max<int64_t>(0, i - window + 1) : 0);
-      (*end)[t] = static_cast<int32_t>(i + 1);
+      begin[t] = static_cast<int32_t>(window > 0 ? std::max<int64_t>(0, i - window + 1) : 0);
+      end[t] = static_cast<int32_t>(i + 1);
     }
   }
 }
 
-void SelfAttention(ThreadPool& pool, const GemmaTextConfig& c, const GemmaLayerWeights& l,
-                   const Numerics& nx, const float* x, const Span& s, bool sliding,
-                   KvCache& cache, int layer, float* out) {
-  const int64_t H = c.hidden_size, d = c.head_dim, hq = c.num_attention_heads;
-  const int64_t hkv = c.num_key_value_heads, qdim = hq * d, kvdim = hkv * d;
-  OCULAR_CHECK(s.start + s.count <= cache.capacity && cache.kv_dim == kvdim);
-  // The whole prefix block must be in the cache before any of it attends (no causal chunks).
-  OCULAR_CHECK(s.start >= s.prefix_len || s.start + s.count >= s.prefix_len);
-  std::vector<float> q(s.count * qdim), ctx(s.count * qdim);
-  float* kc = cache.k[layer].data();
-  float* vc = cache.v[layer].data();
-  ops::MatMul(pool, x, s.count, H, H, l.q_w, nullptr, q.data(), qdim);
-  ops::MatMul(pool, x, s.count, H, H, l.k_w, nullptr, kc + s.start * kvdim, kvdim);
-  ops::MatMul(pool, x, s.count, H, H, l.v_w, nullptr, vc + s.start * kvdim, kvdim);
-  nx.Round(q.data(), s.count * qdim);
-  nx.Round(kc + s.start * kvdim, s.count * kvdim);
-  nx.Round(vc + s.start * kvdim, s.count * kvdim);
-  std::vector<int64_t> pos(s.count);
-  for (int64_t t = 0; t < s.count; ++t) pos[t] = s.start + t + 1;  // 1-indexed (modeling_paligemma.py)
-  auto rope = nx.bf16 ? ops::RopeSplitHalfBF16 : ops::RopeSplitHalf;
-  rope(q.data(), s.count, hq, d, qdim, pos.data(), c.rope_theta);
-  rope(kc + s.start * kvdim, s.count, hkv, d, kvdim, pos.data(), c.rope_theta);
-  std::vector<int32_t> begin, end;
-  KeyRanges(s, sliding ? c.sliding_window : 0, &begin, &end);
-  auto attention = nx.bf16 ? ops::AttentionBF16 : ops::Attention;
-  attention(pool, q.data(), s.count, hq, qdim, kc, vc, s.start + s.count, hkv, kvdim, kvdim, d,
-            c.attention_scale(), c.attn_logit_softcapping, begin.data(), end.data(), ctx.data(),
-            qdim);
-  ops::MatMul(pool, ctx.data(), s.count, qdim, qdim, l.o_w, nullptr, out, H);
-  nx.Round(out, s.count * H);
+namespace {
+size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
+}  // namespace
+
+size_t DecoderLayerBytes(const GemmaTextConfig& c, int64_t rows, int64_t context, int threads) {
+  const int64_t H = c.hidden_size, qdim = int64_t{c.num_attention_heads} * c.head_dim;
+  const int64_t kvdim = int64_t{c.num_key_value_heads} * c.head_dim;
+  const size_t layer = 2 * Floats(rows * H);  // h, o
+  const size_t attention = 2 * Floats(rows * qdim) + 2 * Floats(rows * kvdim) +
+                           Arena::Rounded(rows * sizeof(int64_t)) +
+                           2 * Arena::Rounded(rows * sizeof(int32_t)) +
+                           Floats(ops::AttentionArenaFloats(threads, context, c.head_dim)) +
+                           Floats(ops::RopeArenaFloats(c.head_dim));
+  const size_t mlp = 2 * Floats(rows * int64_t{c.intermediate_size});
+  return layer + std::max(attention, mlp);
 }
 
-void GeGluMlp(ThreadPool& pool, const GemmaTextConfig& c, const GemmaLayerWeights& l,
-              const Numerics& nx, const float* x, int64_t rows, float* out) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size, n = rows * I;
-  std::vector<float> gate(n), up(n);
-  ops::MatMul(pool, x, rows, H, H, l.gate_w, nullptr, gate.data(), I);
-  ops::MatMul(pool, x, rows, H, H, l.up_w, nullptr, up.data(), I);
-  nx.Round(gate.data(), n);
-  nx.Round(up.data(), n);
-  if (c.hidden_act == Activation::kGeluTanh) {
-    ops::GeluTanh(gate.data(), n);
-  } else {
-    ops::GeluErf(gate.data(), n);
+void SelfAttention(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l,
+                   const LayerSpec& spec, int layer, const Batch& batch, const float* x,
+                   float* out) {
+  const int64_t H = c.hidden_size, d = c.head_dim, hq = c.num_attention_heads;
+  const int64_t hkv = c.num_key_value_heads, qdim = hq * d, kvdim = hkv * d;
+  const int64_t rows = batch.rows;
+  ArenaScope scope(ex.arena);
+  float* q = ex.arena.Floats(rows * qdim);
+  float* k = ex.arena.Floats(rows * kvdim);
+  float* v = ex.arena.Floats(rows * kvdim);
+  float* ctx = ex.arena.Floats(rows * qdim);
+  int64_t* pos = ex.arena.Alloc<int64_t>(rows);
+  int32_t* begin = ex.arena.Alloc<int32_t>(rows);
+  int32_t* end = ex.arena.Alloc<int32_t>(rows);
+  ops::MatMul(ex, x, rows, H, H, l.q_w, nullptr, q, qdim);
+  ops::MatMul(ex, x, rows, H, H, l.k_w, nullptr, k, kvdim);
+  ops::MatMul(ex, x, rows, H, H, l.v_w, nullptr, v, kvdim);
+  int64_t r = 0;
+  for (const SeqChunk& s : batch.seqs) {
+    for (int64_t t = 0; t < s.count; ++t) pos[r + t] = s.start + t + 1;  // 1-indexed (modeling_paligemma.py)
+    r += s.count;
   }
-  nx.Round(gate.data(), n);
-  ops::Mul(gate.data(), up.data(), gate.data(), n);
-  nx.Round(gate.data(), n);
-  ops::MatMul(pool, gate.data(), rows, I, I, l.down_w, nullptr, out, H);
-  nx.Round(out, rows * H);
+  OCULAR_CHECK(r == rows);
+  ops::Rope(ex, q, rows, hq, d, qdim, pos, spec.rope_theta);
+  ops::Rope(ex, k, rows, hkv, d, kvdim, pos, spec.rope_theta);
+  r = 0;
+  for (const SeqChunk& s : batch.seqs) {
+    // The whole prefix block must be in one pass before any of it attends (no causal chunks).
+    OCULAR_CHECK(s.start >= s.prefix_len || s.start + s.count >= s.prefix_len);
+    s.cache->Store(layer, s.start, s.count, k + r * kvdim, v + r * kvdim, kvdim);
+    KeyRanges(s, spec.window, begin + r, end + r);
+    const ops::KvRows kv = s.start == 0
+                               ? ops::KvRows{k + r * kvdim, v + r * kvdim, false, 0, s.count,
+                                             kvdim, kvdim}
+                               : s.cache->Rows(layer, s.start + s.count);
+    ops::Attention(ex, q + r * qdim, s.count, hq, qdim, kv, hkv, d, c.attention_scale(),
+                   c.attn_logit_softcapping, begin + r, end + r, ctx + r * qdim, qdim);
+    r += s.count;
+  }
+  ops::MatMul(ex, ctx, rows, qdim, qdim, l.o_w, nullptr, out, H);
+}
+
+void GeGluMlp(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l,
+              const float* x, int64_t rows, float* out) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, n = rows * I;
+  ArenaScope scope(ex.arena);
+  float* gate = ex.arena.Floats(n);
+  float* up = ex.arena.Floats(n);
+  ops::MatMul(ex, x, rows, H, H, l.gate_w, nullptr, gate, I);
+  ops::MatMul(ex, x, rows, H, H, l.up_w, nullptr, up, I);
+  if (c.hidden_act == Activation::kGeluTanh) {
+    ops::GeluTanh(ex, gate, n);
+  } else {
+    ops::GeluErf(ex, gate, n);
+  }
+  ops::Mul(ex, gate, up, gate, n);
+  ops::MatMul(ex, gate, rows, I, I, l.down_w, nullptr, out, H);
 }
 
 }  // namespace ocular

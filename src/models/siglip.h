@@ -2,20 +2,23 @@
 // Reference: transformers/models/siglip/modeling_siglip.py (SiglipVisionTransformer).
 #pragma once
 
-#include "core/tensor.h"
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/exec.h"
 #include "models/config.h"
-#include "models/layers.h"
 #include "models/tracer.h"
 #include "models/weights.h"
 
 namespace ocular {
 
-class ThreadPool;
+// pixels: [n, 3, R, R] (channels-first, normalized). Writes out[n, N, D]: the post_layernorm
+// output, the projector's input. Scratch from ex.arena (SiglipBytes).
+// Taps: vision.embeddings, vision.layers.{i}, vision.post_layernorm (all [n, N, D]).
+void SiglipForward(const Exec& ex, const SiglipVisionConfig& cfg, const SiglipWeights& w,
+                   const float* pixels, int64_t n, float* out, Tracer* tracer);
 
-// pixel_values: [n_images, 3, R, R] (channels-first, normalized).
-// Returns [n_images, N, D]: post_layernorm output, the projector's input.
-// Taps: vision.embeddings, vision.layers.{i}, vision.post_layernorm (all [n_images, N, D]).
-Tensor SiglipForward(ThreadPool& pool, const SiglipVisionConfig& cfg, const SiglipWeights& w,
-                     const Numerics& nx, const Tensor& pixel_values, Tracer* tracer);
+// Arena bytes SiglipForward takes for n images.
+size_t SiglipBytes(const SiglipVisionConfig& cfg, int64_t n, int threads);
 
 }  // namespace ocular

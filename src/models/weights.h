@@ -1,5 +1,6 @@
-// Weight views for PaliGemma (SigLIP + projector + Gemma/Gemma 2), in HF layout and in the
-// checkpoint's stored dtype. Shapes use the config names: D vision hidden, Iv vision MLP,
+// Weights for PaliGemma (SigLIP + projector + Gemma/Gemma 2), in HF layout and in the
+// checkpoint's stored format: linear weights as Matrix rows (core/matrix.h), vectors (norms,
+// biases, position tables) as TensorViews. Shapes use the config names: D vision hidden, Iv vision MLP,
 // P patch, N patches, H text hidden, I text MLP, V vocab, Hq/Hkv heads, d head_dim.
 // One visitor, ForEachTensor, names every tensor with its expected shape; loading and shape
 // checking are both driven by it, so the HF names appear exactly once (weights.cc).
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/matrix.h"
 #include "core/tensor.h"
 #include "models/config.h"
 
@@ -16,17 +18,17 @@ namespace ocular {
 
 struct SiglipLayerWeights {
   TensorView ln1_w, ln1_b;        // [D]
-  TensorView q_w, k_w, v_w, o_w;  // [D, D]
+  Matrix q_w, k_w, v_w, o_w;      // [D, D]
   TensorView q_b, k_b, v_b, o_b;  // [D]
   TensorView ln2_w, ln2_b;        // [D]
-  TensorView fc1_w;               // [Iv, D]
+  Matrix fc1_w;                   // [Iv, D]
   TensorView fc1_b;               // [Iv]
-  TensorView fc2_w;               // [D, Iv]
+  Matrix fc2_w;                   // [D, Iv]
   TensorView fc2_b;               // [D]
 };
 
 struct SiglipWeights {
-  TensorView patch_w;  // [D, 3, P, P] (Conv2d), used as [D, 3*P*P]
+  Matrix patch_w;      // [D, 3, P, P] (Conv2d), as the matrix [D, 3*P*P]
   TensorView patch_b;  // [D]
   TensorView pos;      // [N, D]
   std::vector<SiglipLayerWeights> layers;
@@ -35,34 +37,41 @@ struct SiglipWeights {
 
 struct GemmaLayerWeights {
   TensorView input_norm;          // [H]
-  TensorView q_w;                 // [Hq*d, H]
-  TensorView k_w, v_w;            // [Hkv*d, H]
-  TensorView o_w;                 // [H, Hq*d]
+  Matrix q_w;                     // [Hq*d, H]
+  Matrix k_w, v_w;                // [Hkv*d, H]
+  Matrix o_w;                     // [H, Hq*d]
   TensorView post_attn_norm;      // [H] Gemma 1: the pre-FFW norm; Gemma 2: after attention
   TensorView pre_ffw_norm;        // [H] Gemma 2 only
   TensorView post_ffw_norm;       // [H] Gemma 2 only
-  TensorView gate_w, up_w;        // [I, H]
-  TensorView down_w;              // [H, I]
+  Matrix gate_w, up_w;            // [I, H]
+  Matrix down_w;                  // [H, I]
 };
 
 struct GemmaWeights {
-  TensorView embed;  // [V, H] (tied output projection unless lm_head is stored)
-  TensorView lm_head;  // [V, H] == embed when tied
+  Matrix embed;    // [V, H] (tied output projection unless lm_head is stored)
+  Matrix lm_head;  // [V, H] == embed when tied
   std::vector<GemmaLayerWeights> layers;
   TensorView final_norm;  // [H]
 };
 
 struct PaliGemmaWeights {
   SiglipWeights vision;
-  TensorView proj_w;  // [H, D]  multi_modal_projector.linear
+  Matrix proj_w;      // [H, D]  multi_modal_projector.linear
   TensorView proj_b;  // [H]
   GemmaWeights text;
 };
 
-// Calls fn(hf_name, &view, expected_shape) for every tensor of the model, in module order.
-// `optional` tensors (lm_head) are reported with required == false.
-using TensorVisitor =
-    std::function<Status(const std::string& name, TensorView* view, const Shape& shape, bool required)>;
+// Where a visited tensor goes: a matrix (linear weights, embeddings; the shape's first
+// dimension is the rows, the rest is flattened into the columns) or a vector view.
+struct WeightSlot {
+  Matrix* matrix = nullptr;
+  TensorView* vector = nullptr;
+};
+
+// Calls fn(hf_name, expected_shape, slot, required) for every tensor of the model, in module
+// order. `optional` tensors (lm_head) are reported with required == false.
+using TensorVisitor = std::function<Status(const std::string& name, const Shape& shape,
+                                           WeightSlot slot, bool required)>;
 Status ForEachTensor(const PaliGemmaConfig& cfg, PaliGemmaWeights* w, const TensorVisitor& fn);
 
 }  // namespace ocular

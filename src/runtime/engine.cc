@@ -1,17 +1,19 @@
-// Engine: ties the tokenizer, image pipeline, model and generation loop behind the public API.
+// Engine: ties a model family's processor (tokenizer, image preprocessing, prompt template),
+// its VlModel and the runner behind the public API.
 #include "ocular/engine.h"
 
 #include <sys/resource.h>
 
 #include <chrono>
+#include <mutex>
 
 #include "core/thread_pool.h"
 #include "image/image.h"
-#include "image/preprocess.h"
 #include "kernels/ops.h"
-#include "models/paligemma.h"
+#include "models/registry.h"
 #include "runtime/generator.h"
 #include "runtime/recorder.h"
+#include "runtime/runner.h"
 #include "text/tokenizer.h"
 
 namespace ocular {
@@ -24,48 +26,83 @@ size_t PeakRssBytes() {
   return static_cast<size_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The precision a user asked for, checked against what the checkpoint stores.
+StatusOr<Precision> ChoosePrecision(const std::string& name, DType weights) {
+  if (name == "auto") return weights == DType::kBF16 ? Precision::kBF16 : Precision::kF32;
+  Precision p;
+  if (!ParsePrecision(name, &p)) {
+    return Error(StatusCode::kInvalidArgument, "engine", "unknown precision '", name,
+                 "' (auto, f32, bf16, bf16-fast)");
+  }
+  if (p != Precision::kF32 && weights != DType::kBF16) {
+    return Error(StatusCode::kUnimplemented, "engine", "precision ", name,
+                 " runs bf16 checkpoints; this one stores ", DTypeName(weights),
+                 " weights (use f32)");
+  }
+  return p;
+}
+
+StatusOr<KvDType> ChooseKv(const std::string& name, Precision p) {
+  if (name == "auto") return p == Precision::kF32 ? KvDType::kF32 : KvDType::kBF16;
+  if (name == "f32") return KvDType::kF32;
+  if (name == "bf16") return KvDType::kBF16;
+  return Error(StatusCode::kInvalidArgument, "engine", "unknown kv_cache '", name,
+               "' (auto, f32, bf16)");
+}
+
 class EngineImpl : public Engine {
  public:
-  EngineImpl(std::unique_ptr<PaliGemma> model, std::unique_ptr<Tokenizer> tok,
-             PreprocessConfig pp, const EngineOptions& opts)
-      : model_(std::move(model)),
-        tok_(std::move(tok)),
-        pp_(std::move(pp)),
+  EngineImpl(LoadedModel loaded, const EngineOptions& opts, Precision precision, KvDType kv)
+      : model_(std::move(loaded.model)),
+        processor_(std::move(loaded.processor)),
         opts_(opts),
-        pool_(opts.threads > 0 ? opts.threads : ThreadPool::DefaultThreadCount()) {}
+        pool_(opts.threads > 0 ? opts.threads : ThreadPool::DefaultThreadCount()),
+        backend_(pool_),
+        precision_(precision),
+        kv_(model_->spec().kv, kv),
+        runner_(*model_, backend_, precision, {.max_batch = opts.max_batch}) {}
 
   ModelInfo Info() const override {
-    const PaliGemmaConfig& c = model_->config();
+    const ModelSpec& s = model_->spec();
     ModelInfo i;
-    i.architecture = c.text.is_gemma2() ? "PaliGemma 2 (gemma2)" : "PaliGemma 1 (gemma)";
-    i.image_size = c.vision.image_size;
-    i.image_tokens = c.image_tokens();
-    i.vocab_size = c.text.vocab_size;
-    i.weight_dtype = DTypeName(model_->weight_dtype());
-    i.weight_bytes = model_->weight_bytes();
+    i.architecture = s.architecture;
+    i.image_size = s.image_size;
+    i.image_tokens = s.image_tokens;
+    i.vocab_size = s.vocab_size;
+    i.weight_dtype = DTypeName(s.weight_dtype);
+    i.weight_bytes = s.weight_bytes;
     i.threads = pool_.size();
-    i.isa = ActiveIsa();
+    i.isa = backend_.isa();
+    i.precision = PrecisionName(precision_);
+    i.kv_cache = kv_.dtype() == KvDType::kF32 ? "f32" : "bf16";
     return i;
   }
 
-  StatusOr<GenerateResult> Generate(const std::vector<std::string>& images,
+  StatusOr<GenerateResult> Generate(const std::vector<ImageInput>& images,
                                     const std::string& prompt, const GenerateOptions& o,
                                     const TokenCallback& on_text) override {
-    return Run(images, prompt, o, on_text, nullptr);
+    std::lock_guard<std::mutex> lock(run_mu_);
+    return Run(images, prompt, o, on_text, nullptr, nullptr);
   }
 
-  StatusOr<GenerateResult> Trace(const std::vector<std::string>& images, const std::string& prompt,
+  StatusOr<GenerateResult> Trace(const std::vector<ImageInput>& images, const std::string& prompt,
                                  const GenerateOptions& o, const std::string& out_path) override {
     GenerateOptions greedy = o;
     greedy.temperature = 0;
     greedy.stop_at_eos = false;
     RecordingTracer tracer;
-    OCULAR_ASSIGN_OR_RETURN(GenerateResult r, Run(images, prompt, greedy, nullptr, &tracer));
+    Tensor pixels;
+    std::lock_guard<std::mutex> lock(run_mu_);
+    OCULAR_ASSIGN_OR_RETURN(GenerateResult r, Run(images, prompt, greedy, nullptr, &tracer, &pixels));
     std::vector<int64_t> in_ids(r.prompt_ids.begin(), r.prompt_ids.end());
     std::vector<int64_t> out_ids(r.output_ids.begin(), r.output_ids.end());
     std::vector<NamedTensor> tensors;
     tensors.push_back({"input_ids", {in_ids.data(), DType::kI64, {int64_t(in_ids.size())}}});
-    if (!pixels_.data.empty()) tensors.push_back({"pixel_values", pixels_.view()});
+    if (!pixels.data.empty()) tensors.push_back({"pixel_values", pixels.view()});
     for (const auto& [name, t] : tracer.taps()) tensors.push_back({name, t.view()});
     tensors.push_back({"generated_ids", {out_ids.data(), DType::kI64, {int64_t(out_ids.size())}}});
     OCULAR_RETURN_IF_ERROR(WriteSafetensors(out_path, tensors, {{"producer", "ocular trace"}}));
@@ -73,162 +110,175 @@ class EngineImpl : public Engine {
   }
 
   StatusOr<BenchResult> Bench(const BenchOptions& b) override {
-    if (b.prompt_tokens < 1 || b.decode_tokens < 1) {
-      return Error(StatusCode::kInvalidArgument, "bench", "prompt_tokens and decode_tokens must be >= 1");
+    if (b.prompt_tokens < 1 || b.decode_tokens < 1 || b.batch < 1) {
+      return Error(StatusCode::kInvalidArgument, "bench",
+                   "prompt_tokens, decode_tokens and batch must be >= 1");
     }
-    const PaliGemmaConfig& c = model_->config();
-    const int R = c.vision.image_size;
-    Tensor pixels({1, 3, R, R});
-    for (int64_t i = 0; i < pixels.numel(); ++i) pixels.data[i] = float((i * 7919) % 2001) / 1000.0f - 1.0f;
-    GenerationRequest req;
-    req.ids.assign(c.image_tokens(), c.image_token_index);
-    req.ids.push_back(tok_->bos_id() >= 0 ? tok_->bos_id() : 2);
-    for (int i = 0; i < b.prompt_tokens - 1; ++i) req.ids.push_back(100 + i % 50);
-    req.pixel_values = &pixels;
-    req.max_new_tokens = b.decode_tokens;
-    OCULAR_ASSIGN_OR_RETURN(GenerationOutput out, ocular::Generate(pool_, *model_, req, nullptr));
+    std::lock_guard<std::mutex> lock(run_mu_);
+    const ModelSpec& s = model_->spec();
+    const int R = s.image_size;
+    const int64_t H = s.hidden_size, N = s.image_tokens;
+    const int32_t bos = processor_->tokenizer().bos_id() >= 0 ? processor_->tokenizer().bos_id() : 2;
     BenchResult r;
-    r.vision_ms = out.image_ms;
-    {  // SigLIP: per layer 4 D×D projections + 2 D×I MLP matmuls, QKᵀ and PV; + projector.
-      const double N = c.image_tokens(), D = c.vision.hidden_size, I = c.vision.intermediate_size;
-      const double K = 3.0 * c.vision.patch_size * c.vision.patch_size;
-      const double per_layer = 2 * N * (4 * D * D + 2 * D * I) + 2 * 2 * N * N * D;
-      r.vision_gflop = (2 * N * K * D + c.vision.num_hidden_layers * per_layer +
-                        2 * N * D * c.text.hidden_size) / 1e9;
+    r.batch = b.batch;
+    std::vector<Sequence> seqs;
+    seqs.reserve(b.batch);
+    std::vector<float> features(static_cast<size_t>(N * H));
+    Tensor pixels({1, 3, R, R});
+    double prefill_ms = 0;
+    for (int q = 0; q < b.batch; ++q) {
+      // Each sequence its own synthetic image and prompt.
+      for (int64_t i = 0; i < pixels.numel(); ++i) {
+        pixels.data[i] = float((i * 7919 + q * 104729) % 2001) / 1000.0f - 1.0f;
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      runner_.EncodeImages(pixels.data.data(), 1, features.data(), nullptr);
+      if (q == 0) r.vision_ms = MsSince(t0);
+      SequenceParams p;
+      p.prompt.assign(N, s.image_token_id);
+      p.prompt.push_back(bos);
+      for (int i = 0; i < b.prompt_tokens - 1; ++i) p.prompt.push_back(100 + (i + 7 * q) % 50);
+      p.prefix_len = static_cast<int64_t>(p.prompt.size());
+      p.max_new_tokens = b.decode_tokens + 1;  // the first token comes from the prefill
+      const int64_t capacity = static_cast<int64_t>(p.prompt.size()) + p.max_new_tokens;
+      if (capacity > s.max_positions) {
+        return Error(StatusCode::kResourceExhausted, "bench", "prompt + decode tokens exceed the context length ", s.max_positions);
+      }
+      OCULAR_ASSIGN_OR_RETURN(KvHandle cache, kv_.Acquire(capacity));
+      r.kv_cache_bytes += cache.bytes();
+      seqs.emplace_back(std::move(p), std::move(cache), runner_.vocab());
+      t0 = std::chrono::steady_clock::now();
+      OCULAR_RETURN_IF_ERROR(runner_.Prefill(seqs.back(), features.data(), N, nullptr));
+      prefill_ms += MsSince(t0);
     }
-    r.prefill_tokens = static_cast<int>(req.ids.size());
-    r.prefill_tok_s = r.prefill_tokens / (out.prefill_ms / 1000.0);
-    // The first generated token comes from the prefill logits; the rest are decode steps.
-    r.decode_tokens = static_cast<int>(out.generated.size()) - 1;
-    r.decode_tok_s = r.decode_tokens > 0 ? r.decode_tokens / (out.decode_ms / 1000.0) : 0;
-    r.text_weight_bytes = model_->text_weight_bytes();
-    r.decode_weight_gb_s = r.decode_tok_s * double(r.text_weight_bytes) / 1e9;
+    r.prefill_tokens = static_cast<int>(seqs[0].params().prompt.size());
+    r.prefill_tok_s = b.batch * r.prefill_tokens / (prefill_ms / 1000.0);
+    r.vision_gflop = s.image_gflop;
+    std::vector<Sequence*> batch;
+    for (Sequence& q : seqs) batch.push_back(&q);
+    auto t0 = std::chrono::steady_clock::now();
+    for (int step = 0; step < b.decode_tokens; ++step) runner_.DecodeStep(batch);
+    const double decode_ms = MsSince(t0);
+    r.decode_tokens = b.decode_tokens;
+    r.decode_tok_s = double(b.batch) * b.decode_tokens / (decode_ms / 1000.0);
+    r.text_weight_bytes = s.text_weight_bytes;
+    // Weights are streamed once per step whatever the batch.
+    r.decode_weight_gb_s = b.decode_tokens / (decode_ms / 1000.0) * double(r.text_weight_bytes) / 1e9;
+    r.workspace_bytes = runner_.workspace_bytes();
     r.peak_rss_bytes = PeakRssBytes();
     return r;
   }
 
   StatusOr<std::vector<int32_t>> Tokenize(const std::string& text) const override {
-    return tok_->Encode(text);
+    return processor_->tokenizer().Encode(text);
   }
-  std::string TokenPiece(int32_t id) const override { return tok_->IdToPiece(id); }
+  std::string TokenPiece(int32_t id) const override { return processor_->tokenizer().IdToPiece(id); }
   std::string Detokenize(const std::vector<int32_t>& ids, bool skip_special) const override {
-    return tok_->Decode(ids, skip_special);
+    return processor_->tokenizer().Decode(ids, skip_special);
   }
 
  private:
-  // HF PaliGemmaProcessor: "<image>"*N*n_images + "<bos>" + prompt + "\n", tokenized in one
-  // call without BOS/EOS (processing_paligemma.py build_string_from_input).
-  StatusOr<std::vector<int32_t>> BuildPrompt(size_t n_images, const std::string& prompt,
-                                             bool separate_newline) const {
-    const PaliGemmaConfig& c = model_->config();
-    std::vector<int32_t> ids(n_images * c.image_tokens(), c.image_token_index);
-    if (tok_->bos_id() < 0) return Error(StatusCode::kInvalidArgument, "prompt", "tokenizer has no BOS token");
-    ids.push_back(tok_->bos_id());
-    OCULAR_ASSIGN_OR_RETURN(std::vector<int32_t> body,
-                            tok_->Encode(separate_newline ? prompt : prompt + "\n"));
-    for (int32_t id : body) {
-      if (id == c.image_token_index) {
-        return Error(StatusCode::kInvalidArgument, "prompt",
-                     "the prompt text contains the image token; pass images separately");
-      }
-    }
-    ids.insert(ids.end(), body.begin(), body.end());
-    if (separate_newline) {
-      OCULAR_ASSIGN_OR_RETURN(std::vector<int32_t> nl, tok_->Encode("\n"));
-      ids.insert(ids.end(), nl.begin(), nl.end());
-    }
-    return ids;
-  }
-
-  Status LoadPixels(const std::vector<std::string>& paths,
-                    std::vector<GenerateResult::ImageSize>* sizes) {
-    const int R = model_->config().vision.image_size;
-    pixels_ = Tensor();
+  // Decodes and preprocesses every image into pixels [n, 3, R, R].
+  Status LoadPixels(const std::vector<ImageInput>& images, Tensor* pixels,
+                    std::vector<GenerateResult::ImageSize>* sizes) const {
+    const int R = model_->spec().image_size;
     sizes->clear();
-    if (paths.empty()) return Status::Ok();
-    Tensor all({static_cast<int64_t>(paths.size()), 3, R, R});
+    if (images.empty()) return Status::Ok();
+    *pixels = Tensor({static_cast<int64_t>(images.size()), 3, R, R});
     DecodeOptions d;
     d.max_pixels = opts_.max_image_pixels;
     d.exif_rotate = opts_.exif_rotate;
-    for (size_t i = 0; i < paths.size(); ++i) {
-      OCULAR_ASSIGN_OR_RETURN(Image img, LoadImage(paths[i], d));
-      sizes->push_back({img.width, img.height});
-      Tensor px = Preprocess(img, pp_);
-      if (px.numel() != 3 * int64_t{R} * R) {
-        return Error(StatusCode::kInvalidArgument, "engine", "preprocessor_config.json resizes to ",
-                     ShapeString(px.shape), " but the vision tower expects ", R, "x", R);
+    for (size_t i = 0; i < images.size(); ++i) {
+      const ImageInput& in = images[i];
+      StatusOr<Image> img = in.from_bytes ? DecodeImage(in.bytes, d) : LoadImage(in.path, d);
+      if (!img.ok()) {
+        if (!in.from_bytes) return img.status();
+        return Status(img.status().code(), in.path + ": " + img.status().message());
       }
-      std::copy(px.data.begin(), px.data.end(), all.data.begin() + i * px.numel());
+      sizes->push_back({img->width, img->height});
+      OCULAR_ASSIGN_OR_RETURN(Tensor px, processor_->Pixels(*img));
+      std::copy(px.data.begin(), px.data.end(), pixels->data.begin() + i * px.numel());
     }
-    pixels_ = std::move(all);
     return Status::Ok();
   }
 
-  StatusOr<GenerateResult> Run(const std::vector<std::string>& images, const std::string& prompt,
+  // REQUIRES: run_mu_ held.
+  StatusOr<GenerateResult> Run(const std::vector<ImageInput>& images, const std::string& prompt,
                                const GenerateOptions& o, const TokenCallback& on_text,
-                               RecordingTracer* tracer) {
+                               RecordingTracer* tracer, Tensor* pixels_out) {
     if (o.max_tokens < 0) return Error(StatusCode::kInvalidArgument, "generate", "max_tokens must be >= 0");
     auto t0 = std::chrono::steady_clock::now();
     GenerateResult r;
-    OCULAR_RETURN_IF_ERROR(LoadPixels(images, &r.image_sizes));
-    const double load_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    OCULAR_ASSIGN_OR_RETURN(r.prompt_ids, BuildPrompt(images.size(), prompt, o.separate_newline));
+    Tensor pixels;
+    OCULAR_RETURN_IF_ERROR(LoadPixels(images, &pixels, &r.image_sizes));
+    const double load_ms = MsSince(t0);
+    PromptOptions po;
+    po.separate_newline = o.separate_newline;
+    OCULAR_ASSIGN_OR_RETURN(Prompt p, processor_->BuildPrompt(static_cast<int>(images.size()), prompt, po));
+    r.prompt_ids = p.ids;
+    const Tokenizer& tok = processor_->tokenizer();
     GenerationRequest req;
-    req.ids = r.prompt_ids;
-    req.pixel_values = images.empty() ? nullptr : &pixels_;
+    req.ids = std::move(p.ids);
+    req.prefix_len = p.prefix_len;
+    req.pixel_values = images.empty() ? nullptr : &pixels;
     req.max_new_tokens = o.max_tokens;
     req.sampling = {o.temperature, o.top_k, o.top_p, o.seed,
-                    o.suppress_padding_tokens ? model_->config().image_token_index : -1};
-    req.eos_id = o.stop_at_eos ? tok_->eos_id() : -1;
+                    o.suppress_padding_tokens ? model_->spec().image_token_id : -1};
+    req.eos_id = o.stop_at_eos ? tok.eos_id() : -1;
     req.record_prompt_logits = tracer != nullptr;
     req.record_decode_logits = tracer != nullptr;
-    StreamingDecoder stream(*tok_, /*skip_special=*/true);
+    StreamingDecoder stream(tok, /*skip_special=*/true);
     TokenSink sink = nullptr;
     if (on_text) {
       sink = [&](int32_t id) {
-        if (id != req.eos_id) {
-          std::string piece = stream.Put(id);
-          if (!piece.empty()) on_text(piece);
-        }
-        return true;
+        if (id == req.eos_id) return true;
+        std::string piece = stream.Put(id);
+        return piece.empty() || on_text(piece);
       };
     }
-    OCULAR_ASSIGN_OR_RETURN(GenerationOutput out, ocular::Generate(pool_, *model_, req, tracer, sink));
-    if (on_text) {
+    OCULAR_ASSIGN_OR_RETURN(GenerationOutput out, ocular::Generate(runner_, kv_, req, tracer, sink));
+    if (on_text && out.finish != FinishReason::kCancelled) {
       std::string rest = stream.Finish();
       if (!rest.empty()) on_text(rest);
     }
     if (tracer) tracer->Add("decode_logits", std::move(out.decode_logits));
     r.output_ids = out.generated;
+    r.finish_reason = FinishReasonName(out.finish);
     std::vector<int32_t> answer = out.generated;
-    if (!answer.empty() && answer.back() == tok_->eos_id() && o.stop_at_eos) answer.pop_back();
-    r.text = tok_->Decode(answer, /*skip_special=*/true);
-    r.raw_text = tok_->Decode(answer, /*skip_special=*/false);
+    if (!answer.empty() && answer.back() == tok.eos_id() && o.stop_at_eos) answer.pop_back();
+    r.text = tok.Decode(answer, /*skip_special=*/true);
+    r.raw_text = tok.Decode(answer, /*skip_special=*/false);
     r.timings.image_ms = load_ms + out.image_ms;
     r.timings.prefill_ms = out.prefill_ms;
     r.timings.decode_ms = out.decode_ms;
     r.timings.prefill_tokens = static_cast<int>(r.prompt_ids.size());
     r.timings.decode_tokens = static_cast<int>(out.generated.size());
+    if (pixels_out) *pixels_out = std::move(pixels);
     return r;
   }
 
-  std::unique_ptr<PaliGemma> model_;
-  std::unique_ptr<Tokenizer> tok_;
-  PreprocessConfig pp_;
-  EngineOptions opts_;
+  std::unique_ptr<VlModel> model_;
+  std::unique_ptr<Processor> processor_;
+  const EngineOptions opts_;
   ThreadPool pool_;
-  Tensor pixels_;  // the last request's pixel values (kept for Trace)
+  Backend backend_;
+  const Precision precision_;
+  KvPool kv_;
+  std::mutex run_mu_;  // one model execution at a time (the runner's arena is single-use)
+  Runner runner_;
 };
 
 }  // namespace
 
 StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const EngineOptions& o) {
   if (o.threads < 0) return Error(StatusCode::kInvalidArgument, "engine", "threads must be >= 0");
-  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<PaliGemma> model, PaliGemma::Load(dir));
-  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::Load(dir));
-  OCULAR_ASSIGN_OR_RETURN(PreprocessConfig pp, LoadPreprocessConfig(dir + "/preprocessor_config.json"));
-  return std::unique_ptr<Engine>(new EngineImpl(std::move(model), std::move(tok), std::move(pp), o));
+  if (o.max_batch < 1 || o.max_batch > 1024) {
+    return Error(StatusCode::kInvalidArgument, "engine", "max_batch must be in [1, 1024]");
+  }
+  OCULAR_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(dir));
+  OCULAR_ASSIGN_OR_RETURN(Precision precision, ChoosePrecision(o.precision, loaded.model->spec().weight_dtype));
+  OCULAR_ASSIGN_OR_RETURN(KvDType kv, ChooseKv(o.kv_cache, precision));
+  return std::unique_ptr<Engine>(new EngineImpl(std::move(loaded), o, precision, kv));
 }
 
 }  // namespace ocular

@@ -2,8 +2,6 @@
 
 #include <chrono>
 
-#include "core/thread_pool.h"
-
 namespace ocular {
 
 namespace {
@@ -12,58 +10,69 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-StatusOr<GenerationOutput> Generate(ThreadPool& pool, const PaliGemma& model,
-                                    const GenerationRequest& req, Tracer* tracer,
-                                    const TokenSink& on_token) {
-  const PaliGemmaConfig& cfg = model.config();
+StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const GenerationRequest& req,
+                                    Tracer* tracer, const TokenSink& on_token) {
+  const ModelSpec& spec = runner.model().spec();
   const int64_t T = static_cast<int64_t>(req.ids.size());
   if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
   if (req.max_new_tokens < 0) {
     return Error(StatusCode::kInvalidArgument, "generate", "max_new_tokens must be >= 0");
   }
   const int64_t capacity = T + req.max_new_tokens;
-  if (capacity > cfg.text.max_position_embeddings) {
+  if (capacity > spec.max_positions) {
     return Error(StatusCode::kResourceExhausted, "generate", "prompt (", T, " tokens) + ",
-                 req.max_new_tokens, " new tokens exceed the context length ",
-                 cfg.text.max_position_embeddings);
+                 req.max_new_tokens, " new tokens exceed the context length ", spec.max_positions);
   }
   GenerationOutput out;
   auto t0 = std::chrono::steady_clock::now();
-  Tensor features;
-  if (req.pixel_values) {
-    features = model.EncodeImages(pool, *req.pixel_values, tracer);
+  const float* features = nullptr;
+  int64_t feature_rows = 0;
+  std::vector<float> encoded;
+  if (req.features != nullptr) {
+    features = req.features->data.data();
+    feature_rows = req.features->numel() / spec.hidden_size;
+  } else if (req.pixel_values != nullptr) {
+    const int64_t n = req.pixel_values->dim(0);
+    feature_rows = n * spec.image_tokens;
+    encoded.resize(static_cast<size_t>(feature_rows * spec.hidden_size));
+    runner.EncodeImages(req.pixel_values->data.data(), n, encoded.data(), tracer);
+    features = encoded.data();
     out.image_ms = MsSince(t0);
   }
+
   t0 = std::chrono::steady_clock::now();
-  OCULAR_ASSIGN_OR_RETURN(Tensor x, model.Embed(req.ids, req.pixel_values ? &features : nullptr, tracer));
-  KvCache cache = model.NewCache(capacity);
-  Tensor hidden = model.Decode(pool, std::move(x), Span{0, T, T}, cache, tracer);
-  const int64_t first_row = req.record_prompt_logits ? 0 : T - 1;
-  Tensor logits = model.Logits(pool, hidden.row(first_row), T - first_row);
-  const int64_t V = logits.dim(1);
-  if (req.record_prompt_logits) {
-    TapIf(tracer, "logits", logits.data.data(), logits.shape);
-  }
+  SequenceParams p;
+  p.prompt = req.ids;
+  p.prefix_len = req.prefix_len >= 0 ? req.prefix_len : T;
+  p.max_new_tokens = req.max_new_tokens;
+  p.sampling = req.sampling;
+  p.eos_id = req.eos_id;
+  OCULAR_ASSIGN_OR_RETURN(KvHandle cache, kv.Acquire(capacity));
+  Sequence seq(std::move(p), std::move(cache), runner.vocab());
+  std::vector<float> prompt_logits;
+  OCULAR_RETURN_IF_ERROR(runner.Prefill(seq, features, feature_rows, tracer,
+                                        req.record_prompt_logits ? &prompt_logits : nullptr));
   out.prefill_ms = MsSince(t0);
 
   t0 = std::chrono::steady_clock::now();
-  Sampler sampler(req.sampling);
-  std::vector<float> last(logits.row(logits.dim(0) - 1), logits.row(logits.dim(0) - 1) + V);
+  const int64_t V = runner.vocab();
   std::vector<float> decode_logits;
-  for (int step = 0; step < req.max_new_tokens; ++step) {
-    if (req.record_decode_logits) decode_logits.insert(decode_logits.end(), last.begin(), last.end());
-    const int32_t id = sampler.Next(last.data(), static_cast<int32_t>(V));
-    out.generated.push_back(id);
-    if (on_token && !on_token(id)) break;
-    if (id == req.eos_id || step + 1 == req.max_new_tokens) break;
-    OCULAR_ASSIGN_OR_RETURN(Tensor e, model.Embed({id}, nullptr, nullptr));
-    const int64_t pos = T + step;
-    Tensor h = model.Decode(pool, std::move(e), Span{pos, 1, T}, cache, nullptr);
-    Tensor l = model.Logits(pool, h.row(0), 1);
-    last.assign(l.data.begin(), l.data.end());
+  Sequence* batch[] = {&seq};
+  while (!seq.generated().empty()) {
+    if (req.record_decode_logits) {
+      decode_logits.insert(decode_logits.end(), runner.last_logits(0), runner.last_logits(0) + V);
+    }
+    if (on_token && !on_token(seq.last_token())) seq.Cancel();
+    if (seq.done()) break;
+    runner.DecodeStep(batch);
   }
   out.decode_ms = MsSince(t0);
-  if (req.record_prompt_logits) out.prompt_logits = std::move(logits);
+  out.generated = seq.generated();
+  out.finish = seq.finish_reason();
+  if (req.record_prompt_logits) {
+    out.prompt_logits = Tensor({T, V});
+    out.prompt_logits.data = std::move(prompt_logits);
+  }
   if (req.record_decode_logits) {
     const int64_t steps = static_cast<int64_t>(decode_logits.size()) / V;
     out.decode_logits = Tensor({steps, V});

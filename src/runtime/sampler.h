@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <random>
+#include <vector>
 
 namespace ocular {
 
@@ -19,12 +20,17 @@ struct SamplingParams {
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {}
+  // Reserves the scratch of sampling over `vocab` logits, so Next never allocates.
+  void Reserve(int32_t vocab);
   // REQUIRES: vocab > 0. Deterministic for a given seed and logits sequence.
   int32_t Next(const float* logits, int32_t vocab);
+  const SamplingParams& params() const { return p_; }
 
  private:
   SamplingParams p_;
   std::mt19937_64 rng_;
+  std::vector<int32_t> ids_;  // scratch: candidates
+  std::vector<double> prob_;  // scratch: their probabilities
 };
 
 }  // namespace ocular

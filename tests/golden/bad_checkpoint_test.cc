@@ -4,11 +4,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
 #include "core/mapped_file.h"
-#include "models/paligemma.h"
+#include "models/paligemma/paligemma.h"
 
 namespace ocular {
 namespace {
@@ -105,18 +106,32 @@ TEST(BadCheckpoint, EachCorruptionGivesAClearError) {
        "model_type 'llava' is not supported"},
       {"no_weights", [](const std::string& d) { fs::remove(d + "/model.safetensors"); },
        "no model.safetensors"},
+      // A tensor the model does not read (here an attention bias, as a checkpoint saved with
+      // attention_bias: true has): refused, never silently ignored.
+      {"unused_tensor",
+       [](const std::string& d) {
+         EditHeader(d, [](nlohmann::json& h) {
+           uint64_t end = 0;  // an empty tensor at the end of the data section
+           for (auto& [name, t] : h.items()) {
+             if (name != "__metadata__") end = std::max<uint64_t>(end, t["data_offsets"][1]);
+           }
+           h["language_model.model.layers.0.self_attn.q_proj.bias"] = {
+               {"dtype", "F32"}, {"shape", {0}}, {"data_offsets", {end, end}}};
+         });
+       },
+       "tensor 'language_model.model.layers.0.self_attn.q_proj.bias' is not used"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const std::string dir = CorruptCopy(c.name, c.corrupt);
-    auto m = PaliGemma::Load(dir);
+    auto m = paligemma::PaliGemma::Load(dir);
     ASSERT_FALSE(m.ok());
     EXPECT_NE(m.status().message().find(c.expect), std::string::npos) << m.status().message();
   }
 }
 
 TEST(BadCheckpoint, IntactCopyLoads) {
-  auto m = PaliGemma::Load(CorruptCopy("intact", [](const std::string&) {}));
+  auto m = paligemma::PaliGemma::Load(CorruptCopy("intact", [](const std::string&) {}));
   EXPECT_TRUE(m.ok()) << m.status().ToString();
 }
 

@@ -7,10 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/thread_pool.h"
 #include "io/safetensors.h"
-#include "models/paligemma.h"
-#include "runtime/generator.h"
+#include "support/harness.h"
 #include "runtime/parity.h"
 #include "support/fixture.h"
 
@@ -36,8 +34,8 @@ std::string Rewrite(const std::string& name,
 
 // Runs the golden case through `dir` and returns (prompt logits, generated ids).
 std::pair<Tensor, std::vector<int32_t>> RunGoldenCase(const std::string& dir) {
-  auto model = PaliGemma::Load(dir);
-  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  auto h = testing_support::Harness::Load(dir);
+  EXPECT_TRUE(h.ok()) << h.status().ToString();
   auto taps = fixture::GoldenTaps::Open(kCase);
   EXPECT_TRUE(taps.ok());
   const TensorView pv = *taps->Tap("pixel_values");
@@ -48,8 +46,7 @@ std::pair<Tensor, std::vector<int32_t>> RunGoldenCase(const std::string& dir) {
   req.pixel_values = &pixels;
   req.max_new_tokens = 16;
   req.record_prompt_logits = true;
-  ThreadPool pool(2);
-  auto out = Generate(pool, **model, req, nullptr);
+  auto out = (*h)->Generate(req);
   EXPECT_TRUE(out.ok()) << out.status().ToString();
   return {std::move(out->prompt_logits), out->generated};
 }
@@ -80,7 +77,7 @@ TEST(CheckpointFormats, ShardedWithIndexMatchesTheReference) {
   std::ofstream(dir + "/model.safetensors.index.json")
       << R"({"weight_map": {"language_model.model.norm.weight": "model-00001-of-00002.safetensors",)"
       << R"( "vision_tower.vision_model.post_layernorm.bias": "model-00001-of-00002.safetensors"}})";
-  auto bad = PaliGemma::Load(dir);
+  auto bad = paligemma::PaliGemma::Load(dir);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("missing"), std::string::npos) << bad.status().message();
 }
@@ -99,9 +96,9 @@ TEST(CheckpointFormats, F16WeightsStayCloseToTheF32Reference) {
     }
     ASSERT_TRUE(WriteSafetensors(d + "/model.safetensors", out).ok());
   });
-  auto model = PaliGemma::Load(dir);
+  auto model = paligemma::PaliGemma::Load(dir);
   ASSERT_TRUE(model.ok());
-  EXPECT_EQ((*model)->weight_dtype(), DType::kF16);
+  EXPECT_EQ((*model)->spec().weight_dtype, DType::kF16);
   auto [logits, ids] = RunGoldenCase(dir);
   auto taps = fixture::GoldenTaps::Open(kCase);
   ASSERT_TRUE(taps.ok());

@@ -42,7 +42,7 @@ TEST(Engine, PromptLayoutForZeroOneAndTwoImages) {
   auto body = (*engine)->Tokenize("caption en\n").value();
   for (int n : {0, 1, 2}) {
     SCOPED_TRACE(n);
-    std::vector<std::string> images(n, img);
+    std::vector<ImageInput> images(n, img);
     auto r = (*engine)->Generate(images, "caption en", o);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     // "<image>" × (N per image × n) + <bos> + prompt + "\n" (processing_paligemma.py).

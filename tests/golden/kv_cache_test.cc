@@ -1,21 +1,22 @@
 // KV-cache decoding must equal recomputing the whole sequence with the prefix-LM mask.
 #include <gtest/gtest.h>
 
-#include "core/thread_pool.h"
 #include "io/safetensors.h"
-#include "models/paligemma.h"
-#include "runtime/generator.h"
 #include "runtime/parity.h"
+#include "support/harness.h"
 
 namespace ocular {
 namespace {
+
+using testing_support::Harness;
 
 class KvCacheTest : public testing::TestWithParam<const char*> {};
 
 TEST_P(KvCacheTest, CachedDecodeEqualsFullRecomputation) {
   const std::string name = GetParam();
-  auto model = PaliGemma::Load("testdata/tiny/" + name);
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto h = testing_support::Harness::Load("testdata/tiny/" + name);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  Harness& m = **h;
   auto golden = SafetensorsFile::Open("testdata/golden/" + name + "/photo_detect.safetensors");
   ASSERT_TRUE(golden.ok()) << golden.status().ToString();
   const TensorView& pv = *golden->Find("pixel_values");
@@ -25,13 +26,12 @@ TEST_P(KvCacheTest, CachedDecodeEqualsFullRecomputation) {
   std::vector<int32_t> ids(ids_view.numel());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(ids_view.as<int64_t>()[i]);
 
-  ThreadPool pool(2);
   GenerationRequest req;
   req.ids = ids;
   req.pixel_values = &pixels;
   req.max_new_tokens = 12;
   req.record_decode_logits = true;
-  auto out = Generate(pool, **model, req, nullptr);
+  auto out = m.Generate(req);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_EQ(out->generated.size(), 12u);
 
@@ -39,13 +39,22 @@ TEST_P(KvCacheTest, CachedDecodeEqualsFullRecomputation) {
   const int64_t T = static_cast<int64_t>(ids.size());
   std::vector<int32_t> all = ids;
   all.insert(all.end(), out->generated.begin(), out->generated.end() - 1);
-  Tensor features = (*model)->EncodeImages(pool, pixels, nullptr);
-  auto x = (*model)->Embed(all, &features, nullptr);
-  ASSERT_TRUE(x.ok());
-  const int64_t n = static_cast<int64_t>(all.size());
-  KvCache cache = (*model)->NewCache(n);
-  Tensor h = (*model)->Decode(pool, std::move(*x), Span{0, n, T}, cache, nullptr);
-  Tensor full = (*model)->Logits(pool, h.row(T - 1), n - T + 1);
+  const ModelSpec& spec = m.model->spec();
+  const int64_t H = spec.hidden_size, n = static_cast<int64_t>(all.size());
+  const int64_t feature_rows = pixels.dim(0) * spec.image_tokens;
+  std::vector<float> features(feature_rows * H), x(n * H);
+  m.runner.EncodeImages(pixels.data.data(), pixels.dim(0), features.data(), nullptr);
+  // A runner planned for the whole sequence in one pass.
+  Runner full_runner(*m.model, m.backend, m.runner.exec().precision, {.max_context = n});
+  full_runner.Plan(n, n, 0);
+  const Exec& ex = full_runner.exec();
+  ASSERT_TRUE(m.model->Embed(ex, all, features.data(), feature_rows, x.data(), nullptr).ok());
+  auto cache = m.kv.Acquire(n);
+  ASSERT_TRUE(cache.ok());
+  const SeqChunk chunk{cache->cache(), 0, n, T};
+  m.model->Forward(ex, Batch{std::span<const SeqChunk>(&chunk, 1), n}, x.data(), nullptr);
+  Tensor full({n - T + 1, spec.vocab_size});
+  m.model->Logits(ex, x.data() + (T - 1) * H, n - T + 1, full.data.data());
   ASSERT_EQ(full.numel(), out->decode_logits.numel());
   TapDiff d = CompareTensors(out->decode_logits.view(), full.view());
   EXPECT_LE(d.rel, 1e-6) << "max abs " << d.max_abs;

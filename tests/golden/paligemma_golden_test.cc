@@ -6,12 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
-#include "models/paligemma.h"
 #include "runtime/generator.h"
 #include "runtime/parity.h"
 #include "runtime/recorder.h"
 #include "support/fixture.h"
+#include "support/harness.h"
 
 namespace ocular {
 namespace {
@@ -48,9 +47,9 @@ TEST_P(GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   const fixture::GoldenCheckpoint* golden_ck = manifest->Find(ck.name);
   ASSERT_NE(golden_ck, nullptr) << "no golden fixtures for " << ck.name;
   ASSERT_GE(golden_ck->cases.size(), 9u);
-  auto model = PaliGemma::Load(golden_ck->model_dir);
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
-  ThreadPool pool(2);
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  auto h = testing_support::Harness::Load(golden_ck->model_dir);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
   for (const fixture::GoldenCase& c : golden_ck->cases) {
     SCOPED_TRACE(c.path);
     auto taps = fixture::GoldenTaps::Open(c.path);
@@ -70,7 +69,7 @@ TEST_P(GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
     req.record_prompt_logits = true;
     req.record_decode_logits = true;
     RecordingTracer tracer;
-    auto out = Generate(pool, **model, req, &tracer);
+    auto out = (*h)->Generate(req, &tracer);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     tracer.Add("decode_logits", out->decode_logits);
 

@@ -23,6 +23,8 @@ struct ModelArgs {
   int threads = 0;
   int64_t max_pixels = 50'000'000;
   bool exif_rotate = false;
+  std::string precision = "auto";
+  std::string kv_cache = "auto";
 };
 
 void AddModelArgs(CLI::App* cmd, ModelArgs* a) {
@@ -31,6 +33,12 @@ void AddModelArgs(CLI::App* cmd, ModelArgs* a) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-pixels", a->max_pixels, "reject images with more pixels (default 50M)");
   cmd->add_flag("--exif-rotate", a->exif_rotate, "apply JPEG EXIF orientation (HF does not)");
+  cmd->add_option("--precision", a->precision,
+                  "auto (bf16 for bf16 checkpoints, else f32), f32, bf16 (as torch's bf16 run), "
+                  "bf16-fast (no intermediate rounding)")
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "bf16-fast"}));
+  cmd->add_option("--kv-cache", a->kv_cache, "KV cache storage: auto, f32, bf16")
+      ->check(CLI::IsMember({"auto", "f32", "bf16"}));
 }
 
 StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a) {
@@ -38,6 +46,8 @@ StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a) {
   o.threads = a.threads;
   o.max_image_pixels = a.max_pixels;
   o.exif_rotate = a.exif_rotate;
+  o.precision = a.precision;
+  o.kv_cache = a.kv_cache;
   return Engine::Load(a.model, o);
 }
 
@@ -45,6 +55,7 @@ struct GenArgs {
   std::vector<std::string> images;
   std::string prompt;
   GenerateOptions opts;
+  std::vector<ImageInput> inputs() const { return {images.begin(), images.end()}; }
 };
 
 void AddGenArgs(CLI::App* cmd, GenArgs* g) {
@@ -118,8 +129,13 @@ void AddRun(CLI::App& app, int* rc) {
       return;
     }
     TokenCallback stream = nullptr;
-    if (!*json) stream = [](const std::string& piece) { std::cout << piece << std::flush; };
-    auto r = (*engine)->Generate(g->images, g->prompt, g->opts, stream);
+    if (!*json) {
+      stream = [](const std::string& piece) {
+        std::cout << piece << std::flush;
+        return true;
+      };
+    }
+    auto r = (*engine)->Generate(g->inputs(), g->prompt, g->opts, stream);
     if (!r.ok()) {
       *rc = Fail(r.status());
       return;
@@ -135,6 +151,7 @@ void AddRun(CLI::App& app, int* rc) {
                           {"detections", nlohmann::json::parse(DetectionsJson(boxes))},
                           {"prompt_ids", r->prompt_ids},
                           {"output_ids", r->output_ids},
+                          {"finish_reason", r->finish_reason},
                           {"timings", TimingsJson(r->timings)}};
       std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
@@ -171,7 +188,7 @@ void AddTrace(CLI::App& app, int* rc) {
       *rc = Fail(engine.status());
       return;
     }
-    auto r = (*engine)->Trace(g->images, g->prompt, g->opts, *out);
+    auto r = (*engine)->Trace(g->inputs(), g->prompt, g->opts, *out);
     if (!r.ok()) {
       *rc = Fail(r.status());
       return;
@@ -245,8 +262,18 @@ void AddBench(CLI::App& app, int* rc) {
                   "simple read probe, which may underestimate what the hardware sustains)");
   cmd->add_option("--prompt-tokens", b->prompt_tokens, "text tokens after the image")->check(CLI::PositiveNumber);
   cmd->add_option("--decode-tokens", b->decode_tokens, "tokens to generate")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", b->batch, "sequences decoded together (aggregate tokens/s)")
+      ->check(CLI::Range(1, 1024));
   cmd->callback([=] {
-    auto engine = LoadEngine(*m);
+    ModelArgs args = *m;
+    auto engine = [&] {
+      EngineOptions o;
+      o.threads = args.threads;
+      o.precision = args.precision;
+      o.kv_cache = args.kv_cache;
+      o.max_batch = std::max(b->batch, 1);
+      return Engine::Load(args.model, o);
+    }();
     if (!engine.ok()) {
       *rc = Fail(engine.status());
       return;
@@ -265,6 +292,9 @@ void AddBench(CLI::App& app, int* rc) {
                         {"weight_bytes", info.weight_bytes},
                         {"threads", info.threads},
                         {"isa", info.isa},
+                        {"precision", info.precision},
+                        {"kv_cache", info.kv_cache},
+                        {"batch", r->batch},
                         {"vision_encode_ms", r->vision_ms},
                         {"vision_gflop_s", r->vision_gflop / (r->vision_ms / 1000.0)},
                         {"prefill_tokens", r->prefill_tokens},
@@ -276,6 +306,8 @@ void AddBench(CLI::App& app, int* rc) {
                         {"roofline_source", given ? "--roofline-gbs" : "measured read probe"},
                         {"decode_roofline_ratio", r->decode_weight_gb_s / bw},
                         {"text_weight_bytes", r->text_weight_bytes},
+                        {"kv_cache_bytes", r->kv_cache_bytes},
+                        {"workspace_bytes", r->workspace_bytes},
                         {"peak_rss_bytes", r->peak_rss_bytes}};
     std::cout << j.dump(2) << "\n";
     *rc = 0;

@@ -20,6 +20,7 @@
 
 #include "core/check.h"
 #include "core/half.h"
+#include "core/matrix.h"
 #include "core/tensor.h"
 #include "kernels/cpu/highway_tables.h"
 #include "kernels/kernel_table.h"
@@ -255,18 +256,11 @@ void MatMulBlockT(const float* a, int64_t M, int64_t K, int64_t lda, const W* w,
   }
 }
 
-void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const void* w, DType w_dtype,
-                 int64_t n0, int64_t n1, float* out, int64_t ldo) {
-  switch (w_dtype) {
-    case DType::kF32:
-      return MatMulBlockT(a, M, K, lda, static_cast<const float*>(w), n0, n1, out, ldo);
-    case DType::kBF16:
-      return MatMulBlockT(a, M, K, lda, static_cast<const BF16*>(w), n0, n1, out, ldo);
-    case DType::kF16:
-      return MatMulBlockT(a, M, K, lda, static_cast<const hwy::float16_t*>(w), n0, n1, out, ldo);
-    default:
-      OCULAR_CHECK(false, "HINT: MatMul weights must be F32, BF16 or F16");
-  }
+// One table entry per float weight format; rows are contiguous (row_bytes == K * sizeof(W)).
+template <class W>
+void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                  int64_t n1, float* out, int64_t ldo) {
+  MatMulBlockT(a, M, K, lda, reinterpret_cast<const W*>(w.data), n0, n1, out, ldo);
 }
 
 // ------------------------------------------------------------------ helpers
@@ -431,6 +425,24 @@ void SoftCap(float* x, int64_t n, float cap) {
   });
 }
 
+// bf16(x), round to nearest even; NaN stays NaN (quiet), as core/half.h F32ToBF16.
+HWY_INLINE VF RoundBF16V(DF df, VF v) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto u = hn::BitCast(du, v);
+  const auto mag = hn::BitCast(di, hn::And(u, hn::Set(du, 0x7fffffffu)));
+  const auto is_nan = hn::RebindMask(du, hn::Gt(mag, hn::Set(di, 0x7f800000)));
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+  const auto high = hn::Set(du, 0xffff0000u);
+  const auto rounded = hn::And(hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb)), high);
+  const auto quiet = hn::And(hn::Or(u, hn::Set(du, 0x400000u)), high);
+  return hn::BitCast(df, hn::IfThenElse(is_nan, quiet, rounded));
+}
+
+void RoundBF16(float* x, int64_t n) {
+  Transform(x, n, [](DF df, VF v) HWY_ATTR { return RoundBF16V(df, v); });
+}
+
 // ------------------------------------------------------------------ RoPE
 
 void RopeRow(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin) {
@@ -458,12 +470,39 @@ void RopeRow(float* x, int64_t n_heads, int64_t head_dim, const float* cos, cons
   }
 }
 
+// RoPE on bf16 q/k as torch computes it (ref/ RopeRowBF16): every product and sum rounded.
+void RopeRowBF16(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t half = head_dim / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* x1p = x + h * head_dim;
+    float* x2p = x1p + half;
+    int64_t k = 0;
+    for (; k + lanes <= half; k += lanes) {
+      const VF x1 = hn::LoadU(df, x1p + k), x2 = hn::LoadU(df, x2p + k);
+      const VF c = hn::LoadU(df, cos + k), s = hn::LoadU(df, sin + k);
+      const VF a = hn::Add(RoundBF16V(df, hn::Mul(x1, c)), RoundBF16V(df, hn::Mul(hn::Neg(x2), s)));
+      const VF b = hn::Add(RoundBF16V(df, hn::Mul(x2, c)), RoundBF16V(df, hn::Mul(x1, s)));
+      hn::StoreU(RoundBF16V(df, a), df, x1p + k);
+      hn::StoreU(RoundBF16V(df, b), df, x2p + k);
+    }
+    for (; k < half; ++k) {
+      const float x1 = x1p[k], x2 = x2p[k];
+      x1p[k] = BF16ToF32(F32ToBF16(BF16ToF32(F32ToBF16(x1 * cos[k])) +
+                                   BF16ToF32(F32ToBF16(-x2 * sin[k]))));
+      x2p[k] = BF16ToF32(F32ToBF16(BF16ToF32(F32ToBF16(x2 * cos[k])) +
+                                   BF16ToF32(F32ToBF16(x1 * sin[k]))));
+    }
+  }
+}
+
 // ------------------------------------------------------------------ attention
 
 // scores[q, t] = dot(q rows, k rows [0, nt)) for kM queries (row stride ldq), into s with
 // row stride ls.
-template <size_t kM>
-HWY_INLINE void ScoreRows(const float* q, int64_t ldq, const float* k, int64_t ldk, int64_t nt,
+template <size_t kM, class KV>
+HWY_INLINE void ScoreRows(const float* q, int64_t ldq, const KV* k, int64_t ldk, int64_t nt,
                           int64_t d, float* s, int64_t ls) {
   constexpr size_t kN = ColumnTile(kM) > 4 ? 4 : ColumnTile(kM);
   int64_t t = 0;
@@ -473,18 +512,21 @@ HWY_INLINE void ScoreRows(const float* q, int64_t ldq, const float* k, int64_t l
   for (; t < nt; ++t) DotTile<kM, 1>(q, ldq, k + t * ldk, ldk, d, s + t, ls);
 }
 
-// out[q, 0:d) = sum_t probs[q * ls + t] * v[t * ldv, 0:d) for kQ rows.
-template <size_t kQ>
-HWY_INLINE void WeightedSumRows(const float* probs, int64_t ls, const float* v, int64_t ldv,
-                                int64_t nt, int64_t d, float* out, int64_t ldo) {
+// out[q, 0:d) = sum_t probs[q * ls + t] * v[t * ldv, 0:d) for kQ rows; with `accumulate` the
+// sum continues from the values already in out (a ring's second segment: same f32 order).
+template <size_t kQ, class KV>
+HWY_INLINE void WeightedSumRows(const float* probs, int64_t ls, const KV* v, int64_t ldv,
+                                int64_t nt, int64_t d, bool accumulate, float* out, int64_t ldo) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   int64_t j = 0;
   for (; j + lanes <= d; j += lanes) {
     VF acc[kQ];
-    for (size_t q = 0; q < kQ; ++q) acc[q] = hn::Zero(df);
+    for (size_t q = 0; q < kQ; ++q) {
+      acc[q] = accumulate ? hn::LoadU(df, out + q * ldo + j) : hn::Zero(df);
+    }
     for (int64_t t = 0; t < nt; ++t) {
-      const VF vv = hn::LoadU(df, v + t * ldv + j);
+      const VF vv = LoadWeights(df, v + t * ldv + j);
       for (size_t q = 0; q < kQ; ++q)
         acc[q] = hn::MulAdd(hn::Set(df, probs[q * ls + t]), vv, acc[q]);
     }
@@ -492,16 +534,83 @@ HWY_INLINE void WeightedSumRows(const float* probs, int64_t ls, const float* v, 
   }
   for (; j < d; ++j) {
     for (size_t q = 0; q < kQ; ++q) {
-      float acc = 0.0f;
-      for (int64_t t = 0; t < nt; ++t) acc += probs[q * ls + t] * v[t * ldv + j];
+      float acc = accumulate ? out[q * ldo + j] : 0.0f;
+      for (int64_t t = 0; t < nt; ++t) acc += probs[q * ls + t] * WeightToF32(v[t * ldv + j]);
       out[q * ldo + j] = acc;
     }
   }
 }
 
+// Calls fn(first_row, offset, count) for the physical row runs that hold logical keys
+// [u0, u1), in logical order: one run, or two when a ring buffer wraps.
+template <class F>
+HWY_INLINE void ForEachKeyRun(int64_t ring, int64_t u0, int64_t u1, const F& fn) {
+  if (ring == 0) return fn(u0, int64_t{0}, u1 - u0);
+  const int64_t start = u0 % ring, first = std::min(u1 - u0, ring - start);
+  fn(start, int64_t{0}, first);
+  if (first < u1 - u0) fn(int64_t{0}, first, u1 - u0 - first);
+}
+
+template <class KV>
+void ScoreRowsN(int64_t nq, const float* q, int64_t ldq, const KV* k, int64_t ldk, int64_t nt,
+                int64_t d, float* s, int64_t ls) {
+  switch (nq) {
+    case 1: return ScoreRows<1>(q, ldq, k, ldk, nt, d, s, ls);
+    case 2: return ScoreRows<2>(q, ldq, k, ldk, nt, d, s, ls);
+    case 3: return ScoreRows<3>(q, ldq, k, ldk, nt, d, s, ls);
+    default: return ScoreRows<4>(q, ldq, k, ldk, nt, d, s, ls);
+  }
+}
+
+template <class KV>
+void WeightedSumRowsN(int64_t nq, const float* probs, int64_t ls, const KV* v, int64_t ldv,
+                      int64_t nt, int64_t d, bool accumulate, float* out, int64_t ldo) {
+  switch (nq) {
+    case 1: return WeightedSumRows<1>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
+    case 2: return WeightedSumRows<2>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
+    case 3: return WeightedSumRows<3>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
+    default: return WeightedSumRows<4>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
+  }
+}
+
+// Softmax of one query's scores sr[0, n) in place, with the scale and softcap first
+// (ref/ AttentionOne documents the order; with bf16 rounding at torch's points).
+HWY_INLINE void ScaledSoftmax(float* sr, int64_t n, float scale, float cap, bool bf16) {
+  if (bf16) {
+    Transform(sr, n, [scale, cap](DF d, VF v) HWY_ATTR {
+      v = RoundBF16V(d, hn::Mul(RoundBF16V(d, v), hn::Set(d, scale)));
+      if (cap > 0.0f) {
+        const VF t = RoundBF16V(d, hn::Tanh(d, RoundBF16V(d, hn::Div(v, hn::Set(d, cap)))));
+        v = RoundBF16V(d, hn::Mul(t, hn::Set(d, cap)));
+      }
+      return v;
+    });
+  } else {
+    Transform(sr, n, [scale, cap](DF d, VF v) HWY_ATTR {
+      v = hn::Mul(v, hn::Set(d, scale));
+      if (cap > 0.0f) v = hn::Mul(hn::Tanh(d, hn::Div(v, hn::Set(d, cap))), hn::Set(d, cap));
+      return v;
+    });
+  }
+  // softmax: e = exp(s - max); p = e * (1 / sum e).
+  float max_score = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) max_score = std::max(max_score, sr[j]);
+  Transform(sr, n, [max_score](DF d, VF v) HWY_ATTR {
+    return hn::Exp(d, hn::Sub(v, hn::Set(d, max_score)));
+  });
+  double sum = 0.0;
+  for (int64_t j = 0; j < n; ++j) sum += sr[j];
+  const float inv_sum = 1.0f / static_cast<float>(sum);
+  Transform(sr, n, [inv_sum, bf16](DF d, VF v) HWY_ATTR {
+    v = hn::Mul(v, hn::Set(d, inv_sum));
+    return bf16 ? RoundBF16V(d, v) : v;
+  });
+}
+
 // One head × up to kAttentionQueryBlock queries. Scores are computed for the union of the
 // queries' key ranges (each K row loaded once for the block); each query then softmaxes its
 // own range, and probabilities outside it are zero so p·v can share each V row too.
+template <class KV>
 void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_end, int64_t h,
                     float* scratch) {
   const int64_t kvh = h / (p.Hq / p.Hkv);
@@ -518,22 +627,11 @@ void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_
   }
   const int64_t nt = u1 - u0, ls = nt;
   const float* q0 = p.q + i_begin * p.ldq + h * p.d;
-  const float* kbase = p.k + u0 * p.ldk + kvh * p.d;
-  switch (nq) {
-    case 1:
-      ScoreRows<1>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls);
-      break;
-    case 2:
-      ScoreRows<2>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls);
-      break;
-    case 3:
-      ScoreRows<3>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls);
-      break;
-    default:
-      ScoreRows<4>(q0, p.ldq, kbase, p.ldk, nt, p.d, scratch, ls);
-      break;
-  }
-  const float scale = p.scale, cap = p.softcap;
+  const KV* kbase = static_cast<const KV*>(p.k) + kvh * p.d;
+  const KV* vbase = static_cast<const KV*>(p.v) + kvh * p.d;
+  ForEachKeyRun(p.kv_ring, u0, u1, [&](int64_t row, int64_t off, int64_t n) {
+    ScoreRowsN(nq, q0, p.ldq, kbase + row * p.ldk, p.ldk, n, p.d, scratch + off, ls);
+  });
   for (int64_t qi = 0; qi < nq; ++qi) {
     float* s = scratch + qi * ls;
     const int64_t b = p.key_begin[i_begin + qi] - u0, e = p.key_end[i_begin + qi] - u0;
@@ -543,36 +641,15 @@ void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_
     }
     std::fill_n(s, b, 0.0f);
     std::fill(s + e, s + nt, 0.0f);
-    const int64_t n = e - b;
-    float* sr = s + b;
-    Transform(sr, n, [scale, cap](DF d, VF v) HWY_ATTR {
-      v = hn::Mul(v, hn::Set(d, scale));
-      if (cap > 0.0f) v = hn::Mul(hn::Tanh(d, hn::Div(v, hn::Set(d, cap))), hn::Set(d, cap));
-      return v;
-    });
-    // softmax: e = exp(s - max); p = e * (1 / sum e).
-    float max_score = -INFINITY;
-    for (int64_t j = 0; j < n; ++j) max_score = std::max(max_score, sr[j]);
-    Transform(sr, n, [max_score](DF d, VF v) HWY_ATTR {
-      return hn::Exp(d, hn::Sub(v, hn::Set(d, max_score)));
-    });
-    double sum = 0.0;
-    for (int64_t j = 0; j < n; ++j) sum += sr[j];
-    const float inv_sum = 1.0f / static_cast<float>(sum);
-    Transform(sr, n, [inv_sum](DF d, VF v) HWY_ATTR { return hn::Mul(v, hn::Set(d, inv_sum)); });
+    ScaledSoftmax(s + b, e - b, p.scale, p.softcap, p.round_bf16);
   }
   // out[qi] = p[qi] · v over the union range; each V vector feeds every query of the block.
-  const float* vbase = p.v + u0 * p.ldv + kvh * p.d;
   float* o0 = p.out + i_begin * p.ldo + h * p.d;
-  switch (nq) {
-    case 1:
-      return WeightedSumRows<1>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
-    case 2:
-      return WeightedSumRows<2>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
-    case 3:
-      return WeightedSumRows<3>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
-    default:
-      return WeightedSumRows<4>(scratch, ls, vbase, p.ldv, nt, p.d, o0, p.ldo);
+  ForEachKeyRun(p.kv_ring, u0, u1, [&](int64_t row, int64_t off, int64_t n) {
+    WeightedSumRowsN(nq, scratch + off, ls, vbase + row * p.ldv, p.ldv, n, p.d, off > 0, o0, p.ldo);
+  });
+  if (p.round_bf16) {
+    for (int64_t qi = 0; qi < nq; ++qi) RoundBF16(o0 + qi * p.ldo, p.d);
   }
 }
 
@@ -582,7 +659,11 @@ void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end,
     const int64_t h = item / blocks;
     const int64_t i_begin = item % blocks * kernels::kAttentionQueryBlock;
     const int64_t i_end = std::min(p.Tq, i_begin + kernels::kAttentionQueryBlock);
-    AttentionBlock(p, i_begin, i_end, h, scratch);
+    if (p.kv_bf16) {
+      AttentionBlock<BF16>(p, i_begin, i_end, h, scratch);
+    } else {
+      AttentionBlock<float>(p, i_begin, i_end, h, scratch);
+    }
   }
 }
 
@@ -595,6 +676,11 @@ void ToF32T(const W* in, int64_t n, float* out) {
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes) hn::StoreU(LoadWeights(df, in + i), df, out + i);
   for (; i < n; ++i) out[i] = WeightToF32(in[i]);
+}
+
+template <class W>
+void RowToF32(const Matrix& w, int64_t r, float* out) {
+  ToF32T(reinterpret_cast<const W*>(w.row(r)), w.cols, out);
 }
 
 void ToF32(const void* data, DType dtype, int64_t n, float* out) {
@@ -610,7 +696,9 @@ void ToF32(const void* data, DType dtype, int64_t n, float* out) {
 
 const kernels::KernelTable kTable = {
     HWY_TARGET == HWY_AVX3 ? "avx512" : (HWY_TARGET == HWY_AVX2 ? "avx2" : "baseline"),
-    MatMulBlock,
+    {MatMulFormat<float>, MatMulFormat<BF16>, MatMulFormat<hwy::float16_t>, nullptr, nullptr,
+     nullptr, nullptr},
+    {RowToF32<float>, RowToF32<BF16>, RowToF32<hwy::float16_t>, nullptr, nullptr, nullptr, nullptr},
     RmsNorm,
     LayerNorm,
     GeluTanh,
@@ -619,7 +707,9 @@ const kernels::KernelTable kTable = {
     Add,
     Scale,
     SoftCap,
+    RoundBF16,
     RopeRow,
+    RopeRowBF16,
     AttentionItems,
     ToF32,
 };

@@ -22,17 +22,42 @@ float ElementAsF32(const void* data, DType dtype, int64_t i) {
   return 0.0f;
 }
 
-void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const void* w, DType w_dtype,
-                 int64_t n0, int64_t n1, float* out, int64_t ldo) {
+namespace {
+// Element i of a float-format matrix row.
+float RowElement(const Matrix& w, int64_t r, int64_t i) {
+  const std::byte* row = w.row(r);
+  switch (w.format) {
+    case WFormat::kF32:
+      return reinterpret_cast<const float*>(row)[i];
+    case WFormat::kBF16:
+      return BF16ToF32(reinterpret_cast<const uint16_t*>(row)[i]);
+    case WFormat::kF16:
+      return F16ToF32(reinterpret_cast<const uint16_t*>(row)[i]);
+    default:
+      OCULAR_CHECK(false, "HINT: the scalar table has no kernel for this format");
+  }
+  return 0.0f;
+}
+inline float R(float x) { return BF16ToF32(F32ToBF16(x)); }
+}  // namespace
+
+void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                 int64_t n1, float* out, int64_t ldo) {
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = n0; n < n1; ++n) {
       double sum = 0.0;
-      for (int64_t k = 0; k < K; ++k) {
-        sum += static_cast<double>(a[m * lda + k]) * ElementAsF32(w, w_dtype, n * K + k);
-      }
+      for (int64_t k = 0; k < K; ++k) sum += static_cast<double>(a[m * lda + k]) * RowElement(w, n, k);
       out[m * ldo + n] = static_cast<float>(sum);
     }
   }
+}
+
+void RowToF32(const Matrix& w, int64_t r, float* out) {
+  for (int64_t i = 0; i < w.cols; ++i) out[i] = RowElement(w, r, i);
+}
+
+void RoundBF16(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = R(x[i]);
 }
 
 // HF GemmaRMSNorm / LlamaRMSNorm (modeling_gemma.py, modeling_llama.py):
@@ -132,6 +157,21 @@ void RopeRow(float* x, int64_t n_heads, int64_t head_dim, const float* cos, cons
   }
 }
 
+// rotate_half RoPE as HF computes it on bf16 q/k (modeling_gemma.py apply_rotary_pos_emb):
+// cos/sin already bf16; x*cos and rotate_half(x)*sin each rounded, then the sum rounded.
+void RopeRowBF16(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin) {
+  const int64_t half = head_dim / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* xh = x + h * head_dim;
+    for (int64_t k = 0; k < half; ++k) {
+      const float x1 = xh[k], x2 = xh[k + half];
+      // q_embed = (q * cos) + (rotate_half(q) * sin), rotate_half(q) = cat(-x2, x1)
+      xh[k] = R(R(x1 * cos[k]) + R(-x2 * sin[k]));
+      xh[k + half] = R(R(x2 * cos[k]) + R(x1 * sin[k]));
+    }
+  }
+}
+
 // HF GemmaRotaryEmbedding: inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim)),
 // freqs = inv_freq.float() @ position_ids.float() (one f32 product each), cos/sin in f32.
 void RopeCosSin(int64_t pos, int64_t head_dim, float theta, float* cos, float* sin) {
@@ -148,20 +188,36 @@ void RopeCosSin(int64_t pos, int64_t head_dim, float theta, float* cos, float* s
 // HF eager attention (modeling_gemma2.py eager_attention_forward):
 //   w = (q @ kᵀ) * scaling; softcap; + mask; softmax(dim=-1, float32); out = w @ v.
 // torch's softmax: e = exp(x - max), p = e * (1 / sum(e)).
+// With round_bf16, as torch runs it on bf16 tensors: scores = bf16(q·k), then bf16(s * scale);
+// softcap as three rounded ops (/cap, tanh, *cap); softmax in f32 then bf16; out = bf16(p·v)
+// (dot products accumulate in f32 there, as torch's bf16 matmul does).
 namespace {
+
+float KvElement(const kernels::AttentionArgs& p, const void* base, int64_t ld, int64_t t,
+                int64_t i) {
+  const int64_t row = p.kv_ring > 0 ? t % p.kv_ring : t;
+  if (p.kv_bf16) return BF16ToF32(static_cast<const uint16_t*>(base)[row * ld + i]);
+  return static_cast<const float*>(base)[row * ld + i];
+}
 
 void AttentionOne(const kernels::AttentionArgs& p, int64_t i, int64_t h, int64_t kvh,
                   float* scratch) {
   const float* qi = p.q + i * p.ldq + h * p.d;
   float* oi = p.out + i * p.ldo + h * p.d;
   const int64_t t0 = p.key_begin[i], t1 = p.key_end[i];
+  const bool bf = p.round_bf16;
   float max_score = -INFINITY;
   for (int64_t t = t0; t < t1; ++t) {
-    const float* kt = p.k + t * p.ldk + kvh * p.d;
     double dot = 0.0;
-    for (int64_t j = 0; j < p.d; ++j) dot += static_cast<double>(qi[j]) * kt[j];
-    float s = static_cast<float>(dot) * p.scale;
-    if (p.softcap > 0.0f) s = std::tanh(s / p.softcap) * p.softcap;
+    for (int64_t j = 0; j < p.d; ++j) dot += static_cast<double>(qi[j]) * KvElement(p, p.k, p.ldk, t, kvh * p.d + j);
+    float s;
+    if (bf) {
+      s = R(R(static_cast<float>(dot)) * p.scale);
+      if (p.softcap > 0.0f) s = R(R(std::tanh(R(s / p.softcap))) * p.softcap);
+    } else {
+      s = static_cast<float>(dot) * p.scale;
+      if (p.softcap > 0.0f) s = std::tanh(s / p.softcap) * p.softcap;
+    }
     scratch[t - t0] = s;
     max_score = std::fmax(max_score, s);
   }
@@ -171,12 +227,16 @@ void AttentionOne(const kernels::AttentionArgs& p, int64_t i, int64_t h, int64_t
     sum += scratch[t - t0];
   }
   const float inv_sum = t1 > t0 ? 1.0f / static_cast<float>(sum) : 0.0f;
+  for (int64_t t = t0; t < t1; ++t) {
+    scratch[t - t0] *= inv_sum;
+    if (bf) scratch[t - t0] = R(scratch[t - t0]);
+  }
   for (int64_t j = 0; j < p.d; ++j) {
     double acc = 0.0;
     for (int64_t t = t0; t < t1; ++t) {
-      acc += static_cast<double>(scratch[t - t0] * inv_sum) * p.v[t * p.ldv + kvh * p.d + j];
+      acc += static_cast<double>(scratch[t - t0]) * KvElement(p, p.v, p.ldv, t, kvh * p.d + j);
     }
-    oi[j] = static_cast<float>(acc);
+    oi[j] = bf ? R(static_cast<float>(acc)) : static_cast<float>(acc);
   }
 }
 
@@ -199,8 +259,22 @@ void ToF32(const void* data, DType dtype, int64_t n, float* out) {
 
 const kernels::KernelTable& Table() {
   static const kernels::KernelTable table = {
-      "scalar", MatMulBlock, RmsNorm, LayerNorm, GeluTanh,       GeluErf, Mul,
-      Add,      Scale,       SoftCap, RopeRow,   AttentionItems, ToF32,
+      "scalar",
+      {MatMulBlock, MatMulBlock, MatMulBlock, nullptr, nullptr, nullptr, nullptr},
+      {RowToF32, RowToF32, RowToF32, nullptr, nullptr, nullptr, nullptr},
+      RmsNorm,
+      LayerNorm,
+      GeluTanh,
+      GeluErf,
+      Mul,
+      Add,
+      Scale,
+      SoftCap,
+      RoundBF16,
+      RopeRow,
+      RopeRowBF16,
+      AttentionItems,
+      ToF32,
   };
   return table;
 }

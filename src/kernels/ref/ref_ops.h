@@ -16,8 +16,11 @@ namespace ocular::ref {
 // Element i of a F32/BF16/F16 array as f32.
 float ElementAsF32(const void* data, DType dtype, int64_t i);
 
-void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const void* w, DType w_dtype,
-                 int64_t n0, int64_t n1, float* out, int64_t ldo);
+void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                 int64_t n1, float* out, int64_t ldo);
+void RowToF32(const Matrix& w, int64_t r, float* out);
+void RoundBF16(float* x, int64_t n);
+void RopeRowBF16(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);
 void RmsNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, float eps,
              bool add_one, float* y);
 void LayerNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, const TensorView& b,

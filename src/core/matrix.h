@@ -1,0 +1,44 @@
+// Weight matrices as format-tagged, row-addressable blocks of bytes.
+//
+// A linear layer's weight is HF's [out_features, in_features] = [rows, cols]; row r (one
+// output feature) starts at data + r * row_bytes. The format says how a row's cols values are
+// encoded: plain floats today, ggml-style quantized blocks (32 or 256 values per block) next,
+// which is why a row is addressed in bytes rather than elements. Kernels keep one entry per
+// format (kernels/kernel_table.h); a format with no kernel is refused at load time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace ocular {
+
+enum class WFormat : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
+inline constexpr int kNumWFormats = 7;
+
+const char* WFormatName(WFormat f);  // "f32", "bf16", "f16", "q8_0", ...
+// Values per block (1 for float formats) and bytes per block.
+int64_t WFormatBlockValues(WFormat f);
+int64_t WFormatBlockBytes(WFormat f);
+// Bytes of one row of `cols` values; -1 if cols is not a multiple of the block.
+int64_t WFormatRowBytes(WFormat f, int64_t cols);
+// The float formats a checkpoint tensor can be stored in; false for any other dtype.
+bool WFormatFromDType(DType t, WFormat* out);
+
+struct Matrix {
+  const std::byte* data = nullptr;
+  WFormat format = WFormat::kF32;
+  int64_t rows = 0, cols = 0;
+  size_t row_bytes = 0;
+
+  const std::byte* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+  size_t bytes() const { return static_cast<size_t>(rows) * row_bytes; }
+  bool empty() const { return data == nullptr; }
+};
+
+// A [rows, cols] matrix over a float tensor view (F32/BF16/F16). REQUIRES: view.numel() ==
+// rows * cols and a float dtype (checked by the loader before calling).
+Matrix MatrixFromView(const TensorView& view, int64_t rows, int64_t cols);
+
+}  // namespace ocular

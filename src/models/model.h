@@ -1,0 +1,98 @@
+// The model-family seam: what the runtime needs from a vision-language model, whatever its
+// family (PaliGemma today; Gemma 3 and Llama 3.2 Vision plug in here). One implementation per
+// family lives in its own folder (models/paligemma/, ...), registered in models/registry.h.
+//
+// All methods run on an Exec (backend, precision, arena) and take scratch from its arena only:
+// the runtime plans the arena from WorkspaceBytes() once, so a decode step never allocates.
+// Methods are const and safe to call from several threads with different Execs and caches.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/exec.h"
+#include "models/kv_cache.h"
+#include "models/tracer.h"
+#include "ocular/status.h"
+
+namespace ocular {
+
+enum class LayerKind : uint8_t { kSelfAttention, kCrossAttention };
+
+// One decoder layer as the runtime sees it.
+struct LayerSpec {
+  LayerKind kind = LayerKind::kSelfAttention;
+  int window = 0;          // sliding window in tokens while decoding; 0 = global
+  float rope_theta = 0;    // RoPE base of this layer
+};
+
+struct ModelSpec {
+  std::string family;        // registry key: "paligemma"
+  std::string architecture;  // for people: "PaliGemma 2 (gemma2)"
+  int hidden_size = 0;
+  int vocab_size = 0;         // rows of the output projection (logits per token)
+  int max_positions = 0;      // context length
+  std::vector<LayerSpec> layers;
+  KvLayout kv;                // what one sequence's cache holds
+  int image_size = 0;         // pixel values per image: [3, image_size, image_size]
+  int image_tokens = 0;       // feature rows per image
+  double image_gflop = 0;     // matmul + attention FLOPs (2 per MAC) to encode one image
+  int32_t image_token_id = -1;
+  int32_t eos_id = -1;
+  DType weight_dtype = DType::kF32;   // of the weight matrices
+  size_t weight_bytes = 0;
+  size_t text_weight_bytes = 0;       // what one decode step streams (decoder + output projection)
+};
+
+// One sequence's rows in a batched forward pass. Rows are laid out sequence after sequence.
+struct SeqChunk {
+  KvCache* cache;
+  int64_t start;       // cache position of the first row
+  int64_t count;       // rows of this sequence in the pass
+  int64_t prefix_len;  // positions [0, prefix_len) form one bidirectional block
+};
+
+struct Batch {
+  std::span<const SeqChunk> seqs;
+  int64_t rows = 0;  // sum of counts
+};
+
+// The largest shapes one Exec will run, for WorkspaceBytes.
+struct WorkspaceShape {
+  int64_t rows = 1;       // rows of one forward pass (prefill length, or decode batch size)
+  int64_t context = 1;    // longest sequence (keys per attention call)
+  int64_t images = 0;     // images of one EncodeImages call
+  int threads = 1;
+};
+
+class VlModel {
+ public:
+  virtual ~VlModel() = default;
+  virtual const ModelSpec& spec() const = 0;
+
+  // Arena bytes the calls below take at most, for shapes up to `shape`.
+  virtual size_t WorkspaceBytes(const WorkspaceShape& shape) const = 0;
+
+  // pixels [n, 3, R, R] (normalized, channels first) -> features [n * image_tokens, H], ready to
+  // stand in for the image tokens' embeddings.
+  virtual void EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* features,
+                            Tracer* tracer) const = 0;
+
+  // x[ids.size(), H] = input embeddings of `ids`, image-token rows taking the feature rows in
+  // order. Errors: an id outside the vocabulary, image token count != feature_rows.
+  virtual Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
+                       int64_t feature_rows, float* x, Tracer* tracer) const = 0;
+
+  // Runs every decoder layer on x[batch.rows, H] in place (K/V appended to each sequence's
+  // cache) and leaves the final-normed hidden states in x.
+  virtual void Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const = 0;
+
+  // logits[rows, vocab_size] = output projection of hidden[rows, H].
+  virtual void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const = 0;
+};
+
+}  // namespace ocular

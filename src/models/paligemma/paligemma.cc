@@ -1,0 +1,232 @@
+#include "models/paligemma/paligemma.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/arena.h"
+#include "core/half.h"
+#include "io/checkpoint.h"
+#include "kernels/ops.h"
+#include "models/layers.h"
+#include "models/siglip.h"
+
+namespace ocular::paligemma {
+
+namespace {
+
+// Hub checkpoints use the legacy module names; transformers >= 4.52 may save the new ones
+// (PaliGemmaForConditionalGeneration._checkpoint_conversion_mapping).
+std::vector<std::string> NameCandidates(const std::string& name) {
+  std::vector<std::string> out = {name};
+  struct Alias {
+    const char* legacy;
+    const char* current;
+  };
+  static constexpr Alias kAliases[] = {
+      {"language_model.model.", "model.language_model."},
+      {"language_model.lm_head.", "lm_head."},
+      {"vision_tower.", "model.vision_tower."},
+      {"multi_modal_projector.", "model.multi_modal_projector."},
+  };
+  for (const Alias& a : kAliases) {
+    const std::string legacy = a.legacy;
+    if (name.compare(0, legacy.size(), legacy) == 0) out.push_back(a.current + name.substr(legacy.size()));
+  }
+  return out;
+}
+
+size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PaliGemma>> PaliGemma::Load(const std::string& dir) {
+  OCULAR_ASSIGN_OR_RETURN(PaliGemmaConfig cfg, LoadPaliGemmaConfig(dir));
+  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(dir));
+  return Load(std::move(cfg), std::make_unique<Checkpoint>(std::move(ckpt)));
+}
+
+StatusOr<std::unique_ptr<PaliGemma>> PaliGemma::Load(PaliGemmaConfig config,
+                                                     std::unique_ptr<TensorSource> source) {
+  std::unique_ptr<PaliGemma> m(new PaliGemma());
+  m->cfg_ = std::move(config);
+  m->source_ = std::move(source);
+  OCULAR_RETURN_IF_ERROR(m->BindWeights());
+  m->BuildSpec();
+  return m;
+}
+
+Status PaliGemma::BindWeights() {
+  const TensorSource& src = *source_;
+  std::set<std::string> used;
+  std::set<DType> matrix_dtypes;
+  Status s = ForEachTensor(cfg_, &w_, [&](const std::string& name, const Shape& shape,
+                                          WeightSlot slot, bool required) -> Status {
+    for (const std::string& cand : NameCandidates(name)) {
+      if (!src.Has(cand)) continue;
+      used.insert(cand);
+      if (slot.matrix) {
+        OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
+        matrix_dtypes.insert(slot.matrix->format == WFormat::kBF16  ? DType::kBF16
+                             : slot.matrix->format == WFormat::kF16 ? DType::kF16
+                                                                    : DType::kF32);
+      } else {
+        OCULAR_ASSIGN_OR_RETURN(*slot.vector, src.Get(cand, shape));
+      }
+      return Status::Ok();
+    }
+    if (!required) return Status::Ok();
+    return Error(StatusCode::kNotFound, "checkpoint", src.origin(), ": missing tensor '", name, "'");
+  });
+  OCULAR_RETURN_IF_ERROR(s);
+  // A tensor the model does not read means a configuration it does not implement (attention
+  // or MLP biases, a pooling head, ...): refuse rather than answer wrong.
+  for (const std::string& name : src.Names()) {
+    if (!used.count(name)) {
+      return Error(StatusCode::kUnimplemented, "paligemma", src.origin(), ": tensor '", name,
+                   "' is not used by ocular's PaliGemma (", cfg_.text.model_type,
+                   "); this checkpoint needs a configuration ocular does not implement");
+    }
+  }
+  if (w_.text.lm_head.empty()) w_.text.lm_head = w_.text.embed;  // tied
+  spec_.weight_dtype = matrix_dtypes.size() == 1 ? *matrix_dtypes.begin() : DType::kF32;
+  return Status::Ok();
+}
+
+void PaliGemma::BuildSpec() {
+  const GemmaTextConfig& t = cfg_.text;
+  spec_.family = "paligemma";
+  spec_.architecture = t.is_gemma2() ? "PaliGemma 2 (gemma2)" : "PaliGemma 1 (gemma)";
+  spec_.hidden_size = t.hidden_size;
+  spec_.vocab_size = static_cast<int>(w_.text.lm_head.rows);
+  spec_.max_positions = t.max_position_embeddings;
+  spec_.kv.kv_dim = int64_t{t.num_key_value_heads} * t.head_dim;
+  for (int i = 0; i < t.num_hidden_layers; ++i) {
+    LayerSpec l;
+    l.window = t.is_gemma2() && t.layer_is_sliding[i] ? t.sliding_window : 0;
+    l.rope_theta = t.rope_theta;
+    spec_.layers.push_back(l);
+    spec_.kv.window.push_back(l.window);
+  }
+  spec_.image_size = cfg_.vision.image_size;
+  spec_.image_tokens = cfg_.image_tokens();
+  spec_.image_token_id = cfg_.image_token_index;
+  {  // SigLIP: per layer 4 D×D projections + 2 D×I MLP matmuls, QKᵀ and PV; + projector.
+    const double N = cfg_.image_tokens(), D = cfg_.vision.hidden_size;
+    const double I = cfg_.vision.intermediate_size;
+    const double K = 3.0 * cfg_.vision.patch_size * cfg_.vision.patch_size;
+    const double per_layer = 2 * N * (4 * D * D + 2 * D * I) + 2 * 2 * N * N * D;
+    spec_.image_gflop = (2 * N * K * D + cfg_.vision.num_hidden_layers * per_layer +
+                         2 * N * D * t.hidden_size) / 1e9;
+  }
+  spec_.eos_id = cfg_.eos_token_id;
+  const GemmaWeights& g = w_.text;
+  size_t text = g.lm_head.bytes() + g.final_norm.nbytes();
+  for (const GemmaLayerWeights& l : g.layers) {
+    text += l.q_w.bytes() + l.k_w.bytes() + l.v_w.bytes() + l.o_w.bytes() + l.gate_w.bytes() +
+            l.up_w.bytes() + l.down_w.bytes() + l.input_norm.nbytes() + l.post_attn_norm.nbytes();
+    if (l.pre_ffw_norm.data) text += l.pre_ffw_norm.nbytes() + l.post_ffw_norm.nbytes();
+  }
+  spec_.text_weight_bytes = text;
+  const SiglipWeights& v = w_.vision;
+  size_t total = text + (g.lm_head.data == g.embed.data ? 0 : g.embed.bytes()) + w_.proj_w.bytes() +
+          w_.proj_b.nbytes() + v.patch_w.bytes() + v.patch_b.nbytes() + v.pos.nbytes() +
+          v.post_ln_w.nbytes() + v.post_ln_b.nbytes();
+  for (const SiglipLayerWeights& l : v.layers) {
+    total += l.q_w.bytes() + l.k_w.bytes() + l.v_w.bytes() + l.o_w.bytes() + l.fc1_w.bytes() +
+             l.fc2_w.bytes();
+    for (const TensorView* t : {&l.ln1_w, &l.ln1_b, &l.q_b, &l.k_b, &l.v_b, &l.o_b, &l.ln2_w,
+                                &l.ln2_b, &l.fc1_b, &l.fc2_b}) {
+      total += t->nbytes();
+    }
+  }
+  spec_.weight_bytes = total;
+}
+
+size_t PaliGemma::WorkspaceBytes(const WorkspaceShape& s) const {
+  const int64_t N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
+  const size_t encode = s.images > 0 ? Floats(s.images * N * D) +
+                                           SiglipBytes(cfg_.vision, s.images, s.threads)
+                                     : 0;
+  const size_t forward = DecoderLayerBytes(cfg_.text, s.rows, s.context, s.threads);
+  return std::max(encode, forward);
+}
+
+void PaliGemma::EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* z,
+                             Tracer* tracer) const {
+  const int64_t N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
+  const int64_t H = cfg_.text.hidden_size;
+  ArenaScope scope(ex.arena);
+  float* feats = ex.arena.Floats(n * N * D);
+  SiglipForward(ex, cfg_.vision, w_.vision, pixels, n, feats, tracer);
+  ops::MatMul(ex, feats, n * N, D, D, w_.proj_w, &w_.proj_b, z, H);
+  Tap(tracer, "projector", z, {n, N, H});
+  // image_features / (hidden_size ** 0.5)  (PaliGemmaModel.get_image_features)
+  ops::Divide(ex, z, n * N * H, static_cast<float>(std::sqrt(static_cast<double>(H))));
+}
+
+Status PaliGemma::Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
+                        int64_t feature_rows, float* x, Tracer* tracer) const {
+  const int64_t T = static_cast<int64_t>(ids.size()), H = cfg_.text.hidden_size;
+  const int64_t V = w_.text.embed.rows;
+  const int32_t image_id = cfg_.image_token_index;
+  int64_t n_image_tokens = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t id = ids[t];
+    if (id == image_id && features) {
+      ++n_image_tokens;
+    } else if (id < 0 || id >= V) {
+      return Error(StatusCode::kInvalidArgument, "paligemma", "token id ", id, " at position ",
+                   t, " is outside the vocabulary [0, ", V, ")");
+    }
+  }
+  if (features && n_image_tokens != feature_rows) {
+    return Error(StatusCode::kInvalidArgument, "paligemma", "prompt has ", n_image_tokens,
+                 " image tokens but the images produced ", feature_rows, " feature rows");
+  }
+  int64_t next_feat = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (ids[t] == image_id && features) {
+      std::copy_n(features + next_feat++ * H, H, x + t * H);
+    } else {
+      ops::EmbedRows(ex, w_.text.embed, &ids[t], 1, x + t * H, H);
+    }
+  }
+  Tap(tracer, "decoder.inputs_embeds", x, {T, H});
+  // hidden_states * normalizer, normalizer = tensor(hidden_size**0.5, dtype=hidden dtype)
+  // (modeling_gemma.py GemmaModel.forward).
+  float normalizer = static_cast<float>(std::sqrt(static_cast<double>(H)));
+  if (ex.round_bf16()) normalizer = BF16ToF32(F32ToBF16(normalizer));
+  ops::Scale(ex, x, T * H, normalizer);
+  Tap(tracer, "decoder.embed_scaled", x, {T, H});
+  return Status::Ok();
+}
+
+void PaliGemma::Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const {
+  const GemmaTextConfig& c = cfg_.text;
+  const int64_t H = c.hidden_size;
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    if (c.is_gemma2()) {
+      Gemma2Layer(ex, c, w_.text.layers[i], spec_.layers[i], i, batch, x);
+    } else {
+      GemmaLayer(ex, c, w_.text.layers[i], spec_.layers[i], i, batch, x);
+    }
+    TapIndexed(tracer, "decoder.layers.", i, x, {batch.rows, H});
+  }
+  ops::RmsNorm(ex, x, batch.rows, H, w_.text.final_norm, c.rms_norm_eps, /*add_one=*/true, x);
+  Tap(tracer, "decoder.norm", x, {batch.rows, H});
+}
+
+void PaliGemma::Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const {
+  const int64_t H = cfg_.text.hidden_size, V = w_.text.lm_head.rows;
+  ops::MatMul(ex, hidden, rows, H, H, w_.text.lm_head, nullptr, logits, V);
+  // No final softcap: PaliGemmaForConditionalGeneration.forward computes lm_head(hidden) and
+  // never applies text_config.final_logit_softcapping (transformers 4.57), and big_vision's
+  // PaliGemma 2 transfers use none either. Greedy output is unaffected either way (tanh is
+  // monotonic); opt in with apply_final_softcap for Gemma 2 semantics.
+  if (apply_final_softcap_ && cfg_.text.final_logit_softcapping > 0) {
+    ops::SoftCap(ex, logits, rows * V, cfg_.text.final_logit_softcapping);
+  }
+}
+
+}  // namespace ocular::paligemma

@@ -1,0 +1,58 @@
+#include "models/registry.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/mapped_file.h"
+#include "models/paligemma/paligemma.h"
+#include "models/paligemma/processor.h"
+
+namespace ocular {
+
+namespace {
+
+StatusOr<LoadedModel> LoadPaliGemma(const std::string& dir) {
+  LoadedModel out;
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<paligemma::PaliGemma> model,
+                          paligemma::PaliGemma::Load(dir));
+  OCULAR_ASSIGN_OR_RETURN(out.processor,
+                          paligemma::PaliGemmaProcessor::Load(dir, model->config()));
+  out.model = std::move(model);
+  return out;
+}
+
+struct Family {
+  const char* model_type;
+  StatusOr<LoadedModel> (*load)(const std::string& dir);
+};
+
+constexpr Family kFamilies[] = {
+    {"paligemma", LoadPaliGemma},
+};
+
+}  // namespace
+
+std::vector<std::string> RegisteredModelTypes() {
+  std::vector<std::string> out;
+  for (const Family& f : kFamilies) out.emplace_back(f.model_type);
+  return out;
+}
+
+StatusOr<LoadedModel> LoadModel(const std::string& dir) {
+  const std::string path = dir + "/config.json";
+  OCULAR_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Error(StatusCode::kDataLoss, "config", path, ": not a JSON object");
+  }
+  const auto it = j.find("model_type");
+  const std::string type = it != j.end() && it->is_string() ? it->get<std::string>() : "";
+  for (const Family& f : kFamilies) {
+    if (type == f.model_type) return f.load(dir);
+  }
+  std::string known;
+  for (const Family& f : kFamilies) known += std::string(known.empty() ? "" : ", ") + f.model_type;
+  return Error(StatusCode::kUnimplemented, "config", path, ": model_type '", type,
+               "' is not supported (supported: ", known, ")");
+}
+
+}  // namespace ocular

@@ -1,0 +1,96 @@
+#include "runtime/runner.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "kernels/ops.h"
+
+namespace ocular {
+
+Runner::Runner(const VlModel& model, const Backend& backend, Precision precision,
+               const RunnerLimits& limits)
+    : model_(model),
+      vocab_(model.spec().vocab_size),
+      hidden_(model.spec().hidden_size),
+      ex_{backend, precision, arena_} {
+  const ModelSpec& s = model.spec();
+  // A typical prompt: one image and a short text, unless told more.
+  const int64_t context =
+      limits.max_context > 0 ? limits.max_context : std::min<int64_t>(s.max_positions, s.image_tokens + 128);
+  Plan(std::max<int64_t>(limits.max_batch, 1), context, limits.max_images);
+  logits_.resize(static_cast<size_t>(std::max<int64_t>(limits.max_batch, 1)) * vocab_);
+  chunks_.reserve(static_cast<size_t>(std::max<int64_t>(limits.max_batch, 1)));
+  active_.reserve(chunks_.capacity());
+}
+
+void Runner::Plan(int64_t rows, int64_t context, int64_t images) {
+  WorkspaceShape want = planned_;
+  want.rows = std::max(want.rows, rows);
+  want.context = std::max(want.context, context);
+  want.images = std::max(want.images, images);
+  want.threads = ex_.pool().size();
+  const size_t bytes = model_.WorkspaceBytes(want);
+  if (bytes > arena_.capacity()) arena_.Reserve(bytes);
+  planned_ = want;
+  const size_t x = static_cast<size_t>(want.rows * hidden_);
+  if (x_.size() < x) x_.resize(x);
+}
+
+void Runner::EncodeImages(const float* pixels, int64_t n, float* features, Tracer* tracer) {
+  Plan(1, 1, n);
+  model_.EncodeImages(ex_, pixels, n, features, tracer);
+}
+
+Status Runner::Prefill(Sequence& seq, const float* features, int64_t feature_rows,
+                       Tracer* tracer, std::vector<float>* prompt_logits) {
+  const std::vector<int32_t>& ids = seq.params().prompt;
+  const int64_t T = static_cast<int64_t>(ids.size());
+  if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
+  OCULAR_CHECK(seq.position() == 0, "HINT: Prefill runs a sequence's first pass");
+  Plan(T, seq.cache()->capacity(), 0);
+  OCULAR_RETURN_IF_ERROR(model_.Embed(ex_, ids, features, feature_rows, x_.data(), tracer));
+  const SeqChunk chunk{seq.cache(), 0, T, seq.params().prefix_len};
+  model_.Forward(ex_, Batch{std::span<const SeqChunk>(&chunk, 1), T}, x_.data(), tracer);
+  seq.Advance(T);
+  if (prompt_logits != nullptr) {
+    prompt_logits->resize(static_cast<size_t>(T) * vocab_);
+    model_.Logits(ex_, x_.data(), T, prompt_logits->data());
+    Tap(tracer, "logits", prompt_logits->data(), {T, vocab_});
+    std::copy_n(prompt_logits->data() + (T - 1) * vocab_, vocab_, logits_.data());
+  } else {
+    model_.Logits(ex_, x_.data() + (T - 1) * hidden_, 1, logits_.data());
+  }
+  if (!seq.done()) seq.SampleAndAppend(logits_.data(), vocab_);
+  return Status::Ok();
+}
+
+void Runner::DecodeStep(std::span<Sequence* const> batch) {
+  active_.clear();
+  for (Sequence* s : batch) {
+    if (!s->done()) active_.push_back(s);
+  }
+  const int64_t B = static_cast<int64_t>(active_.size());
+  if (B == 0) return;
+  int64_t context = 0;
+  for (Sequence* s : active_) context = std::max(context, s->position() + 1);
+  Plan(B, context, 0);
+  if (logits_.size() < static_cast<size_t>(B) * vocab_) logits_.resize(static_cast<size_t>(B) * vocab_);
+  chunks_.clear();
+  for (int64_t b = 0; b < B; ++b) {
+    Sequence* s = active_[b];
+    const int32_t token = s->last_token();
+    // Ids were sampled from this model's logits, so always inside the vocabulary.
+    const Status st = model_.Embed(ex_, std::span<const int32_t>(&token, 1), nullptr, 0,
+                                   x_.data() + b * hidden_, nullptr);
+    OCULAR_CHECK(st.ok(), "HINT: a sampled id must embed");
+    chunks_.push_back(SeqChunk{s->cache(), s->position(), 1, s->params().prefix_len});
+  }
+  model_.Forward(ex_, Batch{chunks_, B}, x_.data(), nullptr);
+  model_.Logits(ex_, x_.data(), B, logits_.data());
+  for (int64_t b = 0; b < B; ++b) {
+    active_[b]->Advance(1);
+    active_[b]->SampleAndAppend(logits_.data() + b * vocab_, vocab_);
+  }
+}
+
+}  // namespace ocular

@@ -1,0 +1,84 @@
+// Runner: runs sequences through a model on one execution context — the step API.
+//
+//   Runner runner(model, backend, Precision::kBF16, {.max_batch = 8});
+//   runner.EncodeImages(pixels, 1, features.data(), nullptr);
+//   runner.Prefill(seq_a, features.data(), rows, nullptr);   // first token sampled
+//   runner.Prefill(seq_b, nullptr, 0, nullptr);
+//   while (...) runner.DecodeStep(batch);                    // one [B, H] pass per step
+//
+// Prefill runs one sequence's whole prompt (its bidirectional prefix must be complete in one
+// pass); DecodeStep feeds the last token of every unfinished sequence in `batch` through one
+// forward pass that reads each weight once, so B sequences cost about one sequence's weight
+// traffic. Sequences may differ in prompt, images, length and sampling, and may join or leave
+// between steps. Results do not depend on the batch a sequence runs in.
+//
+// Memory: the workspace arena and the activation buffers are planned from RunnerLimits; a
+// prefill longer (or a batch wider) than planned grows them once, before any layer runs.
+// DecodeStep within the planned batch makes no heap allocation.
+// Thread-safety: a Runner is used by one thread at a time (the model and backend may be
+// shared by several Runners).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/arena.h"
+#include "kernels/exec.h"
+#include "models/model.h"
+#include "runtime/sequence.h"
+
+namespace ocular {
+
+struct RunnerLimits {
+  int64_t max_batch = 1;     // sequences per decode step
+  int64_t max_context = 0;   // tokens per sequence (0: a typical prompt; grows on demand)
+  int64_t max_images = 1;    // images per EncodeImages call
+};
+
+class Runner {
+ public:
+  Runner(const VlModel& model, const Backend& backend, Precision precision,
+         const RunnerLimits& limits);
+
+  const Exec& exec() const { return ex_; }
+  const VlModel& model() const { return model_; }
+
+  // features[n * image_tokens, H] for pixels [n, 3, R, R].
+  void EncodeImages(const float* pixels, int64_t n, float* features, Tracer* tracer);
+
+  // Runs seq's prompt (image-token rows take `features` in order), fills its cache and samples
+  // its first token (unless max_new_tokens == 0). With prompt_logits, also returns the logits
+  // of every prompt position [T, V] (and taps them as "logits"). Errors: bad ids, image token
+  // count != feature rows, prompt longer than the cache.
+  Status Prefill(Sequence& seq, const float* features, int64_t feature_rows, Tracer* tracer,
+                 std::vector<float>* prompt_logits = nullptr);
+
+  // One decode step for every sequence in `batch` that is not done.
+  void DecodeStep(std::span<Sequence* const> batch);
+
+  // The logits row that chose the latest token of the i-th sequence that was still running in
+  // the last DecodeStep (after Prefill: i = 0, the prompt's last position). Valid until the
+  // next call.
+  const float* last_logits(int64_t i) const { return logits_.data() + i * vocab_; }
+  int32_t vocab() const { return vocab_; }
+  size_t workspace_bytes() const { return arena_.capacity(); }
+
+  // Grows the arena and buffers for passes of `rows` rows over `context` keys and encodes of
+  // `images` images (no-op when they fit). Prefill and DecodeStep call it themselves.
+  void Plan(int64_t rows, int64_t context, int64_t images);
+
+ private:
+  const VlModel& model_;
+  const int32_t vocab_;
+  const int64_t hidden_;
+  Arena arena_;
+  Exec ex_;
+  WorkspaceShape planned_;
+  std::vector<float> x_;       // [rows, H] activations of one pass
+  std::vector<float> logits_;  // [batch, V]
+  std::vector<SeqChunk> chunks_;
+  std::vector<Sequence*> active_;
+};
+
+}  // namespace ocular

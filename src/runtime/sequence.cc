@@ -1,0 +1,42 @@
+#include "runtime/sequence.h"
+
+#include "core/check.h"
+
+namespace ocular {
+
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kNone: return "";
+    case FinishReason::kEos: return "eos";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+  }
+  return "";
+}
+
+Sequence::Sequence(SequenceParams params, KvHandle kv, int32_t vocab)
+    : p_(std::move(params)), kv_(std::move(kv)), sampler_(p_.sampling) {
+  OCULAR_CHECK(vocab > 0 && p_.max_new_tokens >= 0);
+  OCULAR_CHECK(kv_.cache()->capacity() >= static_cast<int64_t>(p_.prompt.size()) + p_.max_new_tokens);
+  sampler_.Reserve(vocab);
+  generated_.reserve(static_cast<size_t>(p_.max_new_tokens));
+  if (p_.max_new_tokens == 0) finish_ = FinishReason::kLength;
+}
+
+void Sequence::Cancel() {
+  if (!done()) finish_ = FinishReason::kCancelled;
+}
+
+int32_t Sequence::SampleAndAppend(const float* logits, int32_t vocab) {
+  OCULAR_CHECK(!done());
+  const int32_t id = sampler_.Next(logits, vocab);
+  generated_.push_back(id);
+  if (id == p_.eos_id) {
+    finish_ = FinishReason::kEos;
+  } else if (static_cast<int>(generated_.size()) >= p_.max_new_tokens) {
+    finish_ = FinishReason::kLength;
+  }
+  return id;
+}
+
+}  // namespace ocular

@@ -1,0 +1,57 @@
+// A generation in progress: its prompt, its KV cache, its sampler and what it has produced.
+// Sequences are stepped by a Runner (runtime/runner.h), alone or in a batch with others;
+// a sequence can join or leave a batch at any step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/kv_pool.h"
+#include "runtime/sampler.h"
+
+namespace ocular {
+
+enum class FinishReason : uint8_t { kNone, kEos, kLength, kCancelled };
+const char* FinishReasonName(FinishReason r);  // "", "eos", "length", "cancelled"
+
+struct SequenceParams {
+  std::vector<int32_t> prompt;  // the whole prompt, image tokens included
+  int64_t prefix_len = 0;       // [0, prefix_len) attends bidirectionally
+  int max_new_tokens = 16;
+  SamplingParams sampling;
+  int32_t eos_id = -1;  // finishes after emitting this id; -1: never early
+};
+
+class Sequence {
+ public:
+  // REQUIRES: kv holds at least prompt.size() + max_new_tokens tokens; vocab > 0.
+  Sequence(SequenceParams params, KvHandle kv, int32_t vocab);
+
+  const SequenceParams& params() const { return p_; }
+  const std::vector<int32_t>& generated() const { return generated_; }
+  int32_t last_token() const { return generated_.back(); }
+  bool done() const { return finish_ != FinishReason::kNone; }
+  FinishReason finish_reason() const { return finish_; }
+  // Tokens whose K/V are in the cache.
+  int64_t position() const { return position_; }
+  KvCache* cache() { return kv_.cache(); }
+
+  // Stops the sequence: it leaves the batch at the next step (its cache can be released).
+  void Cancel();
+  // Returns the KV cache to its pool early (e.g. when done). REQUIRES: done().
+  void ReleaseCache() { kv_ = KvHandle(); }
+
+  // For the runner: samples the next token from its logits row and records it.
+  int32_t SampleAndAppend(const float* logits, int32_t vocab);
+  void Advance(int64_t tokens) { position_ += tokens; }
+
+ private:
+  SequenceParams p_;
+  KvHandle kv_;
+  Sampler sampler_;
+  std::vector<int32_t> generated_;  // reserved to max_new_tokens
+  int64_t position_ = 0;
+  FinishReason finish_ = FinishReason::kNone;
+};
+
+}  // namespace ocular
