@@ -195,8 +195,10 @@ HWY_INLINE void RowsTimesColumnsPairs(const float* a, int64_t lda, const float* 
 
 void GemvBF16(const float* a, int64_t M, int64_t K, int64_t lda, const BF16* w, int64_t n0,
               int64_t n1, float* out, int64_t ldo) {
+  // Sized for the largest M of this path (4), so a decode batch growing from 1 to 4 rows
+  // does not reallocate it.
   thread_local std::vector<float> a_perm;
-  a_perm.resize(static_cast<size_t>(M * K));
+  if (a_perm.size() < static_cast<size_t>(4 * K)) a_perm.resize(static_cast<size_t>(4 * K));
   const int64_t K2 = PermuteEvenOdd(a, M, K, lda, a_perm.data());
   const float* ap = a_perm.data();
   switch (M) {

@@ -1,0 +1,98 @@
+// The decode step makes no heap allocation (nor do a repeated image encode and prefill): every
+// buffer is planned, the thread pool passes work without std::function, the sampler and the
+// KV caches are sized when a sequence joins. Counted by replacing the global operator new.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include "support/fixture.h"
+#include "support/harness.h"
+
+namespace {
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace ocular {
+namespace {
+
+using testing_support::Harness;
+
+struct Case {
+  const char* checkpoint;
+  float temperature;  // > 0: top-k / top-p sampling scratch too
+};
+
+class AllocationTest : public testing::TestWithParam<Case> {};
+
+TEST_P(AllocationTest, DecodeStepEncodeAndPrefillAllocateNothing) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  const Case c = GetParam();
+  auto taps = fixture::GoldenTaps::Open(std::string("testdata/golden/") + c.checkpoint +
+                                        "/photo_detect.safetensors");
+  ASSERT_TRUE(taps.ok());
+  const std::vector<int32_t> ids = *taps->Ids("input_ids");
+  const TensorView pv = *taps->Tap("pixel_values");
+  auto h = Harness::Load(std::string("testdata/tiny/") + c.checkpoint, nullptr, 2, 4);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  Harness& m = **h;
+  const ModelSpec& spec = m.model->spec();
+  std::vector<float> features(pv.shape[0] * spec.image_tokens * spec.hidden_size);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<Sequence*> batch;
+  for (int i = 0; i < 4; ++i) {
+    SequenceParams p;
+    p.prompt = ids;
+    p.prefix_len = static_cast<int64_t>(ids.size());
+    p.max_new_tokens = 20;
+    p.sampling.temperature = c.temperature;
+    p.sampling.top_k = c.temperature > 0 ? 40 : 0;
+    p.sampling.top_p = c.temperature > 0 ? 0.9f : 1.0f;
+    p.sampling.seed = i;
+    auto kv = m.kv.Acquire(static_cast<int64_t>(ids.size()) + 20);
+    ASSERT_TRUE(kv.ok());
+    seqs.push_back(std::make_unique<Sequence>(std::move(p), std::move(*kv), spec.vocab_size));
+    batch.push_back(seqs.back().get());
+  }
+  // Warm-up: the first encode, prefill and step size the per-thread kernel panels.
+  m.runner.EncodeImages(pv.as<float>(), pv.shape[0], features.data(), nullptr);
+  ASSERT_TRUE(m.runner.Prefill(*seqs[0], features.data(), spec.image_tokens, nullptr).ok());
+  m.runner.DecodeStep(std::span<Sequence* const>(batch.data(), 1));
+
+  int64_t before = g_allocations.load();
+  m.runner.EncodeImages(pv.as<float>(), pv.shape[0], features.data(), nullptr);
+  for (int i = 1; i < 4; ++i) {
+    ASSERT_TRUE(m.runner.Prefill(*seqs[i], features.data(), spec.image_tokens, nullptr).ok());
+  }
+  EXPECT_EQ(g_allocations.load() - before, 0) << "allocations in encode + 3 prefills";
+
+  before = g_allocations.load();
+  for (int step = 0; step < 10; ++step) m.runner.DecodeStep(batch);
+  EXPECT_EQ(g_allocations.load() - before, 0) << "allocations in 10 decode steps of 4 sequences";
+  for (Sequence* s : batch) EXPECT_GE(s->generated().size(), 10u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, AllocationTest,
+                         testing::Values(Case{"pg1", 0.0f}, Case{"pg2", 0.0f},
+                                         Case{"pg2-bf16", 0.0f}, Case{"pg2", 0.8f}),
+                         [](const auto& info) {
+                           std::string n = info.param.checkpoint;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n + (info.param.temperature > 0 ? "_sampled" : "_greedy");
+                         });
+
+}  // namespace
+}  // namespace ocular
