@@ -79,6 +79,23 @@ def write_random_safetensors(path, shapes, seed):
             f.write((x.view(np.uint32) >> 16).astype(np.uint16).tobytes())  # truncate to bf16
 
 
+def write_bench_tokenizer(d):
+    """The tiny tokenizer without its <image> token: its id (2048) would contradict the 3B
+    config's image_token_index (257152), which ocular refuses; bench feeds image tokens by id."""
+    src = "testdata/tiny/tokenizer"
+    with open(os.path.join(src, "tokenizer.json")) as f:
+        tok = json.load(f)
+    tok["added_tokens"] = [t for t in tok["added_tokens"] if t["content"] != "<image>"]
+    with open(os.path.join(d, "tokenizer.json"), "w") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    with open(os.path.join(src, "tokenizer_config.json")) as f:
+        cfg = json.load(f)
+    cfg["added_tokens_decoder"] = {k: v for k, v in cfg.get("added_tokens_decoder", {}).items()
+                                   if v["content"] != "<image>"}
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump(cfg, f, ensure_ascii=False, indent=2)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="fullsize")
@@ -90,9 +107,9 @@ def main():
         cfg = config_json(which)
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(cfg, f, indent=2, sort_keys=True)
-        for name in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json",
-                     "special_tokens_map.json"):
+        for name in ("tokenizer.model", "special_tokens_map.json"):
             shutil.copy(os.path.join("testdata/tiny/tokenizer", name), d)
+        write_bench_tokenizer(d)
         with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
             json.dump({"do_resize": True, "size": {"height": 224, "width": 224}, "resample": 3,
                        "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
