@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <thread>
+
 #include "support/fixture.h"
 
 namespace ocular {
@@ -79,6 +83,105 @@ TEST(Engine, RejectsBadRequestsClearly) {
   auto big = (*tight)->Generate({"testdata/golden/inputs/photo.png"}, "caption en", {});
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(Engine, PrecisionOptionsAreCheckedAgainstTheCheckpoint) {
+  for (const char* bad : {"bf16", "bf16-fast"}) {
+    EngineOptions o;
+    o.precision = bad;  // pg1 stores f32 weights
+    auto e = Engine::Load("testdata/tiny/pg1", o);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.status().code(), StatusCode::kUnimplemented);
+  }
+  EngineOptions o;
+  o.precision = "f16";
+  EXPECT_EQ(Engine::Load("testdata/tiny/pg1", o).status().code(), StatusCode::kInvalidArgument);
+  o.precision = "auto";
+  o.kv_cache = "int4";
+  EXPECT_EQ(Engine::Load("testdata/tiny/pg1", o).status().code(), StatusCode::kInvalidArgument);
+  auto bf16 = Engine::Load("testdata/tiny/pg2-bf16", {});
+  ASSERT_TRUE(bf16.ok());
+  EXPECT_EQ((*bf16)->Info().precision, "bf16");
+  EXPECT_EQ((*bf16)->Info().kv_cache, "bf16");
+  auto f32 = Engine::Load("testdata/tiny/pg1", {});
+  EXPECT_EQ((*f32)->Info().precision, "f32");
+  EXPECT_EQ((*f32)->Info().kv_cache, "f32");
+}
+
+// An image given as bytes gives the answer of the same image given as a file; a bad byte
+// string is an error naming the input.
+TEST(Engine, ImagesFromBytesEqualImagesFromFiles) {
+  auto engine = Engine::Load("testdata/tiny/pg2", {});
+  ASSERT_TRUE(engine.ok());
+  const std::string path = "testdata/golden/inputs/photo.png";
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  GenerateOptions o;
+  o.max_tokens = 8;
+  auto from_file = (*engine)->Generate({path}, "caption en", o);
+  auto from_bytes = (*engine)->Generate({ImageInput::FromBytes(bytes, "upload.png")}, "caption en", o);
+  ASSERT_TRUE(from_file.ok() && from_bytes.ok());
+  EXPECT_EQ(from_file->output_ids, from_bytes->output_ids);
+  EXPECT_EQ(from_bytes->image_sizes[0].width, from_file->image_sizes[0].width);
+  auto bad = (*engine)->Generate({ImageInput::FromBytes({1, 2, 3}, "junk.bin")}, "caption en", o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("junk.bin"), std::string::npos) << bad.status().message();
+}
+
+// The token callback stops generation by returning false: the answer ends there and says why.
+TEST(Engine, CallbackCancelsGeneration) {
+  auto engine = Engine::Load("testdata/tiny/pg1", {});
+  ASSERT_TRUE(engine.ok());
+  GenerateOptions o;
+  o.max_tokens = 16;
+  o.stop_at_eos = false;
+  auto full = (*engine)->Generate({"testdata/golden/inputs/photo.png"}, "caption en", o);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->finish_reason, "length");
+  int pieces = 0;
+  auto cut = (*engine)->Generate({"testdata/golden/inputs/photo.png"}, "caption en", o,
+                                 [&](const std::string&) { return ++pieces < 3; });
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(cut->finish_reason, "cancelled");
+  EXPECT_EQ(pieces, 3);
+  ASSERT_LT(cut->output_ids.size(), full->output_ids.size());
+  EXPECT_EQ(cut->output_ids,
+            std::vector<int32_t>(full->output_ids.begin(), full->output_ids.begin() + cut->output_ids.size()));
+}
+
+// Many threads on one Engine: every answer equals the one-thread answer for its input.
+TEST(Engine, ConcurrentCallsFromManyThreadsGiveTheSingleThreadAnswers) {
+  auto engine = Engine::Load("testdata/tiny/pg2", {});
+  ASSERT_TRUE(engine.ok());
+  const std::vector<std::string> images = {"testdata/golden/inputs/photo.png",
+                                           "testdata/golden/inputs/gray.png",
+                                           "testdata/golden/inputs/rgba.png"};
+  const std::vector<std::string> prompts = {"caption en", "detect cat", "answer en what is it?"};
+  GenerateOptions o;
+  o.max_tokens = 10;
+  std::vector<std::vector<int32_t>> want;
+  for (size_t i = 0; i < images.size(); ++i) {
+    auto r = (*engine)->Generate({images[i]}, prompts[i], o);
+    ASSERT_TRUE(r.ok());
+    want.push_back(r->output_ids);
+  }
+  constexpr int kThreads = 6, kRounds = 3;
+  std::vector<std::vector<std::vector<int32_t>>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < kRounds; ++k) {
+        const size_t i = static_cast<size_t>(t + k) % images.size();
+        auto r = (*engine)->Generate({images[i]}, prompts[i], o);
+        got[t].push_back(r.ok() ? r->output_ids : std::vector<int32_t>{-1});
+        (void)(*engine)->Tokenize("caption en");  // read-only calls interleave freely
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    for (int k = 0; k < kRounds; ++k) EXPECT_EQ(got[t][k], want[(t + k) % images.size()]) << t << "," << k;
+  }
 }
 
 }  // namespace
