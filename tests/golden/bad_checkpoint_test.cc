@@ -1,5 +1,6 @@
 // Corrupt checkpoints must give a clear error naming the file/tensor — never a crash.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,7 +19,7 @@ namespace fs = std::filesystem;
 
 // Copies testdata/tiny/pg1 to a fresh directory and lets `corrupt` damage it.
 std::string CorruptCopy(const std::string& name, const std::function<void(const std::string&)>& corrupt) {
-  const std::string dir = testing::TempDir() + "/bad_" + name;
+  const std::string dir = testing::TempDir() + "/bad_" + std::to_string(::getpid()) + "_" + name;
   fs::remove_all(dir);
   fs::copy("testdata/tiny/pg1", dir);
   corrupt(dir);

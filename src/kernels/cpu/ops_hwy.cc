@@ -106,19 +106,32 @@ HWY_INLINE void RowsTimesColumns(const float* a, int64_t lda, const W* w, int64_
   for (; n < n_end; ++n) DotTile<kM, 1>(a, lda, w + n * K, K, K, out + n, ldo);
 }
 
+// Rows per GEMV-style call (decode, and decode batches up to this size): every weight is
+// streamed once per call and each output keeps its own accumulator, so a row's result does
+// not depend on how many rows share the call.
+constexpr int64_t kGemvRows = 8;
+
+// Calls f(std::integral_constant<size_t, m>) for m in [1, kGemvRows].
+template <class F>
+HWY_INLINE void WithRows(size_t m, const F& f) {
+  switch (m) {
+    case 1: return f(std::integral_constant<size_t, 1>());
+    case 2: return f(std::integral_constant<size_t, 2>());
+    case 3: return f(std::integral_constant<size_t, 3>());
+    case 4: return f(std::integral_constant<size_t, 4>());
+    case 5: return f(std::integral_constant<size_t, 5>());
+    case 6: return f(std::integral_constant<size_t, 6>());
+    case 7: return f(std::integral_constant<size_t, 7>());
+    default: return f(std::integral_constant<size_t, 8>());
+  }
+}
+
 template <class W>
 void RowsTimesColumns(size_t m, const float* a, int64_t lda, const W* w, int64_t K, int64_t n_begin,
                       int64_t n_end, float* out, int64_t ldo) {
-  switch (m) {
-    case 1:
-      return RowsTimesColumns<1>(a, lda, w, K, n_begin, n_end, out, ldo);
-    case 2:
-      return RowsTimesColumns<2>(a, lda, w, K, n_begin, n_end, out, ldo);
-    case 3:
-      return RowsTimesColumns<3>(a, lda, w, K, n_begin, n_end, out, ldo);
-    default:
-      return RowsTimesColumns<4>(a, lda, w, K, n_begin, n_end, out, ldo);
-  }
+  WithRows(m, [&](auto rows) HWY_ATTR {
+    RowsTimesColumns<decltype(rows)::value>(a, lda, w, K, n_begin, n_end, out, ldo);
+  });
 }
 
 // ---- BF16 GEMV: two weights per 32-bit lane.
@@ -195,22 +208,16 @@ HWY_INLINE void RowsTimesColumnsPairs(const float* a, int64_t lda, const float* 
 
 void GemvBF16(const float* a, int64_t M, int64_t K, int64_t lda, const BF16* w, int64_t n0,
               int64_t n1, float* out, int64_t ldo) {
-  // Sized for the largest M of this path (4), so a decode batch growing from 1 to 4 rows
-  // does not reallocate it.
+  // Sized for the largest M of this path, so a decode batch growing to kGemvRows rows does
+  // not reallocate it.
   thread_local std::vector<float> a_perm;
-  if (a_perm.size() < static_cast<size_t>(4 * K)) a_perm.resize(static_cast<size_t>(4 * K));
+  const size_t need = static_cast<size_t>(kGemvRows * K);
+  if (a_perm.size() < need) a_perm.resize(need);
   const int64_t K2 = PermuteEvenOdd(a, M, K, lda, a_perm.data());
   const float* ap = a_perm.data();
-  switch (M) {
-    case 1:
-      return RowsTimesColumnsPairs<1>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
-    case 2:
-      return RowsTimesColumnsPairs<2>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
-    case 3:
-      return RowsTimesColumnsPairs<3>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
-    default:
-      return RowsTimesColumnsPairs<4>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
-  }
+  WithRows(static_cast<size_t>(M), [&](auto rows) HWY_ATTR {
+    RowsTimesColumnsPairs<decltype(rows)::value>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
+  });
 }
 
 // ---- GEMM (M > 4): cache blocking. A block of kRowBlock rows of a stays in L2 while a strip
@@ -223,7 +230,7 @@ constexpr int64_t kColumnStrip = 24;
 template <class W>
 void MatMulBlockT(const float* a, int64_t M, int64_t K, int64_t lda, const W* w, int64_t n0,
                   int64_t n1, float* out, int64_t ldo) {
-  if (M <= 4) {  // GEMV-like: stream w once.
+  if (M <= kGemvRows) {  // GEMV-like: stream w once.
     if constexpr (std::is_same_v<W, BF16>) {
       GemvBF16(a, M, K, lda, w, n0, n1, out, ldo);
     } else {
@@ -251,7 +258,7 @@ void MatMulBlockT(const float* a, int64_t M, int64_t K, int64_t lda, const W* w,
         strip = panel.data();
       }
       for (int64_t m = mb; m < mb_end; m += 4) {
-        const size_t rows = static_cast<size_t>(std::min<int64_t>(4, mb_end - m));
+        const size_t rows = static_cast<size_t>(std::min<int64_t>(4, mb_end - m));  // 4-row tiles
         RowsTimesColumns(rows, a + m * lda, lda, strip, K, 0, ns_end - ns, out + m * ldo + ns, ldo);
       }
     }
