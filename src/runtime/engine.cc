@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 #include <mutex>
 
 #include "core/thread_pool.h"
@@ -28,6 +29,22 @@ size_t PeakRssBytes() {
 
 double MsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Sampling options are user input: NaN, negative or out-of-range values are refused.
+Status CheckOptions(const GenerateOptions& o) {
+  if (o.max_tokens < 0) {
+    return Error(StatusCode::kInvalidArgument, "generate", "max_tokens must be >= 0, got ", o.max_tokens);
+  }
+  if (!(o.temperature >= 0.0f) || !std::isfinite(o.temperature)) {
+    return Error(StatusCode::kInvalidArgument, "generate",
+                 "temperature must be a finite number >= 0 (0 = greedy), got ", o.temperature);
+  }
+  if (o.top_k < 0) return Error(StatusCode::kInvalidArgument, "generate", "top_k must be >= 0, got ", o.top_k);
+  if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) {
+    return Error(StatusCode::kInvalidArgument, "generate", "top_p must be in (0, 1], got ", o.top_p);
+  }
+  return Status::Ok();
 }
 
 // The precision a user asked for, checked against what the checkpoint stores.
@@ -206,7 +223,7 @@ class EngineImpl : public Engine {
   StatusOr<GenerateResult> Run(const std::vector<ImageInput>& images, const std::string& prompt,
                                const GenerateOptions& o, const TokenCallback& on_text,
                                RecordingTracer* tracer, Tensor* pixels_out) {
-    if (o.max_tokens < 0) return Error(StatusCode::kInvalidArgument, "generate", "max_tokens must be >= 0");
+    OCULAR_RETURN_IF_ERROR(CheckOptions(o));
     auto t0 = std::chrono::steady_clock::now();
     GenerateResult r;
     Tensor pixels;

@@ -58,7 +58,8 @@ StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const Generation
   const int64_t V = runner.vocab();
   std::vector<float> decode_logits;
   Sequence* batch[] = {&seq};
-  while (!seq.generated().empty()) {
+  // Each iteration hands out the latest token; a failed step adds none.
+  while (!seq.generated().empty() && seq.finish_reason() != FinishReason::kFailed) {
     if (req.record_decode_logits) {
       decode_logits.insert(decode_logits.end(), runner.last_logits(0), runner.last_logits(0) + V);
     }
@@ -67,6 +68,11 @@ StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const Generation
     runner.DecodeStep(batch);
   }
   out.decode_ms = MsSince(t0);
+  if (seq.finish_reason() == FinishReason::kFailed) {
+    return Error(StatusCode::kInternal, "generate", "the model produced NaN logits after ",
+                 seq.generated().size(), " generated tokens (NaN or infinite weights, or an "
+                 "invalid eps / rope_theta in config.json?)");
+  }
   out.generated = seq.generated();
   out.finish = seq.finish_reason();
   if (req.record_prompt_logits) {

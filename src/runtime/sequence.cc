@@ -10,6 +10,7 @@ const char* FinishReasonName(FinishReason r) {
     case FinishReason::kEos: return "eos";
     case FinishReason::kLength: return "length";
     case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kFailed: return "failed";
   }
   return "";
 }
@@ -29,6 +30,12 @@ void Sequence::Cancel() {
 
 int32_t Sequence::SampleAndAppend(const float* logits, int32_t vocab) {
   OCULAR_CHECK(!done());
+  bool nan = false;
+  for (int32_t i = 0; i < vocab; ++i) nan |= logits[i] != logits[i];
+  if (nan) {
+    finish_ = FinishReason::kFailed;
+    return -1;
+  }
   const int32_t id = sampler_.Next(logits, vocab);
   generated_.push_back(id);
   if (id == p_.eos_id) {

@@ -11,8 +11,9 @@
 
 namespace ocular {
 
-enum class FinishReason : uint8_t { kNone, kEos, kLength, kCancelled };
-const char* FinishReasonName(FinishReason r);  // "", "eos", "length", "cancelled"
+// kFailed: the model produced NaN logits (NaN weights, an invalid eps or RoPE base).
+enum class FinishReason : uint8_t { kNone, kEos, kLength, kCancelled, kFailed };
+const char* FinishReasonName(FinishReason r);  // "", "eos", "length", "cancelled", "failed"
 
 struct SequenceParams {
   std::vector<int32_t> prompt;  // the whole prompt, image tokens included
@@ -41,7 +42,8 @@ class Sequence {
   // Returns the KV cache to its pool early (e.g. when done). REQUIRES: done().
   void ReleaseCache() { kv_ = KvHandle(); }
 
-  // For the runner: samples the next token from its logits row and records it.
+  // For the runner: samples the next token from its logits row and records it. A row with a
+  // NaN finishes the sequence as kFailed instead (no token is appended).
   int32_t SampleAndAppend(const float* logits, int32_t vocab);
   void Advance(int64_t tokens) { position_ += tokens; }
 

@@ -4,10 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <thread>
 
+#include "io/safetensors.h"
 #include "support/fixture.h"
 
 namespace ocular {
@@ -83,6 +88,51 @@ TEST(Engine, RejectsBadRequestsClearly) {
   auto big = (*tight)->Generate({"testdata/golden/inputs/photo.png"}, "caption en", {});
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(Engine, RejectsNanAndOutOfRangeSamplingOptions) {
+  auto engine = Engine::Load("testdata/tiny/pg1", {});
+  ASSERT_TRUE(engine.ok());
+  const float nan = std::nanf("");
+  GenerateOptions bad[5];
+  bad[0].temperature = nan;
+  bad[1].temperature = -1.0f;
+  bad[2].top_p = nan;
+  bad[3].top_p = 0.0f;
+  bad[4].top_k = -3;
+  for (const GenerateOptions& o : bad) {
+    auto r = (*engine)->Generate({}, "caption en", o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  }
+}
+
+// NaN weights give NaN logits: a clear runtime error, never an empty answer with success.
+TEST(Engine, NanLogitsAreAnErrorNotAnEmptyAnswer) {
+  const std::string dir = testing::TempDir() + "/nan_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy("testdata/tiny/pg1", dir);
+  // The same weights with one NaN in the final norm.
+  std::vector<NamedTensor> tensors;
+  auto src = SafetensorsFile::Open("testdata/tiny/pg1/model.safetensors");
+  ASSERT_TRUE(src.ok());
+  std::vector<float> poisoned;
+  for (const auto& [name, view] : src->tensors()) {
+    if (name == "language_model.model.norm.weight") {
+      poisoned.assign(view.as<float>(), view.as<float>() + view.numel());
+      poisoned[0] = std::nanf("");
+      tensors.push_back({name, {poisoned.data(), DType::kF32, view.shape}});
+    } else {
+      tensors.push_back({name, view});
+    }
+  }
+  ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", tensors).ok());
+  auto engine = Engine::Load(dir, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  auto r = (*engine)->Generate({"testdata/golden/inputs/photo.png"}, "caption en", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+  EXPECT_NE(r.status().message().find("NaN logits"), std::string::npos) << r.status().message();
 }
 
 TEST(Engine, PrecisionOptionsAreCheckedAgainstTheCheckpoint) {
