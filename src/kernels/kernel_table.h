@@ -47,8 +47,11 @@ inline int64_t AttentionScratchFloats(int64_t Tk, int64_t d) {
 }
 
 // out[m, n] = dot(a[m, 0:K], row n of w) for m in [0, M), n in [n0, n1). No bias.
+// scratch: MatMulScratchFloats(K) floats owned by the calling thread (permuted activations,
+// converted weight panels), so kernels never allocate.
 using MatMulFn = void (*)(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                          int64_t n0, int64_t n1, float* out, int64_t ldo);
+                          int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch);
+inline int64_t MatMulScratchFloats(int64_t K) { return 24 * (K > 0 ? K : 1); }
 // out[0, cols) = f32(row `r` of w) (embedding lookup, dequantization).
 using RowToF32Fn = void (*)(const Matrix& w, int64_t r, float* out);
 

@@ -148,8 +148,9 @@ void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, c
   const kernels::KernelTable& table = ex.table();
   const kernels::MatMulFn kernel = table.matmul[static_cast<int>(w.format)];
   OCULAR_CHECK(kernel != nullptr, "HINT: no kernel for this weight format (refused at load)");
-  auto run_columns = [&](int64_t n0, int64_t n1) {
-    kernel(a, M, K, lda, w, n0, n1, out, ldo);
+  const int64_t per_thread = MatMulArenaFloats(1, K);
+  auto run_columns = [&](int64_t n0, int64_t n1, float* scratch) {
+    kernel(a, M, K, lda, w, n0, n1, out, ldo, scratch);
     for (int64_t m = 0; m < M; ++m) {
       float* row = out + m * ldo;
       if (bias != nullptr) {
@@ -160,13 +161,26 @@ void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, c
     }
   };
   const int64_t units = (N + kColumnsPerUnit - 1) / kColumnsPerUnit;
-  if (M * N * K < kMinParallelMacs || units == 1) {
-    run_columns(0, N);
+  const int64_t threads =
+      M * N * K < kMinParallelMacs ? 1 : std::min<int64_t>(ex.pool().size(), units);
+  ArenaScope scope(ex.arena);
+  float* scratch = ex.arena.Floats(per_thread * threads);
+  if (threads == 1) {
+    run_columns(0, N, scratch);
     return;
   }
-  ex.pool().ParallelFor(units, [&](int64_t begin, int64_t end) {
-    run_columns(begin * kColumnsPerUnit, std::min(N, end * kColumnsPerUnit));
+  // One contiguous range of column units per thread, each with its own scratch.
+  ex.pool().ParallelFor(threads, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t u0 = units * t / threads, u1 = units * (t + 1) / threads;
+      run_columns(u0 * kColumnsPerUnit, std::min(N, u1 * kColumnsPerUnit), scratch + t * per_thread);
+    }
   });
+}
+
+int64_t MatMulArenaFloats(int threads, int64_t K) {
+  return threads * static_cast<int64_t>(
+                       Arena::Rounded(kernels::MatMulScratchFloats(K) * sizeof(float)) / sizeof(float));
 }
 
 void RmsNorm(const Exec& ex, const float* x, int64_t rows, int64_t dim, const TensorView& w,

@@ -26,16 +26,19 @@ size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof
 }  // namespace
 
 size_t DecoderLayerBytes(const GemmaTextConfig& c, int64_t rows, int64_t context, int threads) {
-  const int64_t H = c.hidden_size, qdim = int64_t{c.num_attention_heads} * c.head_dim;
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t qdim = int64_t{c.num_attention_heads} * c.head_dim;
   const int64_t kvdim = int64_t{c.num_key_value_heads} * c.head_dim;
   const size_t layer = 2 * Floats(rows * H);  // h, o
   const size_t attention = 2 * Floats(rows * qdim) + 2 * Floats(rows * kvdim) +
                            Arena::Rounded(rows * sizeof(int64_t)) +
-                           2 * Arena::Rounded(rows * sizeof(int32_t)) +
-                           Floats(ops::AttentionArenaFloats(threads, context, c.head_dim)) +
-                           Floats(ops::RopeArenaFloats(c.head_dim));
-  const size_t mlp = 2 * Floats(rows * int64_t{c.intermediate_size});
-  return layer + std::max(attention, mlp);
+                           2 * Arena::Rounded(rows * sizeof(int32_t));
+  const size_t mlp = 2 * Floats(rows * I);
+  // The scratch of the op running innermost (never two at once).
+  const size_t op = std::max({Floats(ops::AttentionArenaFloats(threads, context, c.head_dim)),
+                              Floats(ops::RopeArenaFloats(c.head_dim)),
+                              Floats(ops::MatMulArenaFloats(threads, std::max({H, qdim, I})))});
+  return layer + std::max(attention, mlp) + op;
 }
 
 void SelfAttention(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l,

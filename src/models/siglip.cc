@@ -85,12 +85,14 @@ void EncoderLayer(const Exec& ex, const SiglipVisionConfig& c, const SiglipLayer
 }  // namespace
 
 size_t SiglipBytes(const SiglipVisionConfig& c, int64_t n, int threads) {
-  const int64_t N = c.num_patches(), D = c.hidden_size;
+  const int64_t N = c.num_patches(), D = c.hidden_size, Iv = c.intermediate_size;
   const size_t embed = Floats(N * PatchValues(c)) + Floats(N * D);
-  const size_t attention = 4 * Floats(N * D) + 2 * Arena::Rounded(N * sizeof(int32_t)) +
-                           Floats(ops::AttentionArenaFloats(threads, N, c.head_dim()));
-  const size_t layer = 2 * Floats(N * D) + std::max(attention, Floats(N * c.intermediate_size));
-  return Floats(n * N * D) + std::max(embed, layer);
+  const size_t attention = 4 * Floats(N * D) + 2 * Arena::Rounded(N * sizeof(int32_t));
+  const size_t layer = 2 * Floats(N * D) + std::max(attention, Floats(N * Iv));
+  // The scratch of the op running innermost (never two at once).
+  const size_t op = std::max(Floats(ops::AttentionArenaFloats(threads, N, c.head_dim())),
+                             Floats(ops::MatMulArenaFloats(threads, std::max({PatchValues(c), D, Iv}))));
+  return Floats(n * N * D) + std::max(embed, layer) + op;
 }
 
 void SiglipForward(const Exec& ex, const SiglipVisionConfig& c, const SiglipWeights& w,

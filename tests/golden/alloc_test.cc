@@ -67,7 +67,7 @@ TEST_P(AllocationTest, DecodeStepEncodeAndPrefillAllocateNothing) {
     seqs.push_back(std::make_unique<Sequence>(std::move(p), std::move(*kv), spec.vocab_size));
     batch.push_back(seqs.back().get());
   }
-  // Warm-up: the first encode, prefill and step size the per-thread kernel panels.
+  // Warm-up: the first prefill grows the planned workspace to this prompt length.
   m.runner.EncodeImages(pv.as<float>(), pv.shape[0], features.data(), nullptr);
   ASSERT_TRUE(m.runner.Prefill(*seqs[0], features.data(), spec.image_tokens, nullptr).ok());
   m.runner.DecodeStep(std::span<Sequence* const>(batch.data(), 1));

@@ -206,15 +206,11 @@ HWY_INLINE void RowsTimesColumnsPairs(const float* a, int64_t lda, const float* 
   for (; n < n_end; ++n) DotTilePairs<kM, 1>(a, lda, a_perm, K2, w + n * K, K, out + n, ldo);
 }
 
+// a_perm: kGemvRows * K floats of scratch.
 void GemvBF16(const float* a, int64_t M, int64_t K, int64_t lda, const BF16* w, int64_t n0,
-              int64_t n1, float* out, int64_t ldo) {
-  // Sized for the largest M of this path, so a decode batch growing to kGemvRows rows does
-  // not reallocate it.
-  thread_local std::vector<float> a_perm;
-  const size_t need = static_cast<size_t>(kGemvRows * K);
-  if (a_perm.size() < need) a_perm.resize(need);
-  const int64_t K2 = PermuteEvenOdd(a, M, K, lda, a_perm.data());
-  const float* ap = a_perm.data();
+              int64_t n1, float* out, int64_t ldo, float* a_perm) {
+  const int64_t K2 = PermuteEvenOdd(a, M, K, lda, a_perm);
+  const float* ap = a_perm;
   WithRows(static_cast<size_t>(M), [&](auto rows) HWY_ATTR {
     RowsTimesColumnsPairs<decltype(rows)::value>(a, lda, ap, K2, w, K, n0, n1, out, ldo);
   });
@@ -227,18 +223,21 @@ void GemvBF16(const float* a, int64_t M, int64_t K, int64_t lda, const BF16* w, 
 constexpr int64_t kRowBlock = 64;
 constexpr int64_t kColumnStrip = 24;
 
+static_assert(kColumnStrip >= kGemvRows, "scratch holds a panel or the permuted rows");
+
+// scratch: kernels::MatMulScratchFloats(K) = kColumnStrip * K floats.
 template <class W>
 void MatMulBlockT(const float* a, int64_t M, int64_t K, int64_t lda, const W* w, int64_t n0,
-                  int64_t n1, float* out, int64_t ldo) {
+                  int64_t n1, float* out, int64_t ldo, float* scratch) {
   if (M <= kGemvRows) {  // GEMV-like: stream w once.
     if constexpr (std::is_same_v<W, BF16>) {
-      GemvBF16(a, M, K, lda, w, n0, n1, out, ldo);
+      GemvBF16(a, M, K, lda, w, n0, n1, out, ldo, scratch);
     } else {
       RowsTimesColumns(static_cast<size_t>(M), a, lda, w, K, n0, n1, out, ldo);
     }
     return;
   }
-  thread_local std::vector<float> panel;
+  float* panel = scratch;
   for (int64_t mb = 0; mb < M; mb += kRowBlock) {
     const int64_t mb_end = std::min(M, mb + kRowBlock);
     for (int64_t ns = n0; ns < n1; ns += kColumnStrip) {
@@ -247,7 +246,6 @@ void MatMulBlockT(const float* a, int64_t M, int64_t K, int64_t lda, const W* w,
       if constexpr (std::is_same_v<W, float>) {
         strip = w + ns * K;
       } else {
-        panel.resize(static_cast<size_t>(kColumnStrip * K));
         const DF df;
         const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
         const int64_t count = (ns_end - ns) * K;
@@ -255,7 +253,7 @@ void MatMulBlockT(const float* a, int64_t M, int64_t K, int64_t lda, const W* w,
         int64_t i = 0;
         for (; i + lanes <= count; i += lanes) hn::StoreU(LoadWeights(df, src + i), df, &panel[i]);
         for (; i < count; ++i) panel[i] = WeightToF32(src[i]);
-        strip = panel.data();
+        strip = panel;
       }
       for (int64_t m = mb; m < mb_end; m += 4) {
         const size_t rows = static_cast<size_t>(std::min<int64_t>(4, mb_end - m));  // 4-row tiles
@@ -268,8 +266,8 @@ void MatMulBlockT(const float* a, int64_t M, int64_t K, int64_t lda, const W* w,
 // One table entry per float weight format; rows are contiguous (row_bytes == K * sizeof(W)).
 template <class W>
 void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
-                  int64_t n1, float* out, int64_t ldo) {
-  MatMulBlockT(a, M, K, lda, reinterpret_cast<const W*>(w.data), n0, n1, out, ldo);
+                  int64_t n1, float* out, int64_t ldo, float* scratch) {
+  MatMulBlockT(a, M, K, lda, reinterpret_cast<const W*>(w.data), n0, n1, out, ldo, scratch);
 }
 
 // ------------------------------------------------------------------ helpers

@@ -42,7 +42,7 @@ inline float R(float x) { return BF16ToF32(F32ToBF16(x)); }
 }  // namespace
 
 void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
-                 int64_t n1, float* out, int64_t ldo) {
+                 int64_t n1, float* out, int64_t ldo, float* /*scratch*/) {
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = n0; n < n1; ++n) {
       double sum = 0.0;

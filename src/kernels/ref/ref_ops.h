@@ -17,7 +17,7 @@ namespace ocular::ref {
 float ElementAsF32(const void* data, DType dtype, int64_t i);
 
 void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
-                 int64_t n1, float* out, int64_t ldo);
+                 int64_t n1, float* out, int64_t ldo, float* scratch = nullptr);
 void RowToF32(const Matrix& w, int64_t r, float* out);
 void RoundBF16(float* x, int64_t n);
 void RopeRowBF16(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);

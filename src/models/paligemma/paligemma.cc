@@ -145,11 +145,15 @@ void PaliGemma::BuildSpec() {
 
 size_t PaliGemma::WorkspaceBytes(const WorkspaceShape& s) const {
   const int64_t N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
-  const size_t encode = s.images > 0 ? Floats(s.images * N * D) +
-                                           SiglipBytes(cfg_.vision, s.images, s.threads)
-                                     : 0;
+  const int64_t H = cfg_.text.hidden_size;
+  const size_t projector = Floats(ops::MatMulArenaFloats(s.threads, D));
+  const size_t encode =
+      s.images > 0 ? Floats(s.images * N * D) +
+                         std::max(SiglipBytes(cfg_.vision, s.images, s.threads), projector)
+                   : 0;
   const size_t forward = DecoderLayerBytes(cfg_.text, s.rows, s.context, s.threads);
-  return std::max(encode, forward);
+  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, H));
+  return std::max({encode, forward, logits});
 }
 
 void PaliGemma::EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* z,
