@@ -41,8 +41,9 @@ void AddModelArgs(CLI::App* cmd, ModelArgs* a) {
       ->check(CLI::IsMember({"auto", "f32", "bf16"}));
 }
 
-StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a) {
+StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch = 8) {
   EngineOptions o;
+  o.max_batch = max_batch;
   o.threads = a.threads;
   o.max_image_pixels = a.max_pixels;
   o.exif_rotate = a.exif_rotate;
@@ -265,15 +266,7 @@ void AddBench(CLI::App& app, int* rc) {
   cmd->add_option("--batch", b->batch, "sequences decoded together (aggregate tokens/s)")
       ->check(CLI::Range(1, 1024));
   cmd->callback([=] {
-    ModelArgs args = *m;
-    auto engine = [&] {
-      EngineOptions o;
-      o.threads = args.threads;
-      o.precision = args.precision;
-      o.kv_cache = args.kv_cache;
-      o.max_batch = std::max(b->batch, 1);
-      return Engine::Load(args.model, o);
-    }();
+    auto engine = LoadEngine(*m, b->batch);
     if (!engine.ok()) {
       *rc = Fail(engine.status());
       return;

@@ -65,14 +65,20 @@ Status PaliGemma::BindWeights() {
     for (const std::string& cand : NameCandidates(name)) {
       if (!src.Has(cand)) continue;
       used.insert(cand);
+      size_t bytes;
       if (slot.matrix) {
         OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
         matrix_dtypes.insert(slot.matrix->format == WFormat::kBF16  ? DType::kBF16
                              : slot.matrix->format == WFormat::kF16 ? DType::kF16
                                                                     : DType::kF32);
+        bytes = slot.matrix->bytes();
       } else {
         OCULAR_ASSIGN_OR_RETURN(*slot.vector, src.Get(cand, shape));
+        bytes = slot.vector->nbytes();
       }
+      spec_.weight_bytes += bytes;
+      // What a decode step streams: the decoder and the output projection.
+      if (name.compare(0, 15, "language_model.") == 0) spec_.text_weight_bytes += bytes;
       return Status::Ok();
     }
     if (!required) return Status::Ok();
@@ -88,7 +94,11 @@ Status PaliGemma::BindWeights() {
                    "); this checkpoint needs a configuration ocular does not implement");
     }
   }
-  if (w_.text.lm_head.empty()) w_.text.lm_head = w_.text.embed;  // tied
+  if (w_.text.lm_head.empty()) {
+    w_.text.lm_head = w_.text.embed;  // tied: the embedding is the output projection
+  } else {
+    spec_.text_weight_bytes -= w_.text.embed.bytes();  // only looked up, a row per token
+  }
   spec_.weight_dtype = matrix_dtypes.size() == 1 ? *matrix_dtypes.begin() : DType::kF32;
   return Status::Ok();
 }
@@ -120,27 +130,6 @@ void PaliGemma::BuildSpec() {
                          2 * N * D * t.hidden_size) / 1e9;
   }
   spec_.eos_id = cfg_.eos_token_id;
-  const GemmaWeights& g = w_.text;
-  size_t text = g.lm_head.bytes() + g.final_norm.nbytes();
-  for (const GemmaLayerWeights& l : g.layers) {
-    text += l.q_w.bytes() + l.k_w.bytes() + l.v_w.bytes() + l.o_w.bytes() + l.gate_w.bytes() +
-            l.up_w.bytes() + l.down_w.bytes() + l.input_norm.nbytes() + l.post_attn_norm.nbytes();
-    if (l.pre_ffw_norm.data) text += l.pre_ffw_norm.nbytes() + l.post_ffw_norm.nbytes();
-  }
-  spec_.text_weight_bytes = text;
-  const SiglipWeights& v = w_.vision;
-  size_t total = text + (g.lm_head.data == g.embed.data ? 0 : g.embed.bytes()) + w_.proj_w.bytes() +
-          w_.proj_b.nbytes() + v.patch_w.bytes() + v.patch_b.nbytes() + v.pos.nbytes() +
-          v.post_ln_w.nbytes() + v.post_ln_b.nbytes();
-  for (const SiglipLayerWeights& l : v.layers) {
-    total += l.q_w.bytes() + l.k_w.bytes() + l.v_w.bytes() + l.o_w.bytes() + l.fc1_w.bytes() +
-             l.fc2_w.bytes();
-    for (const TensorView* t : {&l.ln1_w, &l.ln1_b, &l.q_b, &l.k_b, &l.v_b, &l.o_b, &l.ln2_w,
-                                &l.ln2_b, &l.fc1_b, &l.fc2_b}) {
-      total += t->nbytes();
-    }
-  }
-  spec_.weight_bytes = total;
 }
 
 size_t PaliGemma::WorkspaceBytes(const WorkspaceShape& s) const {
