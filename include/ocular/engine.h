@@ -34,6 +34,9 @@ struct EngineOptions {
   std::string kv_cache = "auto";
   // Sequences decoded together in one step (Bench's batch; the planned workspace).
   int max_batch = 8;
+  // Tokens per sequence the activation workspace is planned for at load (0: one image and a
+  // short prompt). A longer prompt grows the workspace once, before its prefill runs.
+  int max_context = 0;
 };
 
 // An image given as a file path or as encoded bytes (JPEG, PNG, WebP, GIF, BMP).

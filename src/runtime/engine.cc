@@ -81,7 +81,8 @@ class EngineImpl : public Engine {
         backend_(pool_),
         precision_(precision),
         kv_(model_->spec().kv, kv),
-        runner_(*model_, backend_, precision, {.max_batch = opts.max_batch}) {}
+        runner_(*model_, backend_, precision,
+                {.max_batch = opts.max_batch, .max_context = opts.max_context}) {}
 
   ModelInfo Info() const override {
     const ModelSpec& s = model_->spec();
@@ -290,9 +291,14 @@ class EngineImpl : public Engine {
 StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const EngineOptions& o) {
   if (o.threads < 0) return Error(StatusCode::kInvalidArgument, "engine", "threads must be >= 0");
   if (o.max_batch < 1 || o.max_batch > 1024) {
-    return Error(StatusCode::kInvalidArgument, "engine", "max_batch must be in [1, 1024]");
+    return Error(StatusCode::kInvalidArgument, "engine", "max_batch must be in [1, 1024], got ", o.max_batch);
   }
   OCULAR_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(dir));
+  if (o.max_context < 0 || o.max_context > loaded.model->spec().max_positions) {
+    return Error(StatusCode::kInvalidArgument, "engine", "max_context must be in [0, ",
+                 loaded.model->spec().max_positions, "] (the model's context length), got ",
+                 o.max_context);
+  }
   OCULAR_ASSIGN_OR_RETURN(Precision precision, ChoosePrecision(o.precision, loaded.model->spec().weight_dtype));
   OCULAR_ASSIGN_OR_RETURN(KvDType kv, ChooseKv(o.kv_cache, precision));
   return std::unique_ptr<Engine>(new EngineImpl(std::move(loaded), o, precision, kv));

@@ -17,7 +17,8 @@ Runner::Runner(const VlModel& model, const Backend& backend, Precision precision
   // A typical prompt: one image and a short text, unless told more.
   const int64_t context =
       limits.max_context > 0 ? limits.max_context : std::min<int64_t>(s.max_positions, s.image_tokens + 128);
-  Plan(std::max<int64_t>(limits.max_batch, 1), context, limits.max_images);
+  const int64_t rows = std::max<int64_t>(limits.max_batch, limits.max_context > 0 ? context : 1);
+  Plan(rows, context, limits.max_images);
   logits_.resize(static_cast<size_t>(std::max<int64_t>(limits.max_batch, 1)) * vocab_);
   chunks_.reserve(static_cast<size_t>(std::max<int64_t>(limits.max_batch, 1)));
   active_.reserve(chunks_.capacity());

@@ -32,7 +32,8 @@ namespace ocular {
 
 struct RunnerLimits {
   int64_t max_batch = 1;     // sequences per decode step
-  int64_t max_context = 0;   // tokens per sequence (0: a typical prompt; grows on demand)
+  int64_t max_context = 0;   // tokens per sequence, prompt included (0: one image and a short
+                             // prompt); the workspace is planned for prefills this long
   int64_t max_images = 1;    // images per EncodeImages call
 };
 
