@@ -157,6 +157,34 @@ TEST_P(BatchDecodeTest, BatchedEqualsAloneWithJoinsAndLeaves) {
   EXPECT_EQ(m.kv.bytes_in_use(), 0u) << "every cache returned to the pool";
 }
 
+// Image features computed once can be passed in (an embedding cache): the same answer as
+// encoding the pixels again.
+TEST_P(BatchDecodeTest, PrecomputedImageFeaturesGiveTheSameAnswer) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  std::string dir;
+  const std::vector<Input> inputs = GoldenInputs(GetParam(), &dir);
+  auto h = Harness::Load(dir);
+  ASSERT_TRUE(h.ok());
+  Harness& m = **h;
+  for (const Input& in : inputs) {
+    if (in.pixels.data.empty()) continue;
+    GenerationRequest req;
+    req.ids = in.ids;
+    req.pixel_values = &in.pixels;
+    req.max_new_tokens = 8;
+    auto direct = m.Generate(req);
+    ASSERT_TRUE(direct.ok());
+    const ModelSpec& spec = m.model->spec();
+    Tensor features({in.pixels.dim(0) * spec.image_tokens, spec.hidden_size});
+    m.runner.EncodeImages(in.pixels.data.data(), in.pixels.dim(0), features.data.data(), nullptr);
+    req.pixel_values = nullptr;
+    req.features = &features;
+    auto cached = m.Generate(req);
+    ASSERT_TRUE(cached.ok());
+    EXPECT_EQ(cached->generated, direct->generated);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tiny, BatchDecodeTest, testing::Values("pg1", "pg2"));
 
 }  // namespace
