@@ -452,10 +452,17 @@ void RoundBF16(float* x, int64_t n) {
 
 // ------------------------------------------------------------------ RoPE
 
-void RopeRow(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin) {
+// x1' = x1*cos - x2*sin, x2' = x2*cos + x1*sin with each product rounded before the sum, as
+// torch evaluates q*cos and rotate_half(q)*sin as separate tensors; with kBF16 every product
+// and sum is also rounded to bf16 (torch on bf16 q/k, ref/ RopeRowBF16). x1*c + (-x2)*s is
+// exactly x1*c - x2*s in f32.
+template <bool kBF16>
+void RopeRowT(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   const int64_t half = head_dim / 2;
+  auto r = [df](VF v) HWY_ATTR { return kBF16 ? RoundBF16V(df, v) : v; };
+  auto r1 = [](float v) { return kBF16 ? BF16ToF32(F32ToBF16(v)) : v; };
   for (int64_t h = 0; h < n_heads; ++h) {
     float* x1p = x + h * head_dim;
     float* x2p = x1p + half;
@@ -463,45 +470,22 @@ void RopeRow(float* x, int64_t n_heads, int64_t head_dim, const float* cos, cons
     for (; k + lanes <= half; k += lanes) {
       const VF x1 = hn::LoadU(df, x1p + k), x2 = hn::LoadU(df, x2p + k);
       const VF c = hn::LoadU(df, cos + k), s = hn::LoadU(df, sin + k);
-      // Separate products, as torch rounds q*cos and rotate_half(q)*sin before adding.
-      hn::StoreU(hn::Sub(hn::Mul(x1, c), hn::Mul(x2, s)), df, x1p + k);
-      hn::StoreU(hn::Add(hn::Mul(x2, c), hn::Mul(x1, s)), df, x2p + k);
+      hn::StoreU(r(hn::Add(r(hn::Mul(x1, c)), r(hn::Mul(hn::Neg(x2), s)))), df, x1p + k);
+      hn::StoreU(r(hn::Add(r(hn::Mul(x2, c)), r(hn::Mul(x1, s)))), df, x2p + k);
     }
     for (; k < half; ++k) {
       const float x1 = x1p[k], x2 = x2p[k];
-      const float x1c = x1 * cos[k], x2s = x2 * sin[k];
-      const float x2c = x2 * cos[k], x1s = x1 * sin[k];
-      x1p[k] = x1c - x2s;
-      x2p[k] = x2c + x1s;
+      x1p[k] = r1(r1(x1 * cos[k]) + r1(-x2 * sin[k]));
+      x2p[k] = r1(r1(x2 * cos[k]) + r1(x1 * sin[k]));
     }
   }
 }
 
-// RoPE on bf16 q/k as torch computes it (ref/ RopeRowBF16): every product and sum rounded.
+void RopeRow(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin) {
+  RopeRowT<false>(x, n_heads, head_dim, cos, sin);
+}
 void RopeRowBF16(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin) {
-  const DF df;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t half = head_dim / 2;
-  for (int64_t h = 0; h < n_heads; ++h) {
-    float* x1p = x + h * head_dim;
-    float* x2p = x1p + half;
-    int64_t k = 0;
-    for (; k + lanes <= half; k += lanes) {
-      const VF x1 = hn::LoadU(df, x1p + k), x2 = hn::LoadU(df, x2p + k);
-      const VF c = hn::LoadU(df, cos + k), s = hn::LoadU(df, sin + k);
-      const VF a = hn::Add(RoundBF16V(df, hn::Mul(x1, c)), RoundBF16V(df, hn::Mul(hn::Neg(x2), s)));
-      const VF b = hn::Add(RoundBF16V(df, hn::Mul(x2, c)), RoundBF16V(df, hn::Mul(x1, s)));
-      hn::StoreU(RoundBF16V(df, a), df, x1p + k);
-      hn::StoreU(RoundBF16V(df, b), df, x2p + k);
-    }
-    for (; k < half; ++k) {
-      const float x1 = x1p[k], x2 = x2p[k];
-      x1p[k] = BF16ToF32(F32ToBF16(BF16ToF32(F32ToBF16(x1 * cos[k])) +
-                                   BF16ToF32(F32ToBF16(-x2 * sin[k]))));
-      x2p[k] = BF16ToF32(F32ToBF16(BF16ToF32(F32ToBF16(x2 * cos[k])) +
-                                   BF16ToF32(F32ToBF16(x1 * sin[k]))));
-    }
-  }
+  RopeRowT<true>(x, n_heads, head_dim, cos, sin);
 }
 
 // ------------------------------------------------------------------ attention

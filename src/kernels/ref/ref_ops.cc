@@ -25,18 +25,10 @@ float ElementAsF32(const void* data, DType dtype, int64_t i) {
 namespace {
 // Element i of a float-format matrix row.
 float RowElement(const Matrix& w, int64_t r, int64_t i) {
-  const std::byte* row = w.row(r);
-  switch (w.format) {
-    case WFormat::kF32:
-      return reinterpret_cast<const float*>(row)[i];
-    case WFormat::kBF16:
-      return BF16ToF32(reinterpret_cast<const uint16_t*>(row)[i]);
-    case WFormat::kF16:
-      return F16ToF32(reinterpret_cast<const uint16_t*>(row)[i]);
-    default:
-      OCULAR_CHECK(false, "HINT: the scalar table has no kernel for this format");
-  }
-  return 0.0f;
+  OCULAR_CHECK(w.format == WFormat::kF32 || w.format == WFormat::kBF16 || w.format == WFormat::kF16,
+               "HINT: the scalar table has no kernel for this format");
+  const DType t = w.format == WFormat::kF32 ? DType::kF32 : w.format == WFormat::kBF16 ? DType::kBF16 : DType::kF16;
+  return ElementAsF32(w.row(r), t, i);
 }
 inline float R(float x) { return BF16ToF32(F32ToBF16(x)); }
 }  // namespace
