@@ -114,6 +114,8 @@ struct Shape3 {
 constexpr Shape3 kShapes[] = {
     {"decode_gate_2048x16384", 1, 2048, 16384},
     {"decode4_gate_2048x16384", 4, 2048, 16384},
+    {"decode1_gate_2304x9216", 1, 2304, 9216},   // PaliGemma 2 3B decode, one sequence
+    {"decode8_gate_2304x9216", 8, 2304, 9216},   // and a batch of 8
     {"siglip_fc1_256x1152x4304", 256, 1152, 4304},
 };
 
