@@ -30,7 +30,8 @@ ThreadPool& Pool() {
 
 // An f32 execution context on the ISA set last (SetIsa), with a 64 MiB arena.
 struct BenchExec {
-  BenchExec() : backend(Pool()), arena(size_t{64} << 20), ex{backend, Precision::kF32, arena} {}
+  explicit BenchExec(Precision p = Precision::kF32)
+      : backend(Pool()), arena(size_t{64} << 20), ex{backend, p, arena} {}
   Backend backend;
   Arena arena;
   Exec ex;
@@ -44,8 +45,9 @@ std::vector<float> Random(size_t n, uint32_t seed) {
   return v;
 }
 
-void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, int64_t M, int64_t K,
-               int64_t N) {
+// precision kBF16Fast on bf16 weights: the bf16 dot-product decode kernel where the CPU has one.
+void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, Precision precision,
+               int64_t M, int64_t K, int64_t N) {
   if (!SetIsa(isa).ok()) {
     state.SkipWithError("ISA not supported here");
     return;
@@ -61,7 +63,7 @@ void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, int64_t M,
                      {N, K}};
   const std::vector<float> a = Random(M * K, 2);
   std::vector<float> out(M * N);
-  BenchExec b;
+  BenchExec b(precision);
   const Matrix wm = MatrixFromView(w, N, K);
   for (auto _ : state) {
     ops::MatMul(b.ex, a.data(), M, K, K, wm, nullptr, out.data(), N);
@@ -131,9 +133,16 @@ int RegisterAll() {
         if (std::string(isa) == "scalar" && s.M > 4) continue;  // far too slow to be useful
         const std::string name =
             std::string("MatMul/") + isa + "/" + DTypeName(dtype) + "/" + s.name;
-        benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, isa, dtype, s.M, s.K, s.N)
+        benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, isa, dtype, Precision::kF32, s.M,
+                                     s.K, s.N)
             ->Unit(benchmark::kMillisecond)
             ->Apply(Timing);
+        if (dtype == DType::kBF16 && s.M <= 8) {
+          benchmark::RegisterBenchmark((name + "/bf16-fast").c_str(), BM_MatMul, isa, dtype,
+                                       Precision::kBF16Fast, s.M, s.K, s.N)
+              ->Unit(benchmark::kMillisecond)
+              ->Apply(Timing);
+        }
       }
     }
     for (int64_t tk : {256, 1024}) {

@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "core/half.h"
+#include "kernels/cpu/bf16_dot.h"
 #include "kernels/cpu/highway_tables.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ref/ref_ops.h"
@@ -23,13 +24,26 @@ struct Isa {
   const kernels::KernelTable* table;
 };
 
+// The avx512 table plus the bf16 dot-product matmul where the CPU has AVX512_BF16.
+const kernels::KernelTable* WithBf16Dot(const kernels::KernelTable* avx512) {
+  static const kernels::KernelTable* const kTable = [avx512] {
+    if (!cpu::Bf16DotSupported()) return avx512;
+    static kernels::KernelTable t = *avx512;
+    t.matmul_bf16_dot = cpu::MatMulBF16Dot;
+    return static_cast<const kernels::KernelTable*>(&t);
+  }();
+  return kTable;
+}
+
 // "scalar" first, then every Highway table this CPU and OS can run, best last.
 std::vector<Isa> RunnableIsas() {
   std::vector<Isa> isas = {{"scalar", &ref::Table()}};
   const int64_t supported = hwy::SupportedTargets();
   std::vector<cpu::IsaTable> tables = cpu::HighwayTables();
   for (auto it = tables.rbegin(); it != tables.rend(); ++it) {
-    if ((supported & it->hwy_target) != 0) isas.push_back({it->name, it->table});
+    if ((supported & it->hwy_target) == 0) continue;
+    const bool avx512 = std::string_view(it->name) == "avx512";
+    isas.push_back({it->name, avx512 ? WithBf16Dot(it->table) : it->table});
   }
   return isas;
 }
@@ -146,7 +160,11 @@ void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, c
   const float* out_end = out + (M - 1) * ldo + N;
   OCULAR_CHECK(a_end <= out || out_end <= a, "HINT: MatMul out must not alias a");
   const kernels::KernelTable& table = ex.table();
-  const kernels::MatMulFn kernel = table.matmul[static_cast<int>(w.format)];
+  // bf16-fast decode: bf16 dot products where the CPU has them.
+  const bool bf16_dot = ex.precision == Precision::kBF16Fast && w.format == WFormat::kBF16 &&
+                        M <= 8 && table.matmul_bf16_dot != nullptr;
+  const kernels::MatMulFn kernel =
+      bf16_dot ? table.matmul_bf16_dot : table.matmul[static_cast<int>(w.format)];
   OCULAR_CHECK(kernel != nullptr, "HINT: no kernel for this weight format (refused at load)");
   const int64_t per_thread = MatMulArenaFloats(1, K);
   auto run_columns = [&](int64_t n0, int64_t n1, float* scratch) {

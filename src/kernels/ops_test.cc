@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "core/half.h"
+#include "kernels/cpu/bf16_dot.h"
+#include "kernels/kernel_table.h"
 #include "kernels/ref/ref_ops.h"
 #include "kernels/test_util.h"
 
@@ -143,6 +145,48 @@ TEST(MatMulTest, Bf16PrecisionRoundsInTheEpilogue) {
     for (int64_t i = 0; i < M * N; ++i) {
       ASSERT_EQ(got[i], BF16ToF32(F32ToBF16(want[i]))) << i;
       ASSERT_EQ(got_fast[i], want[i]) << i;
+    }
+  });
+}
+
+// bf16-fast decode (M <= 8) on bf16 weights uses bf16 × bf16 dot products where the CPU has
+// them: the activations are rounded to bf16, the products are exact and the sums f32. Elsewhere
+// it is the f32 path. Either way it matches the reference on the inputs it actually used.
+TEST(MatMulTest, Bf16FastDecodeUsesBf16DotProductsWhereAvailable) {
+  const int64_t Ks[] = {1, 2, 31, 32, 33, 64, 100, 2309};
+  const int64_t Ns[] = {1, 5, 67};
+  ForEachIsa([&](const std::string& isa) {
+    TestExec t(2, Precision::kBF16Fast);
+    const bool dot = t.backend.table().matmul_bf16_dot != nullptr;
+    if (isa == "avx512") EXPECT_EQ(dot, cpu::Bf16DotSupported());
+    for (int64_t K : Ks) {
+      for (int64_t N : Ns) {
+        Weights w = RandomWeights(DType::kBF16, {N, K}, static_cast<uint32_t>(K + 7 * N));
+        const Matrix wm = w.matrix();
+        for (int64_t M = 1; M <= 9; ++M) {
+          const int64_t lda = K + 1;
+          std::vector<float> a = RandomFloats(M * lda, static_cast<uint32_t>(M * 31 + K));
+          std::vector<float> used = a;  // what the kernel multiplies
+          if (dot && M <= 8) {
+            for (float& x : used) x = BF16ToF32(F32ToBF16(x));
+          }
+          std::vector<float> want(M * N), scale(M * N), got(M * N);
+          ref::MatMulBlock(used.data(), M, K, lda, wm, 0, N, want.data(), N);
+          for (int64_t m = 0; m < M; ++m) {
+            for (int64_t n = 0; n < N; ++n) {
+              double sum = 0;
+              for (int64_t k = 0; k < K; ++k) {
+                sum += std::fabs(used[m * lda + k] * BF16ToF32(w.u16[n * K + k]));
+              }
+              scale[m * N + n] = static_cast<float>(sum);
+            }
+          }
+          ops::MatMul(t.ex, a.data(), M, K, lda, wm, nullptr, got.data(), N);
+          ExpectClose(got.data(), want.data(), scale.data(), M * N, 1e-6, 0.0,
+                      "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N));
+          if (HasFatalFailure()) return;
+        }
+      }
     }
   });
 }

@@ -1,7 +1,8 @@
-// Precision::kBF16Fast (no intermediate bf16 rounding, f32 attention, bf16 KV cache) against
-// the torch-faithful kBF16, f32 activations and transformers' own bf16 greedy tokens, on the
-// bf16 golden checkpoint: top-1 agreement over every decode step of every golden case, teacher-
-// forced on the reference's tokens so that one flipped near-tie does not derail the rest.
+// Precision::kBF16Fast (no intermediate bf16 rounding, f32 attention, bf16 dot products in the
+// decode matmuls where the CPU has them, bf16 KV cache) against the torch-faithful kBF16, f32
+// activations and transformers' own bf16 greedy tokens, on the bf16 golden checkpoint: top-1
+// agreement over every decode step of every golden case, teacher-forced on the reference's
+// tokens so that one flipped near-tie does not derail the rest.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,36 +17,42 @@ namespace {
 
 using testing_support::Harness;
 
-// Argmax of the logits at every decode position of ids = prompt + generated[0..n-2], in one
-// pass (prefix bidirectional, the rest causal): position T-1+s chose generated[s].
+// Argmax of the logits at every decode position when the prompt is prefilled and then the
+// reference's tokens are fed one per decode step (as decoding runs, M = 1 rows): position s
+// chose generated[s].
 std::vector<int32_t> TeacherForcedTop1(Harness& m, const std::vector<int32_t>& prompt,
                                        const std::vector<int32_t>& generated,
                                        const TensorView* pixels) {
   const ModelSpec& spec = m.model->spec();
   const int64_t T = static_cast<int64_t>(prompt.size()), H = spec.hidden_size;
   const int64_t V = spec.vocab_size;
-  std::vector<int32_t> ids = prompt;
-  ids.insert(ids.end(), generated.begin(), generated.end() - 1);
-  const int64_t n = static_cast<int64_t>(ids.size());
-  std::vector<float> features, x(n * H), logits((n - T + 1) * V);
+  const int64_t n = T + static_cast<int64_t>(generated.size());
+  std::vector<float> features, x(T * H), logits(V);
   int64_t rows = 0;
   if (pixels) {
     rows = pixels->shape[0] * spec.image_tokens;
     features.resize(rows * H);
     m.runner.EncodeImages(pixels->as<float>(), pixels->shape[0], features.data(), nullptr);
   }
-  m.runner.Plan(n, n, 0);
+  m.runner.Plan(T, n, 0);
   const Exec& ex = m.runner.exec();
-  EXPECT_TRUE(m.model->Embed(ex, ids, features.data(), rows, x.data(), nullptr).ok());
   auto cache = m.kv.Acquire(n);
   EXPECT_TRUE(cache.ok());
-  const SeqChunk chunk{cache->cache(), 0, n, T};
-  m.model->Forward(ex, Batch{std::span<const SeqChunk>(&chunk, 1), n}, x.data(), nullptr);
-  m.model->Logits(ex, x.data() + (T - 1) * H, n - T + 1, logits.data());
   std::vector<int32_t> top1;
-  for (int64_t r = 0; r < n - T + 1; ++r) {
-    const float* row = logits.data() + r * V;
-    top1.push_back(static_cast<int32_t>(std::max_element(row, row + V) - row));
+  auto argmax = [&] {
+    top1.push_back(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+  };
+  EXPECT_TRUE(m.model->Embed(ex, prompt, features.data(), rows, x.data(), nullptr).ok());
+  const SeqChunk prefill{cache->cache(), 0, T, T};
+  m.model->Forward(ex, Batch{std::span<const SeqChunk>(&prefill, 1), T}, x.data(), nullptr);
+  m.model->Logits(ex, x.data() + (T - 1) * H, 1, logits.data());
+  argmax();
+  for (size_t s = 0; s + 1 < generated.size(); ++s) {
+    EXPECT_TRUE(m.model->Embed(ex, std::span<const int32_t>(&generated[s], 1), nullptr, 0, x.data(), nullptr).ok());
+    const SeqChunk step{cache->cache(), T + static_cast<int64_t>(s), 1, T};
+    m.model->Forward(ex, Batch{std::span<const SeqChunk>(&step, 1), 1}, x.data(), nullptr);
+    m.model->Logits(ex, x.data(), 1, logits.data());
+    argmax();
   }
   return top1;
 }
@@ -89,11 +96,12 @@ TEST(Precision, Bf16FastAgreesWithTorchBf16OnTop1) {
               100.0 * bf16_vs_f32 / steps);
   EXPECT_GE(steps, 100);
   EXPECT_EQ(bf16_vs_ref, steps) << "the torch-faithful path reproduces every reference token";
-  // bf16-fast is f32 arithmetic over bf16 weights (plus a bf16 KV cache): it must pick what
-  // f32 activations pick, and be as close to torch's bf16 run as exact f32 math is. (On this
-  // tiny random model the top-2 logits are often within a few bf16 ulps, so torch's own bf16
-  // rounding moves the argmax at a sixth of the steps: that gap is the reference's, not ours.)
-  EXPECT_GE(fast_vs_f32 * 100, steps * 99);
+  // bf16-fast keeps f32 activations between ops but rounds them to bf16 inside the decode
+  // matmuls where the CPU has bf16 dot products (and stores a bf16 KV cache): it must stay
+  // close to f32 activations, and be at least as close to torch's bf16 run as exact f32 math
+  // is. (On this tiny random model the top-2 logits are often within a few bf16 ulps, so any
+  // bf16 rounding moves the argmax at some steps: torch's own does at a sixth of them.)
+  EXPECT_GE(fast_vs_f32 * 10, steps * 9);
   EXPECT_GE(fast_vs_bf16, bf16_vs_f32 - 2);
 }
 

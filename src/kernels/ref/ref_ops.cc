@@ -254,6 +254,7 @@ const kernels::KernelTable& Table() {
       "scalar",
       {MatMulBlock, MatMulBlock, MatMulBlock, nullptr, nullptr, nullptr, nullptr},
       {RowToF32, RowToF32, RowToF32, nullptr, nullptr, nullptr, nullptr},
+      nullptr,
       RmsNorm,
       LayerNorm,
       GeluTanh,

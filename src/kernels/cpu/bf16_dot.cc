@@ -1,0 +1,90 @@
+#include "kernels/cpu/bf16_dot.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "core/half.h"
+
+namespace ocular::cpu {
+
+#define OCULAR_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+bool Bf16DotSupported() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512bf16");
+}
+
+namespace {
+
+constexpr int64_t kStep = 32;  // bf16 values per 512-bit register
+
+// out[m * ldo + n] = dot(a[m * K, +K), w[n * K, +K)) for m < kM, n < kN; a and w are bf16.
+template <int kM, int kN>
+OCULAR_BF16_TARGET void Tile(const uint16_t* a, const uint16_t* w, int64_t K, float* out,
+                             int64_t ldo) {
+  __m512 acc[kM][kN];
+  for (int m = 0; m < kM; ++m) {
+    for (int n = 0; n < kN; ++n) acc[m][n] = _mm512_setzero_ps();
+  }
+  int64_t k = 0;
+  for (; k + kStep <= K; k += kStep) {
+    __m512bh wv[kN];
+    for (int n = 0; n < kN; ++n) wv[n] = (__m512bh)_mm512_loadu_si512(w + n * K + k);
+    for (int m = 0; m < kM; ++m) {
+      const __m512bh av = (__m512bh)_mm512_loadu_si512(a + m * K + k);
+      for (int n = 0; n < kN; ++n) acc[m][n] = _mm512_dpbf16_ps(acc[m][n], av, wv[n]);
+    }
+  }
+  if (k < K) {  // the tail through masked loads (zeros beyond K)
+    const __mmask32 mask = static_cast<__mmask32>((uint64_t{1} << (K - k)) - 1);
+    __m512bh wv[kN];
+    for (int n = 0; n < kN; ++n) wv[n] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w + n * K + k);
+    for (int m = 0; m < kM; ++m) {
+      const __m512bh av = (__m512bh)_mm512_maskz_loadu_epi16(mask, a + m * K + k);
+      for (int n = 0; n < kN; ++n) acc[m][n] = _mm512_dpbf16_ps(acc[m][n], av, wv[n]);
+    }
+  }
+  for (int m = 0; m < kM; ++m) {
+    for (int n = 0; n < kN; ++n) out[m * ldo + n] = _mm512_reduce_add_ps(acc[m][n]);
+  }
+}
+
+// kM rows against weight rows [n0, n1): tiles of up to 24 accumulators (+ kN weight and one
+// activation register: within the 32 zmm registers).
+template <int kM>
+void Rows(const uint16_t* a, const uint16_t* w, int64_t K, int64_t n0, int64_t n1, float* out,
+          int64_t ldo) {
+  constexpr int kN = std::min(8, 24 / kM);
+  int64_t n = n0;
+  for (; n + kN <= n1; n += kN) Tile<kM, kN>(a, w + n * K, K, out + n, ldo);
+  for (; n < n1; ++n) Tile<kM, 1>(a, w + n * K, K, out + n, ldo);
+}
+
+}  // namespace
+
+void MatMulBF16Dot(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
+                   int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch) {
+  OCULAR_CHECK(w.format == WFormat::kBF16 && M >= 1 && M <= 8);
+  // Activations as bf16, rows of K (scratch holds 24 * K floats = 48 * K bf16).
+  uint16_t* ab = reinterpret_cast<uint16_t*>(scratch);
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t k = 0; k < K; ++k) ab[m * K + k] = F32ToBF16(a[m * lda + k]);
+  }
+  const uint16_t* wb = reinterpret_cast<const uint16_t*>(w.data);
+  switch (M) {
+    case 1: return Rows<1>(ab, wb, K, n0, n1, out, ldo);
+    case 2: return Rows<2>(ab, wb, K, n0, n1, out, ldo);
+    case 3: return Rows<3>(ab, wb, K, n0, n1, out, ldo);
+    case 4: return Rows<4>(ab, wb, K, n0, n1, out, ldo);
+    case 5: return Rows<5>(ab, wb, K, n0, n1, out, ldo);
+    case 6: return Rows<6>(ab, wb, K, n0, n1, out, ldo);
+    case 7: return Rows<7>(ab, wb, K, n0, n1, out, ldo);
+    default: return Rows<8>(ab, wb, K, n0, n1, out, ldo);
+  }
+}
+
+}  // namespace ocular::cpu
