@@ -145,7 +145,9 @@ TEST(MatMulTest, Bf16PrecisionRoundsInTheEpilogue) {
     const bool dot = fast.backend.table().matmul_bf16_dot != nullptr;
     for (int64_t i = 0; i < M * N; ++i) {
       ASSERT_EQ(got[i], BF16ToF32(F32ToBF16(want[i]))) << i;
-      if (!dot) ASSERT_EQ(got_fast[i], want[i]) << i;
+      if (!dot) {
+        ASSERT_EQ(got_fast[i], want[i]) << i;
+      }
     }
   });
 }
@@ -159,7 +161,9 @@ TEST(MatMulTest, Bf16FastDecodeUsesBf16DotProductsWhereAvailable) {
   ForEachIsa([&](const std::string& isa) {
     TestExec t(2, Precision::kBF16Fast);
     const bool dot = t.backend.table().matmul_bf16_dot != nullptr;
-    if (isa == "avx512") EXPECT_EQ(dot, cpu::Bf16DotSupported());
+    if (isa == "avx512") {
+      EXPECT_EQ(dot, cpu::Bf16DotSupported());
+    }
     for (int64_t K : Ks) {
       for (int64_t N : Ns) {
         Weights w = RandomWeights(DType::kBF16, {N, K}, static_cast<uint32_t>(K + 7 * N));
