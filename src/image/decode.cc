@@ -22,7 +22,7 @@ Status CheckDimensions(const char* format, int64_t width, int64_t height, int64_
   if (width > kMaxSide || height > kMaxSide || width * height > max_pixels) {
     return Error(StatusCode::kResourceExhausted, "image", format, " image is ", width, "x", height,
                  " = ", width * height, " pixels, over the limit of ", max_pixels,
-                 " (DecodeOptions::max_pixels)");
+                 " pixels (--max-pixels)");
   }
   return Status::Ok();
 }

@@ -1,4 +1,9 @@
+#include <sys/stat.h>
+
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <string>
 
 #include "commands.h"
 
@@ -19,8 +24,52 @@ int ExitCode(const Status& s) {
 }
 
 int Fail(const Status& s) {
+  std::fflush(stdout);  // what was printed so far comes before the error
   std::fprintf(stderr, "error: %s\n", s.message().c_str());
   return ExitCode(s);
+}
+
+CLI::Validator FiniteRange(double lo, double hi) {
+  const std::string range = "[" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "Value " + text + " is not a number";
+        if (!std::isfinite(v) || v < lo || v > hi) {
+          return "Value " + text + " not in range " + range;
+        }
+        return std::string();
+      },
+      "FLOAT in " + range);
+}
+
+Status CheckOutputIsNotAnInput(const std::string& out, const std::string& model_dir,
+                               const std::vector<std::string>& inputs) {
+  struct stat out_st {};
+  if (::stat(out.c_str(), &out_st) != 0) return Status::Ok();  // a new file reads nothing
+  if (S_ISDIR(out_st.st_mode)) {
+    return Error(StatusCode::kInvalidArgument, "cli", "--out ", out, " is a directory");
+  }
+  auto same = [&](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && st.st_dev == out_st.st_dev &&
+           st.st_ino == out_st.st_ino;
+  };
+  for (const std::string& in : inputs) {
+    if (same(in)) {
+      return Error(StatusCode::kInvalidArgument, "cli", "--out ", out,
+                   " is the input image ", in, "; refusing to overwrite it");
+    }
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec)) {
+    if (same(entry.path().string())) {
+      return Error(StatusCode::kInvalidArgument, "cli", "--out ", out, " is ",
+                   entry.path().string(), ", a file of the model being read; refusing to "
+                   "overwrite it");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace ocular::cli
@@ -29,6 +78,18 @@ int main(int argc, char** argv) {
   CLI::App app{"ocular: vision-language models on your CPU, identical to the reference"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ocular 0.1");
+  // Subcommands inherit this: every option's --help line shows its default.
+  app.option_defaults()->always_capture_default();
+  app.footer(
+      "Environment:\n"
+      "  OCULAR_ISA=avx512|avx2|scalar  force the kernel ISA (default: the best the CPU and OS\n"
+      "                                 support)\n"
+      "  OCULAR_THREADS=N               worker threads when --threads is 0 (default: physical\n"
+      "                                 cores)\n"
+      "Exit codes: 0 ok, 1 runtime failure (diff: over tolerance), 2 bad argument or\n"
+      "undecodable input, 3 file not found or unreadable, 4 corrupt file, 5 unsupported model\n"
+      "or format, 6 over a limit (image pixels, context length, file size).\n"
+      "Run `ocular COMMAND --help` for a command's options.");
   int rc = 0;
   ocular::cli::AddRun(app, &rc);
   ocular::cli::AddTrace(app, &rc);
