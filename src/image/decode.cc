@@ -118,6 +118,51 @@ int JpegExifOrientation(std::span<const uint8_t> data) {
   return 1;
 }
 
+namespace {
+
+// Pillow's Exif.load drops every leading "Exif\0\0" before reading the TIFF structure.
+int ExifBlockOrientation(std::span<const uint8_t> block) {
+  constexpr std::string_view kPrefix("Exif\0\0", 6);
+  while (StartsWith(block, 0, kPrefix)) block = block.subspan(kPrefix.size());
+  return TiffOrientation(block);
+}
+
+}  // namespace
+
+int PngExifOrientation(std::span<const uint8_t> data) {
+  if (!StartsWith(data, 0, "\x89PNG\r\n\x1A\n")) return 1;
+  // Chunks: u32 big-endian length, 4-byte type, data, CRC. Pillow reads eXIf wherever it is
+  // (after IDAT too, when the image is loaded); a later one replaces an earlier one.
+  int orientation = 1;
+  size_t pos = 8;
+  while (pos + 8 <= data.size()) {
+    const size_t length = (size_t{data[pos]} << 24) | (data[pos + 1] << 16) |
+                          (data[pos + 2] << 8) | data[pos + 3];
+    if (length > data.size() - pos - 8) break;
+    if (StartsWith(data, pos + 4, "eXIf")) {
+      orientation = ExifBlockOrientation(data.subspan(pos + 8, length));
+    }
+    if (StartsWith(data, pos + 4, "IEND")) break;
+    pos += 12 + length;
+  }
+  return orientation;
+}
+
+int WebpExifOrientation(std::span<const uint8_t> data) {
+  if (!StartsWith(data, 0, "RIFF") || !StartsWith(data, 8, "WEBP")) return 1;
+  // RIFF chunks: fourcc, u32 little-endian size, data padded to an even size. libwebp's demuxer
+  // (what Pillow asks for the chunk) returns the first EXIF chunk.
+  size_t pos = 12;
+  while (pos + 8 <= data.size()) {
+    const size_t size = data[pos + 4] | (data[pos + 5] << 8) | (data[pos + 6] << 16) |
+                        (size_t{data[pos + 7]} << 24);
+    if (size > data.size() - pos - 8) break;
+    if (StartsWith(data, pos, "EXIF")) return ExifBlockOrientation(data.subspan(pos + 8, size));
+    pos += 8 + size + (size & 1);
+  }
+  return 1;
+}
+
 Image ApplyExifOrientation(const Image& in, int orientation) {
   if (orientation < 2 || orientation > 8) return in;
   const int w = in.width, h = in.height;
@@ -187,8 +232,11 @@ StatusOr<Image> DecodeImage(std::span<const uint8_t> data, const DecodeOptions& 
           "unrecognized image format (not JPEG, PNG, WebP, GIF or BMP); first bytes: ", head);
     }
   }
-  if (image.ok() && options.exif_rotate && format == ImageFormat::kJpeg) {
-    const int orientation = JpegExifOrientation(data);
+  if (image.ok() && options.exif_rotate) {
+    const int orientation = format == ImageFormat::kJpeg   ? JpegExifOrientation(data)
+                            : format == ImageFormat::kPng  ? PngExifOrientation(data)
+                            : format == ImageFormat::kWebp ? WebpExifOrientation(data)
+                                                           : 1;
     if (orientation != 1) return ApplyExifOrientation(*image, orientation);
   }
   return image;

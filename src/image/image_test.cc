@@ -33,6 +33,63 @@ std::vector<uint8_t> ReadInput(const std::string& file) {
   return text.ok() ? std::vector<uint8_t>(text->begin(), text->end()) : std::vector<uint8_t>{};
 }
 
+// testdata/images/edge: decoder edge cases (16-bit and RLE BMPs, indices past the palette,
+// EXIF in PNG and WebP), each with Pillow's decoding stored as <file>.rgb.png (and, for exif*,
+// ImageOps.exif_transpose's as <file>.exif.png). PNG decoding itself is checked above.
+TEST(DecodeTest, EdgeCasesMatchPil) {
+  namespace fs = std::filesystem;
+  const std::string dir = std::string(kFixtureDir) + "edge/";
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    if (file.ends_with(".rgb.png") || file.ends_with(".exif.png")) continue;
+    SCOPED_TRACE(file);
+    for (const bool rotate : {false, true}) {
+      const std::string want_path = dir + file + (rotate ? ".exif.png" : ".rgb.png");
+      if (!fs::exists(want_path)) continue;
+      DecodeOptions options;
+      options.exif_rotate = rotate;
+      auto got = LoadImage(dir + file, options);
+      auto want = LoadImage(want_path);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      ASSERT_EQ(got->width, want->width);
+      ASSERT_EQ(got->height, want->height);
+      size_t first = got->rgb.size();
+      for (size_t i = 0; i < got->rgb.size() && first == got->rgb.size(); ++i) {
+        if (got->rgb[i] != want->rgb[i]) first = i;
+      }
+      EXPECT_EQ(first, got->rgb.size())
+          << (rotate ? "exif_rotate: " : "") << "first difference at pixel " << first / 3
+          << " channel " << first % 3 << ": " << int(got->rgb[first]) << " vs Pillow "
+          << int(want->rgb[first]);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 26);  // the fixture set is there (20 files, 6 with EXIF)
+}
+
+TEST(DecodeTest, PngAndWebpExifOrientation) {
+  const std::string dir = std::string(kFixtureDir) + "edge/";
+  for (const int o : {3, 6, 8}) {
+    for (const char* ext : {".png", ".webp"}) {
+      auto text = ReadFileToString(dir + "exif" + std::to_string(o) + ext);
+      ASSERT_TRUE(text.ok());
+      const std::span<const uint8_t> data(reinterpret_cast<const uint8_t*>(text->data()),
+                                          text->size());
+      EXPECT_EQ(std::string(ext) == ".png" ? PngExifOrientation(data) : WebpExifOrientation(data),
+                o)
+          << ext;
+      for (size_t n = 0; n < data.size(); n += 7) {  // truncations never read out of bounds
+        (void)PngExifOrientation(data.first(n));
+        (void)WebpExifOrientation(data.first(n));
+      }
+    }
+  }
+  EXPECT_EQ(PngExifOrientation(ReadInput("chelsea.png")), 1);
+  EXPECT_EQ(WebpExifOrientation(ReadInput("coffee_lossless.webp")), 1);
+}
+
 TEST(DecodeTest, EveryFixtureMatchesPil) {
   const auto names = TensorsWithPrefix(Expected(), "decode/");
   ASSERT_GE(names.size(), 40u) << "fixtures missing: run make_image_fixtures";
