@@ -137,7 +137,7 @@ void AddRun(CLI::App& app, int* rc) {
       *rc = Fail(r.status());
       return;
     }
-    // Boxes from <loc> tokens, in the first image's pixel coordinates (MODELS.md §3).
+    // Boxes from <loc> tokens, in the first image's pixel coordinates (docs/models.md §3).
     std::vector<Detection> boxes;
     if (!r->image_sizes.empty()) {
       boxes = ParseDetections(r->text, r->image_sizes[0].width, r->image_sizes[0].height);
