@@ -245,6 +245,24 @@ printf 'GIF89a\x10\x00\x10\x00\x00\x00\x00' >"$TMP/trunc.gif"; img truncated_gif
 printf '\xff\xd8\xff\xe0\x00\x10JFIF\x00' >"$TMP/trunc.jpg"; img truncated_jpeg 4 'trunc.jpg' "$TMP/trunc.jpg"
 printf 'RIFF\x10\x00\x00\x00WEBPVP8 ' >"$TMP/trunc.webp"; img truncated_webp 4 'trunc.webp' "$TMP/trunc.webp"
 img second_image_missing 3 'missing2.png' "$IMG" -i "$TMP/missing2.png"
+# Hand-made BMP headers: le32 N prints N as 4 little-endian bytes.
+le32() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)))"; }
+bmp() {  # bmp WIDTH HEIGHT BITS COMPRESSION COLORS: file + 40-byte header, pixels follow
+  printf 'BM'; le32 0; le32 0; le32 $((54 + 4 * $5)); le32 40; le32 "$1"; le32 "$2"
+  printf '\x01\x00'; printf "$(printf '\\x%02x' "$3")\x00"; le32 "$4"; le32 0; le32 0; le32 0; le32 "$5"; le32 0
+}
+{ bmp 4 4 24 4 0; head -c 64 /dev/zero; } >"$TMP/jpeg_in.bmp"
+img bmp_embedded_jpeg 5 'jpeg_in.bmp: BMP compression 4' "$TMP/jpeg_in.bmp"
+{ bmp 4 4 16 3 0; le32 $((0xF00)); le32 $((0xF0)); le32 $((0xF)); head -c 64 /dev/zero; } >"$TMP/masks.bmp"
+img bmp_unsupported_bitfields 5 'masks.bmp: BMP bitfields layout' "$TMP/masks.bmp"
+{ bmp 8 8 8 1 2; le32 $((0xFF0000)); le32 $((0xFF)); printf '\x02\x01\x00\x00'; } >"$TMP/rle_short.bmp"
+img bmp_rle_truncated 4 'rle_short.bmp: truncated BMP: the RLE data ends' "$TMP/rle_short.bmp"
+{ bmp 4 4 7 0 0; head -c 64 /dev/zero; } >"$TMP/bits7.bmp"
+img bmp_7_bits 4 'bits7.bmp: BMP with 7 bits per pixel' "$TMP/bits7.bmp"
+{ bmp 4 4 8 0 70000; head -c 64 /dev/zero; } >"$TMP/palette_huge.bmp"
+img bmp_palette_too_big 4 'palette_huge.bmp: BMP palette size 70000' "$TMP/palette_huge.bmp"
+printf 'GIF89a\xff\xff\xff\xff\x00\x00\x00' >"$TMP/huge.gif"
+img huge_gif_screen 6 'huge.gif.*65535x65535.*--max-pixels' "$TMP/huge.gif"
 
 # ---------------------------------------------------------------------------------------------
 # Options: absurd values are refused by name before anything is loaded.
@@ -289,6 +307,17 @@ opt trace_onto_directory 2 'is a directory' trace -m "$d" -i "$IMG" -p "caption 
 if [[ $(cksum <"$d/model.safetensors") != "$sum_before" ]]; then
   echo "FAIL: trace overwrote the checkpoint"; fails=$((fails + 1))
 fi
+
+# Other inputs a user passes: the eval set, the prompt, output paths.
+mkfifo "$TMP/set.jsonl"
+opt eval_set_fifo 3 'set.jsonl: is a FIFO' eval -m "$BASE" --set "$TMP/set.jsonl" --images "$TMP"
+opt eval_set_dev_zero 3 'is a character device' eval -m "$BASE" --set /dev/zero --images "$TMP"
+echo '{"image": "a.png", "kind": ' >"$TMP/bad_set.jsonl"
+opt eval_set_malformed 4 'bad_set.jsonl:1: not valid JSON \(invalid JSON at line 1, column' eval -m "$BASE" --set "$TMP/bad_set.jsonl" --images "$TMP"
+opt prompt_invalid_utf8 2 'not valid UTF-8' "${R[@]/caption en/$'caption \xff'}" --max-tokens 2
+opt trace_out_missing_dir 3 'nodir/t.safetensors' trace -m "$BASE" -i "$IMG" -p "caption en" --max-tokens 1 -o "$TMP/nodir/t.safetensors"
+d=$(model tokenizer_model_fifo); rm "$d/tokenizer.json" "$d/tokenizer.model"; mkfifo "$d/tokenizer.model"
+expect_run files tokenizer_model_fifo 3 'tokenizer.model: is a FIFO' "$d"
 
 # ---------------------------------------------------------------------------------------------
 echo
