@@ -302,8 +302,17 @@ ln -s "$d/model.safetensors" "$TMP/alias.safetensors"
 opt trace_onto_checkpoint_link 2 'refusing to overwrite' trace -m "$d" -i "$IMG" -p "caption en" -o "$TMP/alias.safetensors"
 opt trace_onto_config 2 'config.json.*refusing to overwrite' trace -m "$d" -i "$IMG" -p "caption en" -o "$d/config.json"
 cp "$IMG" "$TMP/input.png"
-opt trace_onto_image 2 'input image.*refusing to overwrite' trace -m "$d" -i "$TMP/input.png" -p "caption en" -o "$TMP/input.png"
+opt trace_onto_image 2 'input.png is the input .*refusing to overwrite' trace -m "$d" -i "$TMP/input.png" -p "caption en" -o "$TMP/input.png"
 opt trace_onto_directory 2 'is a directory' trace -m "$d" -i "$IMG" -p "caption en" -o "$TMP"
+opt draw_onto_input 2 '--draw .*input.png is the input' run -m "$d" -i "$TMP/input.png" -p "detect star" --draw "$TMP/input.png"
+opt draw_onto_checkpoint 2 '--draw .*refusing to overwrite' run -m "$d" -i "$IMG" -p "detect star" --draw "$d/model.safetensors"
+opt draw_missing_dir 3 '--draw .*does not exist' run -m "$d" -i "$IMG" -p "detect star" --draw "$TMP/nodir/out.png"
+opt draw_without_image 2 '--draw needs an --image' run -m "$d" -p "detect star" --draw "$TMP/out.png"
+cp "$ROOT/testdata/tasks/heldout_small.jsonl" "$TMP/set_copy.jsonl"
+opt predictions_onto_set 2 '--predictions .*refusing to overwrite' eval -m "$d" --set "$TMP/set_copy.jsonl" --images "$ROOT/testdata/tasks" --predictions "$TMP/set_copy.jsonl"
+if ! cmp -s "$ROOT/testdata/tasks/heldout_small.jsonl" "$TMP/set_copy.jsonl"; then
+  echo "FAIL: eval overwrote its set"; fails=$((fails + 1))
+fi
 if [[ $(cksum <"$d/model.safetensors") != "$sum_before" ]]; then
   echo "FAIL: trace overwrote the checkpoint"; fails=$((fails + 1))
 fi
@@ -315,7 +324,7 @@ opt eval_set_dev_zero 3 'is a character device' eval -m "$BASE" --set /dev/zero 
 echo '{"image": "a.png", "kind": ' >"$TMP/bad_set.jsonl"
 opt eval_set_malformed 4 'bad_set.jsonl:1: not valid JSON \(invalid JSON at line 1, column' eval -m "$BASE" --set "$TMP/bad_set.jsonl" --images "$TMP"
 opt prompt_invalid_utf8 2 'not valid UTF-8' "${R[@]/caption en/$'caption \xff'}" --max-tokens 2
-opt trace_out_missing_dir 3 'nodir/t.safetensors' trace -m "$BASE" -i "$IMG" -p "caption en" --max-tokens 1 -o "$TMP/nodir/t.safetensors"
+opt trace_out_missing_dir 3 '--out .*nodir/t.safetensors: directory .* does not exist' trace -m "$BASE" -i "$IMG" -p "caption en" --max-tokens 1 -o "$TMP/nodir/t.safetensors"
 d=$(model tokenizer_model_fifo); rm "$d/tokenizer.json" "$d/tokenizer.model"; mkfifo "$d/tokenizer.model"
 expect_run files tokenizer_model_fifo 3 'tokenizer.model: is a FIFO' "$d"
 

@@ -19,10 +19,12 @@ int Fail(const Status& s);
 // A CLI11 check: a finite number in [lo, hi] (CLI::Range lets NaN through).
 CLI::Validator FiniteRange(double lo, double hi);
 
-// OK unless `out` names an existing file that the command reads: a file in `model_dir` (the
-// checkpoint, its configs) or one of `inputs`. Compares device and inode, so links and other
-// spellings of the same file are caught. kInvalidArgument names the flag and both paths.
-Status CheckOutputIsNotAnInput(const std::string& out, const std::string& model_dir,
+// Checks an output path given with `flag` before any work is done: its folder exists
+// (kNotFound), and it is not a directory nor a file the command reads — a file in `model_dir`
+// (the checkpoint, its configs) or one of `inputs` (kInvalidArgument). Device and inode are
+// compared, so links and other spellings of the same file are caught.
+Status CheckOutputIsNotAnInput(const char* flag, const std::string& out,
+                               const std::string& model_dir,
                                const std::vector<std::string>& inputs);
 
 // Each registers a subcommand whose callback stores the process exit code in *rc.

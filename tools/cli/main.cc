@@ -43,12 +43,20 @@ CLI::Validator FiniteRange(double lo, double hi) {
       "FLOAT in " + range);
 }
 
-Status CheckOutputIsNotAnInput(const std::string& out, const std::string& model_dir,
+Status CheckOutputIsNotAnInput(const char* flag, const std::string& out,
+                               const std::string& model_dir,
                                const std::vector<std::string>& inputs) {
+  // The folder must exist now: finding out after minutes of generation loses the work.
+  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+    return Error(StatusCode::kNotFound, "cli", flag, " ", out, ": directory ", parent.string(),
+                 " does not exist");
+  }
   struct stat out_st {};
   if (::stat(out.c_str(), &out_st) != 0) return Status::Ok();  // a new file reads nothing
   if (S_ISDIR(out_st.st_mode)) {
-    return Error(StatusCode::kInvalidArgument, "cli", "--out ", out, " is a directory");
+    return Error(StatusCode::kInvalidArgument, "cli", flag, " ", out, " is a directory");
   }
   auto same = [&](const std::string& path) {
     struct stat st {};
@@ -57,14 +65,13 @@ Status CheckOutputIsNotAnInput(const std::string& out, const std::string& model_
   };
   for (const std::string& in : inputs) {
     if (same(in)) {
-      return Error(StatusCode::kInvalidArgument, "cli", "--out ", out,
-                   " is the input image ", in, "; refusing to overwrite it");
+      return Error(StatusCode::kInvalidArgument, "cli", flag, " ", out, " is the input ", in,
+                   "; refusing to overwrite it");
     }
   }
-  std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec)) {
     if (same(entry.path().string())) {
-      return Error(StatusCode::kInvalidArgument, "cli", "--out ", out, " is ",
+      return Error(StatusCode::kInvalidArgument, "cli", flag, " ", out, " is ",
                    entry.path().string(), ", a file of the model being read; refusing to "
                    "overwrite it");
     }
