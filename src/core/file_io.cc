@@ -68,15 +68,14 @@ StatusOr<std::string> ReadFileBounded(const std::string& path, int64_t max_bytes
     const ssize_t n = ::read(fd, data.data() + filled, data.size() - filled);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Error(StatusCode::kIoError, component, path, ": read failed: ",
-                   std::strerror(errno));
+      return Error(StatusCode::kIoError, component, path, ": read failed: ", std::strerror(errno));
     }
     if (n == 0) break;
     filled += static_cast<size_t>(n);
   }
   if (static_cast<int64_t>(filled) > max_bytes) {
-    return Error(StatusCode::kResourceExhausted, component, path, ": over the limit of ",
-                 max_bytes, " bytes for this file");
+    return Error(StatusCode::kResourceExhausted, component, path, ": over the limit of ", max_bytes,
+                 " bytes for this file");
   }
   data.resize(filled);
   return data;

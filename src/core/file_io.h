@@ -5,10 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "ocular/status.h"
 
@@ -16,7 +15,7 @@ namespace ocular {
 
 // Caps for the files a model directory holds. Real PaliGemma files are far below them
 // (config.json ~1 KiB, index ~100 KiB, tokenizer.json ~17 MiB, tokenizer.model ~4 MiB).
-inline constexpr int64_t kMaxConfigFileBytes = int64_t{16} << 20;     // *.json configs, index
+inline constexpr int64_t kMaxConfigFileBytes = int64_t{16} << 20;      // *.json configs, index
 inline constexpr int64_t kMaxTokenizerFileBytes = int64_t{256} << 20;  // tokenizer.{json,model}
 
 // Reads the whole of `path` if it is a regular file of at most `max_bytes` bytes.

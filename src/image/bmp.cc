@@ -33,19 +33,17 @@ struct BmpHeader {
   int64_t width = 0, height = 0;
   bool top_down = false;  // rows stored top row first (negative height in the header)
   uint32_t bits = 0, compression = kRaw;
-  uint64_t colors = 0;        // palette entries (0 in the header: 1 << bits)
-  size_t palette_at = 0;      // file offset of the palette
-  size_t palette_entry = 4;   // bytes per palette entry: 4 (BGRX), 3 (BGR) for OS/2 headers
-  uint64_t pixels_at = 0;     // file offset of the pixel data
+  uint64_t colors = 0;       // palette entries (0 in the header: 1 << bits)
+  size_t palette_at = 0;     // file offset of the palette
+  size_t palette_entry = 4;  // bytes per palette entry: 4 (BGRX), 3 (BGR) for OS/2 headers
+  uint64_t pixels_at = 0;    // file offset of the pixel data
   std::array<uint32_t, 4> masks = {0, 0, 0, 0};  // r, g, b, a (BITFIELDS)
 };
 
 Status Unsupported(const auto&... args) {
   return Error(StatusCode::kUnimplemented, "image", "BMP ", args...);
 }
-Status Corrupt(const auto&... args) {
-  return Error(StatusCode::kDataLoss, "image", args...);
-}
+Status Corrupt(const auto&... args) { return Error(StatusCode::kDataLoss, "image", args...); }
 
 StatusOr<BmpHeader> ParseHeader(std::span<const uint8_t> data) {
   // BITMAPFILEHEADER (14 bytes), then a DIB header whose first field is its own size.
@@ -197,8 +195,7 @@ StatusOr<std::vector<uint8_t>> DecodeRle(std::span<const uint8_t> data, const Bm
     }
   }
   if (out.size() < dest) {
-    return Corrupt("truncated BMP: the RLE data ends after ", out.size(), " of ", dest,
-                   " pixels");
+    return Corrupt("truncated BMP: the RLE data ends after ", out.size(), " of ", dest, " pixels");
   }
   out.resize(dest);
   return out;
@@ -209,8 +206,7 @@ StatusOr<std::vector<uint8_t>> DecodeRle(std::span<const uint8_t> data, const Bm
 StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
   OCULAR_ASSIGN_OR_RETURN(const BmpHeader h, ParseHeader(data));
   OCULAR_RETURN_IF_ERROR(CheckDimensions("BMP", h.width, h.height, max_pixels));
-  if (h.bits != 1 && h.bits != 4 && h.bits != 8 && h.bits != 16 && h.bits != 24 &&
-      h.bits != 32) {
+  if (h.bits != 1 && h.bits != 4 && h.bits != 8 && h.bits != 16 && h.bits != 24 && h.bits != 32) {
     return Corrupt("BMP with ", h.bits, " bits per pixel");
   }
   const bool rle = h.compression == kRle8 || h.compression == kRle4;
@@ -228,10 +224,9 @@ StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
     if (h.colors == 0 || h.colors > 65536) {
       return Corrupt("BMP palette size ", h.colors, " is outside 1..65536");
     }
-    const size_t bytes =
-        h.palette_at < data.size() ? std::min<size_t>(data.size() - h.palette_at,
-                                                      h.colors * h.palette_entry)
-                                   : 0;
+    const size_t bytes = h.palette_at < data.size() ? std::min<size_t>(data.size() - h.palette_at,
+                                                                       h.colors * h.palette_entry)
+                                                    : 0;
     const uint8_t* pal = data.data() + h.palette_at;
     // Pillow drops a palette that is the grey ramp 0, 1, ... (or black, white for 2 colours)
     // and reads the indices as grey levels ("L", or "1" for 2 colours).

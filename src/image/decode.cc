@@ -1,5 +1,6 @@
 // Format sniffing, the pixel budget, EXIF orientation, and the DecodeImage/LoadImage entry points.
 #include <cstring>
+#include <new>
 #include <string_view>
 
 #include "core/mapped_file.h"
@@ -205,32 +206,39 @@ StatusOr<Image> DecodeImage(std::span<const uint8_t> data, const DecodeOptions& 
   if (data.empty()) return Error(StatusCode::kInvalidArgument, "image", "empty input");
   const ImageFormat format = DetectImageFormat(data);
   StatusOr<Image> image = Status(StatusCode::kInternal, "unreachable");
-  switch (format) {
-    case ImageFormat::kJpeg:
-      image = DecodeJpeg(data, options.max_pixels);
-      break;
-    case ImageFormat::kPng:
-      image = DecodePng(data, options.max_pixels);
-      break;
-    case ImageFormat::kWebp:
-      image = DecodeWebp(data, options.max_pixels);
-      break;
-    case ImageFormat::kGif:
-      image = DecodeGif(data, options.max_pixels);
-      break;
-    case ImageFormat::kBmp:
-      image = DecodeBmp(data, options.max_pixels);
-      break;
-    case ImageFormat::kUnknown: {
-      std::string head;
-      for (size_t i = 0; i < data.size() && i < 8; ++i) {
-        static const char kHex[] = "0123456789abcdef";
-        head += StrCat(i ? " " : "", kHex[data[i] >> 4], kHex[data[i] & 15]);
+  // The pixel budget is checked before allocating, but a budget the machine cannot hold (a
+  // raised --max-pixels) must still end in an error, not std::bad_alloc.
+  try {
+    switch (format) {
+      case ImageFormat::kJpeg:
+        image = DecodeJpeg(data, options.max_pixels);
+        break;
+      case ImageFormat::kPng:
+        image = DecodePng(data, options.max_pixels);
+        break;
+      case ImageFormat::kWebp:
+        image = DecodeWebp(data, options.max_pixels);
+        break;
+      case ImageFormat::kGif:
+        image = DecodeGif(data, options.max_pixels);
+        break;
+      case ImageFormat::kBmp:
+        image = DecodeBmp(data, options.max_pixels);
+        break;
+      case ImageFormat::kUnknown: {
+        std::string head;
+        for (size_t i = 0; i < data.size() && i < 8; ++i) {
+          static const char kHex[] = "0123456789abcdef";
+          head += StrCat(i ? " " : "", kHex[data[i] >> 4], kHex[data[i] & 15]);
+        }
+        return Error(
+            StatusCode::kInvalidArgument, "image",
+            "unrecognized image format (not JPEG, PNG, WebP, GIF or BMP); first bytes: ", head);
       }
-      return Error(
-          StatusCode::kInvalidArgument, "image",
-          "unrecognized image format (not JPEG, PNG, WebP, GIF or BMP); first bytes: ", head);
     }
+  } catch (const std::bad_alloc&) {
+    return Error(StatusCode::kResourceExhausted, "image", ImageFormatName(format),
+                 " image: not enough memory for its pixels (lower --max-pixels)");
   }
   if (image.ok() && options.exif_rotate) {
     const int orientation = format == ImageFormat::kJpeg   ? JpegExifOrientation(data)

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdint>
-
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
@@ -52,7 +51,8 @@ class Section {
   Status Int(const char* key, int64_t lo, int64_t hi, int* out) const {
     const Json* v = Find(key);
     if (v == nullptr) return Status::Ok();
-    if (!v->is_number() || (v->is_number_float() && v->get<double>() != std::floor(v->get<double>()))) {
+    if (!v->is_number() ||
+        (v->is_number_float() && v->get<double>() != std::floor(v->get<double>()))) {
       return Fail(StatusCode::kDataLoss, Key(key), " must be an integer, got ", Shown(*v));
     }
     const double d = v->get<double>();  // exact for every value in range
@@ -108,8 +108,8 @@ class Section {
   Status RequireDefault(const char* key, const Json& expected, const char* what) const {
     const Json* v = Find(key);
     if (v == nullptr || *v == expected) return Status::Ok();
-    return Fail(StatusCode::kUnimplemented, Key(key), " = ", Shown(*v), " is not supported (",
-                what, ")");
+    return Fail(StatusCode::kUnimplemented, Key(key), " = ", Shown(*v), " is not supported (", what,
+                ")");
   }
 
   Status Activation(const char* key, ocular::Activation* out) const {
@@ -182,7 +182,8 @@ Status ParseVision(const Section& s, SiglipVisionConfig* v) {
 // initializer_range, attention_dropout, attn_implementation, cache_implementation, ...) are
 // accepted and ignored, as transformers does at inference time.
 Status RefuseUnimplementedText(const Section& s) {
-  OCULAR_RETURN_IF_ERROR(s.RequireDefault("attention_bias", false, "q/k/v/o projections have no bias"));
+  OCULAR_RETURN_IF_ERROR(
+      s.RequireDefault("attention_bias", false, "q/k/v/o projections have no bias"));
   OCULAR_RETURN_IF_ERROR(s.RequireDefault("mlp_bias", false, "MLP projections have no bias"));
   OCULAR_RETURN_IF_ERROR(s.RequireDefault("use_bidirectional_attention", false,
                                           "the text decoder is causal after the prefix"));
@@ -246,12 +247,13 @@ Status ParseText(const Section& s, GemmaTextConfig* t) {
   t->layer_is_sliding.assign(t->num_hidden_layers, false);
   if (const Json* lt = s.Find("layer_types")) {
     if (!lt->is_array()) {
-      return s.Fail(StatusCode::kDataLoss, s.Key("layer_types"), " must be a list, got ", Shown(*lt));
+      return s.Fail(StatusCode::kDataLoss, s.Key("layer_types"), " must be a list, got ",
+                    Shown(*lt));
     }
     if (lt->size() != static_cast<size_t>(t->num_hidden_layers)) {
-      return s.Fail(StatusCode::kDataLoss, s.Key("layer_types"), " has ", lt->size(),
-                    " entries; the rule is one per layer (num_hidden_layers = ",
-                    t->num_hidden_layers, ")");
+      return s.Fail(
+          StatusCode::kDataLoss, s.Key("layer_types"), " has ", lt->size(),
+          " entries; the rule is one per layer (num_hidden_layers = ", t->num_hidden_layers, ")");
     }
     for (int i = 0; i < t->num_hidden_layers; ++i) {
       const Json& e = (*lt)[i];
@@ -299,8 +301,8 @@ Status SiglipVisionConfig::Validate() const {
                 patch_size, ")");
   }
   if (num_channels != 3) {
-    return Error(StatusCode::kUnimplemented, "config", "vision_config: num_channels = ",
-                 num_channels, " is not supported (3: RGB)");
+    return Error(StatusCode::kUnimplemented, "config",
+                 "vision_config: num_channels = ", num_channels, " is not supported (3: RGB)");
   }
   if (!(layer_norm_eps > 0) || !std::isfinite(layer_norm_eps)) {
     return fail("layer_norm_eps must be a positive finite number");
@@ -366,16 +368,16 @@ Status PaliGemmaConfig::Validate() const {
     return Error(StatusCode::kDataLoss, "config", "projection_dim (", projection_dim,
                  ") must equal text_config.hidden_size (", text.hidden_size, ")");
   }
-  for (auto [name, id] : {std::pair{"bos_token_id", bos_token_id},
-                          std::pair{"eos_token_id", eos_token_id}}) {
+  for (auto [name, id] :
+       {std::pair{"bos_token_id", bos_token_id}, std::pair{"eos_token_id", eos_token_id}}) {
     if (id < 0 || id >= text.vocab_size) {
       return Error(StatusCode::kDataLoss, "config", name, " (", id,
                    ") must be a token id below text_config.vocab_size (", text.vocab_size, ")");
     }
   }
   if (vision.num_patches() > kMaxPositions) {
-    return Error(StatusCode::kResourceExhausted, "config", "vision_config: ",
-                 vision.num_patches(), " image tokens, over ocular's limit of ", kMaxPositions);
+    return Error(StatusCode::kResourceExhausted, "config", "vision_config: ", vision.num_patches(),
+                 " image tokens, over ocular's limit of ", kMaxPositions);
   }
   return Status::Ok();
 }

@@ -3,12 +3,12 @@
 // so that src/models/CMakeLists.txt stays untouched by this test.
 #include "models/config.h"
 
+#include <gtest/gtest.h>
+
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 namespace ocular {
 namespace {
@@ -53,20 +53,27 @@ struct Case {
 TEST(ConfigTest, BadValuesAreRefused) {
   const Case cases[] = {
       // Sizes: checked before anything is allocated from them.
-      {"text_config", "num_hidden_layers", -1, StatusCode::kDataLoss, "text_config.num_hidden_layers"},
+      {"text_config", "num_hidden_layers", -1, StatusCode::kDataLoss,
+       "text_config.num_hidden_layers"},
       {"text_config", "num_hidden_layers", 0, StatusCode::kDataLoss, "below the minimum 1"},
-      {"text_config", "num_hidden_layers", 2000000000, StatusCode::kResourceExhausted, "limit of 1024"},
+      {"text_config", "num_hidden_layers", 2000000000, StatusCode::kResourceExhausted,
+       "limit of 1024"},
       {"text_config", "num_hidden_layers", 1e300, StatusCode::kResourceExhausted, "1e+300"},
       {"text_config", "num_hidden_layers", 2.5, StatusCode::kDataLoss, "must be an integer"},
       {"text_config", "num_hidden_layers", "3", StatusCode::kDataLoss, "must be an integer"},
-      {"vision_config", "num_hidden_layers", -5, StatusCode::kDataLoss, "vision_config.num_hidden_layers"},
-      {"text_config", "hidden_size", 4294967296.0, StatusCode::kResourceExhausted, "text_config.hidden_size"},
+      {"vision_config", "num_hidden_layers", -5, StatusCode::kDataLoss,
+       "vision_config.num_hidden_layers"},
+      {"text_config", "hidden_size", 4294967296.0, StatusCode::kResourceExhausted,
+       "text_config.hidden_size"},
       {"text_config", "vocab_size", 0, StatusCode::kDataLoss, "vocab_size"},
       {"text_config", "head_dim", 25, StatusCode::kDataLoss, "must be even"},
-      {"text_config", "num_key_value_heads", 3, StatusCode::kDataLoss, "multiple of num_key_value_heads"},
-      {"text_config", "max_position_embeddings", 1e12, StatusCode::kResourceExhausted, "max_position_embeddings"},
+      {"text_config", "num_key_value_heads", 3, StatusCode::kDataLoss,
+       "multiple of num_key_value_heads"},
+      {"text_config", "max_position_embeddings", 1e12, StatusCode::kResourceExhausted,
+       "max_position_embeddings"},
       {"vision_config", "image_size", 50, StatusCode::kDataLoss, "multiple of patch_size"},
-      {"vision_config", "num_attention_heads", 5, StatusCode::kDataLoss, "multiple of num_attention_heads"},
+      {"vision_config", "num_attention_heads", 5, StatusCode::kDataLoss,
+       "multiple of num_attention_heads"},
       {"vision_config", "image_size", 100000, StatusCode::kResourceExhausted, "image_size"},
       {"vision_config", "num_channels", 4, StatusCode::kUnimplemented, "num_channels"},
       // Floats: finite and in range.
@@ -77,18 +84,24 @@ TEST(ConfigTest, BadValuesAreRefused) {
       {"text_config", "query_pre_attn_scalar", 0, StatusCode::kDataLoss, "query_pre_attn_scalar"},
       {"vision_config", "layer_norm_eps", "tiny", StatusCode::kDataLoss, "must be a number"},
       // Keys that change the math and are not implemented: refused, never ignored.
-      {"text_config", "attention_bias", true, StatusCode::kUnimplemented, "text_config.attention_bias"},
+      {"text_config", "attention_bias", true, StatusCode::kUnimplemented,
+       "text_config.attention_bias"},
       {"text_config", "mlp_bias", true, StatusCode::kUnimplemented, "mlp_bias"},
-      {"text_config", "use_bidirectional_attention", true, StatusCode::kUnimplemented, "use_bidirectional_attention"},
+      {"text_config", "use_bidirectional_attention", true, StatusCode::kUnimplemented,
+       "use_bidirectional_attention"},
       {"text_config", "rope_scaling", Json{{"rope_type", "linear"}, {"factor", 2.0}},
        StatusCode::kUnimplemented, "rope_scaling"},
-      {"text_config", "partial_rotary_factor", 0.5, StatusCode::kUnimplemented, "partial_rotary_factor"},
+      {"text_config", "partial_rotary_factor", 0.5, StatusCode::kUnimplemented,
+       "partial_rotary_factor"},
       {"text_config", "hidden_activation", "quick_gelu", StatusCode::kUnimplemented, "quick_gelu"},
-      {"vision_config", "hidden_act", "quick_gelu", StatusCode::kUnimplemented, "vision_config.hidden_act"},
+      {"vision_config", "hidden_act", "quick_gelu", StatusCode::kUnimplemented,
+       "vision_config.hidden_act"},
       {"vision_config", "vision_use_head", true, StatusCode::kUnimplemented, "vision_use_head"},
-      {"vision_config", "model_type", "clip_vision_model", StatusCode::kUnimplemented, "clip_vision_model"},
+      {"vision_config", "model_type", "clip_vision_model", StatusCode::kUnimplemented,
+       "clip_vision_model"},
       {"text_config", "model_type", "llama", StatusCode::kUnimplemented, "llama"},
-      {"text_config", "layer_types", Json::array({"full_attention"}), StatusCode::kDataLoss, "one per layer"},
+      {"text_config", "layer_types", Json::array({"full_attention"}), StatusCode::kDataLoss,
+       "one per layer"},
       {"text_config", "layer_types", Json::array({"chunked", "full_attention", "full_attention"}),
        StatusCode::kUnimplemented, "layer_types[0]"},
       // Consistency rules between sections.
@@ -136,8 +149,7 @@ TEST(ConfigTest, MalformedJsonIsCorruptWithPosition) {
                                 "m/config.json");
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(c.status().message().find("invalid JSON at line 3, column"),
-            std::string::npos)
+  EXPECT_NE(c.status().message().find("invalid JSON at line 3, column"), std::string::npos)
       << c.status().message();
   auto arr = ParsePaliGemmaConfig("[1]", "m/config.json");
   EXPECT_EQ(arr.status().code(), StatusCode::kDataLoss);

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
+#include <new>
 #include <string>
 
 #include "commands.h"
@@ -11,14 +13,21 @@ namespace ocular::cli {
 
 int ExitCode(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kOk: return 0;
-    case StatusCode::kInvalidArgument: return 2;
+    case StatusCode::kOk:
+      return 0;
+    case StatusCode::kInvalidArgument:
+      return 2;
     case StatusCode::kNotFound:
-    case StatusCode::kIoError: return 3;
-    case StatusCode::kDataLoss: return 4;
-    case StatusCode::kUnimplemented: return 5;
-    case StatusCode::kResourceExhausted: return 6;
-    case StatusCode::kInternal: return 1;
+    case StatusCode::kIoError:
+      return 3;
+    case StatusCode::kDataLoss:
+      return 4;
+    case StatusCode::kUnimplemented:
+      return 5;
+    case StatusCode::kResourceExhausted:
+      return 6;
+    case StatusCode::kInternal:
+      return 1;
   }
   return 1;
 }
@@ -30,7 +39,8 @@ int Fail(const Status& s) {
 }
 
 CLI::Validator FiniteRange(double lo, double hi) {
-  const std::string range = "[" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]";
+  const std::string range =
+      "[" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]";
   return CLI::Validator(
       [lo, hi, range](std::string& text) -> std::string {
         double v = 0;
@@ -72,7 +82,8 @@ Status CheckOutputIsNotAnInput(const char* flag, const std::string& out,
   for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec)) {
     if (same(entry.path().string())) {
       return Error(StatusCode::kInvalidArgument, "cli", flag, " ", out, " is ",
-                   entry.path().string(), ", a file of the model being read; refusing to "
+                   entry.path().string(),
+                   ", a file of the model being read; refusing to "
                    "overwrite it");
     }
   }
@@ -108,6 +119,16 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const std::bad_alloc&) {
+    // Last line of defence: sizes are validated before allocating, so reaching this is a bug,
+    // but the user gets a message and the "over a limit" code rather than an abort.
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: out of memory (HINT: a smaller model, image or --max-pixels)\n");
+    return 6;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: internal error (a bug, please report it): %s\n", e.what());
+    return 1;
   }
   return rc;
 }
