@@ -93,6 +93,12 @@ std::string TextPosition(std::string_view text, size_t offset) {
   return StrCat("line ", line, ", column ", offset - line_start + 1);
 }
 
+std::string ShortJson(const nlohmann::json& value, size_t max_chars) {
+  std::string s = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > max_chars) s = s.substr(0, max_chars > 3 ? max_chars - 3 : 0) + "...";
+  return s;
+}
+
 StatusOr<nlohmann::json> ParseJson(std::string_view text, const std::string& source,
                                    std::string_view component, int max_depth) {
   int depth = 0;

@@ -29,6 +29,10 @@ StatusOr<std::string> ReadFileBounded(const std::string& path, int64_t max_bytes
 // "line L, column C" (both 1-based; columns count bytes) of byte `offset` in `text`.
 std::string TextPosition(std::string_view text, size_t offset);
 
+// `value` as JSON for an error message, cut to at most `max_chars` characters ("..." marks a
+// cut): never a 300-digit number or a whole object in a message.
+std::string ShortJson(const nlohmann::json& value, size_t max_chars = 40);
+
 // Parses JSON text; a syntax error becomes kDataLoss "[component] source: invalid JSON at
 // line L, column C: <reason>", and so does nesting deeper than `max_depth` arrays/objects
 // (refused before parsing: nlohmann recurses once per level). Duplicate keys keep the last

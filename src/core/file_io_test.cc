@@ -133,6 +133,14 @@ TEST(ParseJsonTest, RefusesDeepNesting) {
   EXPECT_TRUE(ParseJson("[[[\"[[[[\"]]]", "x.json", "config", 3).ok());  // brackets in strings
 }
 
+TEST(ShortJsonTest, CutsLongValues) {
+  EXPECT_EQ(ShortJson(nlohmann::json(12)), "12");
+  EXPECT_EQ(ShortJson(nlohmann::json(1e300)), "1e+300");
+  const std::string cut = ShortJson(nlohmann::json(std::vector<int>(100, 7)), 20);
+  EXPECT_EQ(cut.size(), 20u);
+  EXPECT_TRUE(cut.ends_with("...")) << cut;
+}
+
 TEST(ParseJsonTest, ParsesValid) {
   auto j = ParseJson(R"({"a": [1, 2]})", "x", "config");
   ASSERT_TRUE(j.ok());

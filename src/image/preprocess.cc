@@ -15,7 +15,7 @@ Status FieldError(const std::string& origin, const char* field, const char* expe
                   const Json& value) {
   // A preprocessor_config.json with a wrong-typed or out-of-range field is a corrupt file.
   return Error(StatusCode::kDataLoss, "image", origin, ": field '", field, "' must be ",
-               expected, ", got ", value.dump());
+               expected, ", got ", ShortJson(value));
 }
 
 // Reads an optional boolean; null means false (transformers treats None as falsy).
@@ -85,7 +85,7 @@ StatusOr<PreprocessConfig> ParsePreprocessConfig(const std::string& json_text,
     const Json& size = j["size"];
     if (!size.is_object() || !size.contains("height") || !size.contains("width") ||
         !size["height"].is_number_integer() || !size["width"].is_number_integer()) {
-      return Error(StatusCode::kUnimplemented, "image", origin, ": size ", size.dump(),
+      return Error(StatusCode::kUnimplemented, "image", origin, ": size ", ShortJson(size),
                    " is not {\"height\": int, \"width\": int} (shortest_edge etc. unsupported)");
     }
     const int64_t h = size["height"].get<int64_t>(), w = size["width"].get<int64_t>();
@@ -98,7 +98,7 @@ StatusOr<PreprocessConfig> ParsePreprocessConfig(const std::string& json_text,
     const Json& r = j["resample"];
     if (!r.is_number_integer()) return FieldError(origin, "resample", "a PIL filter number", r);
     if (!ResampleFilterFromPil(r.get<int>(), &config.resample)) {
-      return Error(StatusCode::kUnimplemented, "image", origin, ": resample ", r.dump(),
+      return Error(StatusCode::kUnimplemented, "image", origin, ": resample ", ShortJson(r),
                    " is not supported (2 = BILINEAR, 3 = BICUBIC)");
     }
   }

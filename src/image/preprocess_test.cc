@@ -85,6 +85,8 @@ TEST(PreprocessConfigTest, Errors) {
       {R"({"image_mean": [0.5, 0.5]})", StatusCode::kDataLoss, "image_mean"},
       {R"({"do_resize": "yes"})", StatusCode::kDataLoss, "do_resize"},
       {R"({"rescale_factor": "1/255"})", StatusCode::kDataLoss, "rescale_factor"},
+      {R"({"image_mean": [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]})",
+       StatusCode::kDataLoss, "got [0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,..."},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.json);

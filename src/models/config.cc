@@ -13,11 +13,7 @@ namespace {
 using Json = nlohmann::json;
 
 // A JSON value as it appears in an error: short, never a 300-digit number or a whole object.
-std::string Shown(const Json& v) {
-  std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return s;
-}
+std::string Shown(const Json& v) { return ShortJson(v, 40); }
 
 // Reads one section of config.json ("", "text_config", "vision_config"). Every error names the
 // file and the dotted key: "[config] dir/config.json: text_config.num_hidden_layers = -1 ...".
