@@ -7,6 +7,7 @@
 #   - exit with its documented code (README: 2 bad argument / undecodable input, 3 not found or
 #     unreadable, 4 corrupt file, 5 unsupported, 6 over a limit; diff: 1 or 2),
 #   - print a message naming the file, field or flag (a pattern checked on stderr).
+# Controls (class "accepted") check that valid but unusual inputs still work (exit 0).
 # Cases are built at run time from the tiny checkpoint testdata/tiny/pg2 (linked, not copied)
 # and the committed images, so the corpus needs no large files.
 # Usage: run_bad_inputs.sh path/to/ocular   (from the repository root)
@@ -35,7 +36,7 @@ expect() {
     why="abort (exit $rc)"
   elif [[ ! $rc =~ ^($want)$ ]]; then  # want: a code, or alternatives such as 1|2
     why="exit $rc, expected $want"
-  elif ! grep -qE -- "$pattern" "$TMP/err"; then
+  elif [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$TMP/err"; then
     why="stderr does not match '$pattern'"
   elif [[ $(wc -c <"$TMP/err") -gt 2000 ]]; then
     why="message longer than 2000 bytes"
@@ -329,10 +330,39 @@ d=$(model tokenizer_model_fifo); rm "$d/tokenizer.json" "$d/tokenizer.model"; mk
 expect_run files tokenizer_model_fifo 3 'tokenizer.model: is a FIFO' "$d"
 
 # ---------------------------------------------------------------------------------------------
+# Controls: inputs that look unusual but are valid must still work (exit 0), so the checks
+# above cannot pass by refusing everything.
+E=$ROOT/testdata/images/edge
+ok_run() {  # ok_run NAME PATTERN ARGS...: expects exit 0 and PATTERN on stdout+stderr
+  local name=$1 pattern=$2
+  shift 2
+  expect accepted "$name" 0 '' -- "$@"
+  if ! grep -qE -- "$pattern" "$TMP/out" "$TMP/err"; then
+    echo "FAIL [accepted] $name: output does not match '$pattern'"; fails=$((fails + 1))
+  fi
+}
+d=$(config ignored_keys "s/\"attention_dropout\": 0.0,/\"attention_dropout\": 0.1, \"attn_implementation\": \"sdpa\", \"use_cache\": false,/")
+ok_run config_with_ignored_keys '"output_ids"' run -m "$d" -i "$IMG" -p "caption en" --max-tokens 2 --json
+d=$(config softcap_null "s/\"attn_logit_softcapping\": 50.0/\"attn_logit_softcapping\": null/")
+ok_run config_softcap_null '"output_ids"' run -m "$d" -i "$IMG" -p "caption en" --max-tokens 2 --json
+for f in bmp16_565_v5.bmp bmp8_rle.bmp bmp4_rle.bmp bmp8_index_beyond_palette.bmp gif_index_beyond_table.gif; do
+  ok_run "image_$f" '"output_ids"' run -m "$BASE" -i "$E/$f" -p "caption en" --max-tokens 2 --json
+done
+ok_run png_exif_rotate '"output_ids"' run -m "$BASE" -i "$E/exif6.png" -p "caption en" --max-tokens 2 --json --exif-rotate
+ok_run webp_exif_rotate '"output_ids"' run -m "$BASE" -i "$E/exif8.webp" -p "caption en" --max-tokens 2 --json --exif-rotate
+ok_run threads_max '"output_ids"' run -m "$BASE" -i "$IMG" -p "caption en" --max-tokens 2 --json --threads 1024
+ok_run help_shows_defaults 'max-tokens INT:INT in \[0 - 1048576\]=64' run --help
+ok_run help_lists_environment 'OCULAR_THREADS' --help
+ok_run tokenize_has_no_image_options '^Options:' tokenize --help
+if grep -q -- '--max-pixels' "$TMP/out"; then
+  echo "FAIL [accepted] tokenize --help lists --max-pixels"; fails=$((fails + 1))
+fi
+
+# ---------------------------------------------------------------------------------------------
 echo
 echo "bad-input corpus: by class (passed/total)"
 total=0
-for class in config files images options; do
+for class in config files images options accepted; do
   echo "  $class: ${ok_class[$class]:-0}/${n_class[$class]:-0}"
   total=$((total + ${n_class[$class]:-0}))
 done

@@ -30,11 +30,14 @@ struct ModelArgs {
 constexpr int kMaxThreads = 1024;
 constexpr int64_t kMaxPixelsLimit = int64_t{1} << 28;  // 268M pixels: 805 MB as RGB
 
-void AddModelArgs(CLI::App* cmd, ModelArgs* a) {
+// `images`: whether the command reads image files (run, trace, eval); --max-pixels and
+// --exif-rotate are only offered where they apply.
+void AddModelArgs(CLI::App* cmd, ModelArgs* a, bool images) {
   cmd->add_option("--model,-m", a->model, "HF PaliGemma directory")->required();
   cmd->add_option("--threads,-t", a->threads,
                   "worker threads; 0 = $OCULAR_THREADS, else the physical cores")
       ->check(CLI::Range(0, kMaxThreads));
+  if (!images) return;
   cmd->add_option("--max-pixels", a->max_pixels,
                   "refuse images with more pixels than this (exit 6)")
       ->check(CLI::Range(int64_t{1}, kMaxPixelsLimit));
@@ -113,7 +116,7 @@ void AddRun(CLI::App& app, int* rc) {
   auto g = std::make_shared<GenArgs>();
   auto json = std::make_shared<bool>(false);
   auto draw = std::make_shared<std::string>();
-  AddModelArgs(cmd, m.get());
+  AddModelArgs(cmd, m.get(), /*images=*/true);
   AddGenArgs(cmd, g.get());
   cmd->add_option("--draw", *draw, "write the first image with the detected boxes to this PNG");
   cmd->add_option("--temperature", g->opts.temperature, "0 = greedy")
@@ -183,7 +186,7 @@ void AddTrace(CLI::App& app, int* rc) {
   auto m = std::make_shared<ModelArgs>();
   auto g = std::make_shared<GenArgs>();
   auto out = std::make_shared<std::string>();
-  AddModelArgs(cmd, m.get());
+  AddModelArgs(cmd, m.get(), /*images=*/true);
   AddGenArgs(cmd, g.get());
   g->opts.max_tokens = 16;
   cmd->add_option("--out,-o", *out, "output .safetensors")->required();
@@ -213,7 +216,7 @@ void AddEval(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand("eval", "score a model on a held-out set (shapes-world format)");
   auto m = std::make_shared<ModelArgs>();
   auto o = std::make_shared<EvalOptions>();
-  AddModelArgs(cmd, m.get());
+  AddModelArgs(cmd, m.get(), /*images=*/true);
   cmd->add_option("--set", o->eval_set, "held-out JSONL (e.g. models/shapes-paligemma/heldout.jsonl)")
       ->required();
   cmd->add_option("--images", o->images_dir, "folder with the set's images")->required();
@@ -249,7 +252,7 @@ void AddTokenize(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand("tokenize", "print the ids and pieces of a text");
   auto m = std::make_shared<ModelArgs>();
   auto text = std::make_shared<std::string>();
-  AddModelArgs(cmd, m.get());
+  AddModelArgs(cmd, m.get(), /*images=*/false);
   cmd->add_option("text", *text, "text to tokenize (no BOS is added)")->required();
   cmd->callback([=] {
     auto engine = LoadEngine(*m);
@@ -274,7 +277,7 @@ void AddBench(CLI::App& app, int* rc) {
   auto m = std::make_shared<ModelArgs>();
   auto b = std::make_shared<BenchOptions>();
   auto roofline = std::make_shared<double>(0);
-  AddModelArgs(cmd, m.get());
+  AddModelArgs(cmd, m.get(), /*images=*/false);
   cmd->add_option("--roofline-gbs", *roofline,
                   "memory bandwidth to compare decode against (default: measured here with a "
                   "simple read probe, which may underestimate what the hardware sustains)")
