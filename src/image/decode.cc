@@ -20,7 +20,12 @@ Status CheckDimensions(const char* format, int64_t width, int64_t height, int64_
     return Error(StatusCode::kInvalidArgument, "image", format, " header declares a ", width, "x",
                  height, " image");
   }
-  if (width > kMaxSide || height > kMaxSide || width * height > max_pixels) {
+  if (width > kMaxSide || height > kMaxSide) {
+    // Sides may come from unsigned 32-bit fields: their product could overflow int64.
+    return Error(StatusCode::kResourceExhausted, "image", format, " image is ", width, "x", height,
+                 ": a side over ", kMaxSide, " pixels, beyond any --max-pixels");
+  }
+  if (width * height > max_pixels) {
     return Error(StatusCode::kResourceExhausted, "image", format, " image is ", width, "x", height,
                  " = ", width * height, " pixels, over the limit of ", max_pixels,
                  " pixels (--max-pixels)");

@@ -252,6 +252,15 @@ TEST(DecodeErrorTest, HugeHeadersAreRejectedBeforeAllocating) {
   }
 }
 
+TEST(DecodeErrorTest, HugeUnsignedBmpSidesDoNotOverflow) {
+  // BMP sizes are unsigned 32-bit: 3211001867 x 4069221632 must be refused, not multiplied.
+  auto image = DecodeImage(BmpWithSize(static_cast<int32_t>(3211001867u),
+                                       static_cast<int32_t>(4069221632u)));
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted) << image.status().ToString();
+  EXPECT_NE(image.status().message().find("a side over"), std::string::npos);
+}
+
 TEST(DecodeErrorTest, RandomGarbageAfterEachMagic) {
   const std::vector<std::string> magics = {"\xFF\xD8\xFF", "\x89PNG\r\n\x1A\n",
                                            std::string("RIFF\x20\0\0\0WEBPVP8 ", 16), "GIF89a",
