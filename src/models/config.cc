@@ -411,6 +411,11 @@ StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
   OCULAR_RETURN_IF_ERROR(top.Int("projection_dim", 1, kMaxHidden, &c.projection_dim));
   OCULAR_RETURN_IF_ERROR(top.Int("pad_token_id", 0, kMaxVocab, &c.pad_token_id));
   OCULAR_RETURN_IF_ERROR(top.Int("bos_token_id", 0, kMaxVocab, &c.bos_token_id));
+  if (const Json* eos = top.Find("eos_token_id"); eos != nullptr && eos->is_array()) {
+    // Valid in transformers (stop on any of them), but ocular stops on one id.
+    return top.Fail(StatusCode::kUnimplemented, "eos_token_id = ", Shown(*eos),
+                    " is not supported (a single id)");
+  }
   OCULAR_RETURN_IF_ERROR(top.Int("eos_token_id", 0, kMaxVocab, &c.eos_token_id));
 
   OCULAR_ASSIGN_OR_RETURN(const Json* vc, top.Object("vision_config"));

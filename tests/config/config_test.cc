@@ -108,6 +108,8 @@ TEST(ConfigTest, BadValuesAreRefused) {
       {"", "image_token_index", 999999, StatusCode::kDataLoss, "image_token_index"},
       {"", "projection_dim", 64, StatusCode::kDataLoss, "projection_dim (64) must equal"},
       {"", "eos_token_id", 5000, StatusCode::kDataLoss, "eos_token_id"},
+      {"", "eos_token_id", Json::array({1, 107}), StatusCode::kUnimplemented,
+       "eos_token_id = [1,107]"},
       {"", "text_config", "gemma2", StatusCode::kDataLoss, "text_config must be an object"},
       {"", "model_type", "llava", StatusCode::kUnimplemented, "llava"},
       {"", "model_type", 7, StatusCode::kDataLoss, "model_type must be a string"},
