@@ -219,6 +219,7 @@ StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
   // Palette images (1, 4, 8 bits): index → colour, with Pillow's grey shortcut.
   std::vector<std::array<uint8_t, 3>> palette;
   bool gray = false;
+  bool ones_from_bytes = false;  // Pillow's "1" raw mode on 4/8-bit rows
   if (h.bits <= 8) {
     if (h.compression == kBitfields) return Unsupported("bitfields with ", h.bits, " bits");
     if (h.colors == 0 || h.colors > 65536) {
@@ -236,11 +237,14 @@ StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
       const size_t at = i * h.palette_entry;
       gray = at + 3 <= bytes && pal[at] == level && pal[at + 1] == level && pal[at + 2] == level;
     }
-    // In those modes Pillow unpacks the data with the grey raw mode, which for these depths
-    // does not match the stored layout: its pixels are not the image, so refuse.
-    if (gray && (h.colors == 2 ? h.bits != 1 : (h.bits == 1 || (h.bits == 4 && !rle)))) {
-      return Unsupported(h.bits, "-bit with a ", h.colors,
-                         "-entry grey palette (Pillow misreads this layout)");
+    // In those modes Pillow unpacks the rows with the grey raw mode, whatever the depth: for a
+    // black/white palette at 4 or 8 bits it reads the rows as 1-bit data (followed below);
+    // the other mismatches make Pillow fail, or cannot go through its RLE path: refuse.
+    ones_from_bytes = gray && h.colors == 2 && h.bits != 1 && !rle;
+    if (gray && !ones_from_bytes &&
+        (h.colors == 2 ? rle : (h.bits == 1 || (h.bits == 4 && !rle)))) {
+      return Unsupported(h.bits, "-bit", rle ? " RLE" : "", " with a ", h.colors,
+                         "-entry grey palette (Pillow cannot read this layout)");
     }
     for (size_t i = 0; i + 3 <= bytes && palette.size() < 256; i += h.palette_entry) {
       palette.push_back({pal[i + 2], pal[i + 1], pal[i]});  // stored B, G, R
@@ -283,7 +287,9 @@ StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
     const int y = h.top_down ? r : ht - 1 - r;
     for (int x = 0; x < w; ++x) {
       uint8_t* out = img.pixel(x, y);
-      if (h.bits <= 8) {
+      if (ones_from_bytes) {
+        out[0] = out[1] = out[2] = ((row[x / 8] >> (7 - x % 8)) & 1) ? 255 : 0;
+      } else if (h.bits <= 8) {
         const int per_byte = 8 / h.bits;
         const int shift = 8 - h.bits * (x % per_byte + 1);  // first pixel in the high bits
         put_index(out, (row[x / per_byte] >> shift) & ((1u << h.bits) - 1));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -254,11 +255,50 @@ TEST(DecodeErrorTest, HugeHeadersAreRejectedBeforeAllocating) {
 
 TEST(DecodeErrorTest, HugeUnsignedBmpSidesDoNotOverflow) {
   // BMP sizes are unsigned 32-bit: 3211001867 x 4069221632 must be refused, not multiplied.
-  auto image = DecodeImage(BmpWithSize(static_cast<int32_t>(3211001867u),
-                                       static_cast<int32_t>(4069221632u)));
+  auto image = DecodeImage(
+      BmpWithSize(static_cast<int32_t>(3211001867u), static_cast<int32_t>(4069221632u)));
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted) << image.status().ToString();
   EXPECT_NE(image.status().message().find("a side over"), std::string::npos);
+}
+
+// A bottom-up BMP with a 40-byte header and a BGRX palette; `rows` are the padded pixel rows
+// as stored (bottom row first).
+std::vector<uint8_t> PaletteBmp(int bits, int width, int height,
+                                const std::vector<std::array<uint8_t, 3>>& palette,
+                                const std::vector<uint8_t>& rows) {
+  std::vector<uint8_t> b = {'B', 'M'};
+  auto u16 = [&](uint32_t v) { b.push_back(v & 255), b.push_back(v >> 8); };
+  auto u32 = [&](uint32_t v) { u16(v & 0xFFFF), u16(v >> 16); };
+  u32(0), u32(0), u32(54 + 4 * static_cast<uint32_t>(palette.size()));
+  u32(40), u32(width), u32(height), u16(1), u16(bits), u32(0), u32(rows.size()), u32(0), u32(0);
+  u32(palette.size()), u32(0);
+  for (const auto& c : palette) b.insert(b.end(), {c[2], c[1], c[0], 0});
+  b.insert(b.end(), rows.begin(), rows.end());
+  return b;
+}
+
+TEST(BmpTest, GreyPaletteShortcutsFollowPillow) {
+  // 1 bit, black/white palette: Pillow's mode "1", the same pixels as the palette gives.
+  auto bw = DecodeImage(PaletteBmp(1, 3, 1, {{0, 0, 0}, {255, 255, 255}}, {0xA0, 0, 0, 0}));
+  ASSERT_TRUE(bw.ok()) << bw.status().ToString();
+  EXPECT_EQ(bw->rgb, (std::vector<uint8_t>{255, 255, 255, 0, 0, 0, 255, 255, 255}));
+  // 8 bits with a 3-entry grey ramp: Pillow's mode "L", so index 200 is grey 200, not black.
+  auto ramp = DecodeImage(PaletteBmp(8, 2, 1, {{0, 0, 0}, {1, 1, 1}, {2, 2, 2}}, {1, 200, 0, 0}));
+  ASSERT_TRUE(ramp.ok()) << ramp.status().ToString();
+  EXPECT_EQ(ramp->rgb, (std::vector<uint8_t>{1, 1, 1, 200, 200, 200}));
+  // The same indices with a coloured palette: past its end is black.
+  auto pal = DecodeImage(PaletteBmp(8, 2, 1, {{9, 8, 7}, {1, 2, 3}, {4, 5, 6}}, {1, 200, 0, 0}));
+  ASSERT_TRUE(pal.ok()) << pal.status().ToString();
+  EXPECT_EQ(pal->rgb, (std::vector<uint8_t>{1, 2, 3, 0, 0, 0}));
+  // 8 bits with a black/white palette: Pillow unpacks the rows as 1-bit data; so does ocular.
+  auto ones = DecodeImage(PaletteBmp(8, 3, 1, {{0, 0, 0}, {255, 255, 255}}, {0xA0, 1, 0, 0}));
+  ASSERT_TRUE(ones.ok()) << ones.status().ToString();
+  EXPECT_EQ(ones->rgb, (std::vector<uint8_t>{255, 255, 255, 0, 0, 0, 255, 255, 255}));
+  // 1 bit with a one-entry grey palette: Pillow reads the rows as 8-bit grey and fails.
+  auto refused = DecodeImage(PaletteBmp(1, 9, 1, {{0, 0, 0}}, {0xFF, 0x80, 0, 0}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented) << refused.status().ToString();
 }
 
 TEST(DecodeErrorTest, RandomGarbageAfterEachMagic) {
