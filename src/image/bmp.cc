@@ -219,7 +219,6 @@ StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
   // Palette images (1, 4, 8 bits): index → colour, with Pillow's grey shortcut.
   std::vector<std::array<uint8_t, 3>> palette;
   bool gray = false;
-  bool ones_from_bytes = false;  // Pillow's "1" raw mode on 4/8-bit rows
   if (h.bits <= 8) {
     if (h.compression == kBitfields) return Unsupported("bitfields with ", h.bits, " bits");
     if (h.colors == 0 || h.colors > 65536) {
@@ -237,23 +236,17 @@ StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
       const size_t at = i * h.palette_entry;
       gray = at + 3 <= bytes && pal[at] == level && pal[at + 1] == level && pal[at + 2] == level;
     }
-    // In those modes Pillow unpacks the rows with the grey raw mode, whatever the depth: for a
-    // black/white palette at 4 or 8 bits it reads the rows as 1-bit data (followed below);
-    // the other mismatches make Pillow fail, or cannot go through its RLE path: refuse.
-    ones_from_bytes = gray && h.colors == 2 && h.bits != 1 && !rle;
-    if (gray && !ones_from_bytes &&
-        (h.colors == 2 ? rle : (h.bits == 1 || (h.bits == 4 && !rle)))) {
-      return Unsupported(h.bits, "-bit", rle ? " RLE" : "", " with a ", h.colors,
-                         "-entry grey palette (Pillow cannot read this layout)");
+    // Through its RLE path Pillow cannot put a black/white ("1") image together: refuse.
+    if (gray && rle && h.colors == 2) {
+      return Unsupported(h.bits, "-bit RLE with a black/white palette (Pillow cannot read it)");
     }
     for (size_t i = 0; i + 3 <= bytes && palette.size() < 256; i += h.palette_entry) {
       palette.push_back({pal[i + 2], pal[i + 1], pal[i]});  // stored B, G, R
     }
   }
   auto put_index = [&](uint8_t* out, uint32_t index) {
-    if (gray) {
-      const uint8_t v = static_cast<uint8_t>(h.bits == 1 ? index * 255 : index);
-      out[0] = out[1] = out[2] = v;
+    if (gray) {  // only reached from RLE ("L": the index is the grey level)
+      out[0] = out[1] = out[2] = static_cast<uint8_t>(index);
     } else if (index < palette.size()) {
       std::memcpy(out, palette[index].data(), 3);
     } else {
@@ -274,10 +267,19 @@ StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
   Layout layout = Layout::kBytes;
   std::array<int, 3> rgb_byte{};
   if (h.bits > 8) OCULAR_RETURN_IF_ERROR(ChooseLayout(h, &layout, &rgb_byte));
-  const uint64_t row_bytes = (uint64_t(w) * h.bits + 7) / 8;
   const uint64_t stride = ((uint64_t(w) * h.bits + 31) >> 3) & ~uint64_t{3};
-  // The last row needs no padding (Pillow's raw decoder stops once it has every pixel).
-  const uint64_t needed = h.pixels_at + stride * (ht - 1) + row_bytes;
+  // Without its palette Pillow unpacks the rows with the grey raw mode whatever the stored
+  // depth: "1" (1 bit per pixel) for black/white, else "L" (a byte per pixel), stepping by the
+  // stored stride. An "L" row can then be longer than the stride: Pillow opened from a path
+  // maps the file and reads each row's bytes from its start (rows overlap; past the end of the
+  // file the mapping reads zeros), which is followed here. (From a file object its decoder
+  // fails instead.)
+  const uint32_t unpack_bits = gray ? (h.colors == 2 ? 1 : 8) : h.bits;
+  const bool overlapping_rows = gray && unpack_bits == 8 && h.bits < 8;
+  const uint64_t row_bytes = (uint64_t(w) * unpack_bits + 7) / 8;
+  // The last row needs no padding (Pillow's raw decoder stops once it has every pixel); the
+  // mapped path checks whole strides.
+  const uint64_t needed = h.pixels_at + stride * (ht - 1) + (overlapping_rows ? stride : row_bytes);
   if (data.size() < needed) {
     return Corrupt("truncated BMP: ", data.size(), " bytes, header needs ", needed);
   }
@@ -287,8 +289,11 @@ StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
     const int y = h.top_down ? r : ht - 1 - r;
     for (int x = 0; x < w; ++x) {
       uint8_t* out = img.pixel(x, y);
-      if (ones_from_bytes) {
+      if (gray && unpack_bits == 1) {
         out[0] = out[1] = out[2] = ((row[x / 8] >> (7 - x % 8)) & 1) ? 255 : 0;
+      } else if (gray) {
+        const size_t at = h.pixels_at + stride * r + x;
+        out[0] = out[1] = out[2] = at < data.size() ? data[at] : 0;
       } else if (h.bits <= 8) {
         const int per_byte = 8 / h.bits;
         const int shift = 8 - h.bits * (x % per_byte + 1);  // first pixel in the high bits
