@@ -22,7 +22,6 @@ IMG=$ROOT/testdata/golden/inputs/photo.png
 
 fails=0
 declare -A n_class ok_class
-declare -a report
 
 # expect CLASS NAME RC PATTERN -- ARGS...: runs ocular ARGS and checks the outcome.
 expect() {
@@ -295,8 +294,9 @@ opt diff_tol_nan 2 '--tol' diff testdata/golden/pg1/photo_caption.safetensors te
 opt diff_no_common_taps "1|2" 'no tap in common' diff testdata/images/expected.safetensors testdata/golden/pg1/photo_caption.safetensors
 opt diff_not_safetensors 4 'photo.png' diff "$IMG" testdata/golden/pg1/photo_caption.safetensors
 # trace -o must never overwrite what it reads.
-d=$(model trace_target)
-cp --remove-destination "$BASE/model.safetensors" "$d/model.safetensors"
+# A real copy (no links into testdata/): if a check failed, only the copy would be damaged.
+d=$TMP/models/trace_target
+cp -r "$BASE" "$d"
 sum_before=$(cksum <"$d/model.safetensors")
 opt trace_onto_checkpoint 2 'model.safetensors.*refusing to overwrite' trace -m "$d" -i "$IMG" -p "caption en" -o "$d/model.safetensors"
 ln -s "$d/model.safetensors" "$TMP/alias.safetensors"
