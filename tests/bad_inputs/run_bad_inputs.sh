@@ -286,6 +286,8 @@ opt top_k_negative 2 '--top-k' "${R[@]}" --top-k -1
 opt max_pixels_zero 2 '--max-pixels' "${R[@]}" --max-pixels 0
 opt max_pixels_huge 2 '--max-pixels' "${R[@]}" --max-pixels 1000000000000
 opt unknown_flag 2 '--frobnicate' "${R[@]}" --frobnicate
+opt max_tokens_over_context 6 'exceed the context length 8192' "${R[@]}" --max-tokens 1000000
+opt prompt_over_context 6 'exceed the context length' run -m "$BASE" -i "$IMG" -p "$(printf 'word %.0s' {1..20000})"
 opt prompt_missing 2 '--prompt' run -m "$BASE" -i "$IMG"
 opt bench_prompt_tokens_zero 2 '--prompt-tokens' bench -m "$BASE" --prompt-tokens 0
 opt bench_roofline_nan 2 '--roofline-gbs' bench -m "$BASE" --roofline-gbs nan
