@@ -279,8 +279,8 @@ void AddBench(CLI::App& app, int* rc) {
   auto roofline = std::make_shared<double>(0);
   AddModelArgs(cmd, m.get(), /*images=*/false);
   cmd->add_option("--roofline-gbs", *roofline,
-                  "memory bandwidth to compare decode against (default: measured here with a "
-                  "simple read probe, which may underestimate what the hardware sustains)")
+                  "memory bandwidth (GB/s) to compare decode against; 0 = measure it here with "
+                  "a simple read probe, which may underestimate what the hardware sustains")
       ->check(FiniteRange(0.0, 1e6));
   cmd->add_option("--prompt-tokens", b->prompt_tokens, "text tokens after the image")
       ->check(CLI::Range(1, 1 << 20));
