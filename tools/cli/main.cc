@@ -1,6 +1,7 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -38,7 +39,7 @@ int Fail(const Status& s) {
   return ExitCode(s);
 }
 
-CLI::Validator FiniteRange(double lo, double hi) {
+CLI::Validator FiniteRange(double lo, double hi, bool describe) {
   const std::string range =
       "[" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]";
   return CLI::Validator(
@@ -50,7 +51,7 @@ CLI::Validator FiniteRange(double lo, double hi) {
         }
         return std::string();
       },
-      "FLOAT in " + range);
+      describe ? "FLOAT in " + range : std::string());
 }
 
 Status CheckOutputIsNotAnInput(const char* flag, const std::string& out,
@@ -90,6 +91,54 @@ Status CheckOutputIsNotAnInput(const char* flag, const std::string& out,
   return Status::Ok();
 }
 
+namespace {
+
+// Upper bounds for options: far above any real use, low enough that nothing derived from them
+// can exhaust the machine before a clear error (a thread per core, RGB buffers of max pixels).
+constexpr int kMaxThreads = 1024;
+constexpr int64_t kMaxPixelsLimit = int64_t{1} << 28;  // 268M pixels: 805 MB as RGB
+constexpr int kMaxTokens = 1 << 20;
+
+}  // namespace
+
+void TightenOptions(CLI::App& app) {
+  for (CLI::App* cmd : app.get_subcommands(nullptr)) {
+    auto option = [&](const char* name) { return cmd->get_option_no_throw(name); };
+    if (CLI::Option* o = option("--threads")) {
+      o->check(CLI::Range(0, kMaxThreads))
+          ->description("worker threads; 0 = $OCULAR_THREADS, else the physical cores");
+    }
+    // Only the commands that read image files offer the image options.
+    const bool reads_images =
+        cmd->get_name() == "run" || cmd->get_name() == "trace" || cmd->get_name() == "eval";
+    for (const char* name : {"--max-pixels", "--exif-rotate"}) {
+      CLI::Option* o = option(name);
+      if (o != nullptr && !reads_images) cmd->remove_option(o);
+    }
+    if (CLI::Option* o = reads_images ? option("--max-pixels") : nullptr) {
+      o->check(CLI::Range(int64_t{1}, kMaxPixelsLimit))
+          ->description("refuse images with more pixels than this (exit 6)");
+    }
+    if (CLI::Option* o = reads_images ? option("--exif-rotate") : nullptr) {
+      o->description(
+          "apply EXIF orientation (JPEG, PNG, WebP) as transformers' load_image does; off = "
+          "pixels as stored, like Image.open");
+    }
+    for (const char* name : {"--max-tokens", "--prompt-tokens", "--decode-tokens"}) {
+      if (CLI::Option* o = option(name)) o->check(CLI::Range(0, kMaxTokens));
+    }
+    // CLI::Range and NonNegativeNumber let NaN through: these must be finite.
+    if (CLI::Option* o = option("--temperature")) o->check(FiniteRange(0.0, 100.0));
+    if (CLI::Option* o = option("--top-p")) o->check(FiniteRange(0.0, 1.0, /*describe=*/false));
+    if (CLI::Option* o = option("--roofline-gbs")) {
+      o->check(FiniteRange(0.0, 1e6))
+          ->description(
+              "memory bandwidth (GB/s) to compare decode against; 0 = measure it here with a "
+              "simple read probe, which may underestimate what the hardware sustains");
+    }
+  }
+}
+
 }  // namespace ocular::cli
 
 int main(int argc, char** argv) {
@@ -115,6 +164,7 @@ int main(int argc, char** argv) {
   ocular::cli::AddTokenize(app, &rc);
   ocular::cli::AddBench(app, &rc);
   ocular::cli::AddEval(app, &rc);
+  ocular::cli::TightenOptions(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
