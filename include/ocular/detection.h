@@ -16,7 +16,7 @@ struct Detection {
 };
 
 // Parses PaliGemma detection output ("<locY0><locX0><locY1><locX1> label ; ...") into boxes
-// relative to the ORIGINAL image size (v = loc / 1023, MODELS.md §3). Never fails: malformed
+// relative to the ORIGINAL image size (v = loc / 1023, docs/models.md §3). Never fails: malformed
 // parts are skipped (details: src/tasks/detection.h).
 std::vector<Detection> ParseDetections(std::string_view decoded_text, int image_w, int image_h);
 

@@ -1,5 +1,7 @@
 #include "core/mapped_file.h"
 
+#include "core/file_io.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -7,13 +9,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace ocular {
 
 StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever; it is then refused
+  // as not a regular file. (Regular files ignore the flag.)
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     return Error(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError, "io", path,
                  ": cannot open: ", std::strerror(errno));
@@ -21,7 +23,8 @@ StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Error(StatusCode::kIoError, "io", path, ": not a regular file");
+    return Error(StatusCode::kIoError, "io", path,
+                 ": not a regular file (a directory, FIFO or device cannot be read as one)");
   }
   MappedFile f;
   f.path_ = path;
@@ -56,15 +59,7 @@ MappedFile::~MappedFile() {
 }
 
 StatusOr<std::string> ReadFileToString(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Error(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError, "io", path,
-                 ": cannot open: ", std::strerror(errno));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Error(StatusCode::kIoError, "io", path, ": read failed");
-  return ss.str();
+  return ReadFileBounded(path, kMaxConfigFileBytes, "io");
 }
 
 }  // namespace ocular

@@ -31,7 +31,8 @@ class MappedFile {
   std::string path_;
 };
 
-// Reads a whole (small) file into a string.
+// Reads a whole small regular file into a string: ReadFileBounded(path, kMaxConfigFileBytes,
+// "io") from core/file_io.h, which callers should prefer (it names their component).
 StatusOr<std::string> ReadFileToString(const std::string& path);
 
 }  // namespace ocular

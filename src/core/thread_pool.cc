@@ -2,10 +2,12 @@
 
 #include <sched.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "core/check.h"
@@ -71,7 +73,20 @@ int ThreadPool::DefaultThreadCount() {
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
   OCULAR_CHECK(num_threads >= 1, "HINT: a pool needs at least the calling thread");
   workers_.reserve(num_threads - 1);
-  for (int i = 0; i + 1 < num_threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int i = 0; i + 1 < num_threads; ++i) {
+    try {
+      workers_.emplace_back([this, i] { WorkerLoop(i); });
+    } catch (const std::system_error& e) {
+      // The OS refused a thread (RLIMIT_NPROC, memory, cgroup pids.max). Run with the workers
+      // that did start rather than abort: ParallelFor hands chunks to whichever workers exist
+      // (pending_ counts workers_, not num_threads_), so results are unchanged, only slower.
+      std::fprintf(stderr,
+                   "warning: [thread_pool] could only start %d of %d threads (%s); "
+                   "HINT: lower --threads or OCULAR_THREADS\n",
+                   i + 1, num_threads, e.what());
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -1,5 +1,6 @@
 // Format sniffing, the pixel budget, EXIF orientation, and the DecodeImage/LoadImage entry points.
 #include <cstring>
+#include <new>
 #include <string_view>
 
 #include "core/mapped_file.h"
@@ -19,10 +20,15 @@ Status CheckDimensions(const char* format, int64_t width, int64_t height, int64_
     return Error(StatusCode::kInvalidArgument, "image", format, " header declares a ", width, "x",
                  height, " image");
   }
-  if (width > kMaxSide || height > kMaxSide || width * height > max_pixels) {
+  if (width > kMaxSide || height > kMaxSide) {
+    // Sides may come from unsigned 32-bit fields: their product could overflow int64.
+    return Error(StatusCode::kResourceExhausted, "image", format, " image is ", width, "x", height,
+                 ": a side over ", kMaxSide, " pixels, beyond any --max-pixels");
+  }
+  if (width * height > max_pixels) {
     return Error(StatusCode::kResourceExhausted, "image", format, " image is ", width, "x", height,
                  " = ", width * height, " pixels, over the limit of ", max_pixels,
-                 " (DecodeOptions::max_pixels)");
+                 " pixels (--max-pixels)");
   }
   return Status::Ok();
 }
@@ -118,6 +124,51 @@ int JpegExifOrientation(std::span<const uint8_t> data) {
   return 1;
 }
 
+namespace {
+
+// Pillow's Exif.load drops every leading "Exif\0\0" before reading the TIFF structure.
+int ExifBlockOrientation(std::span<const uint8_t> block) {
+  constexpr std::string_view kPrefix("Exif\0\0", 6);
+  while (StartsWith(block, 0, kPrefix)) block = block.subspan(kPrefix.size());
+  return TiffOrientation(block);
+}
+
+}  // namespace
+
+int PngExifOrientation(std::span<const uint8_t> data) {
+  if (!StartsWith(data, 0, "\x89PNG\r\n\x1A\n")) return 1;
+  // Chunks: u32 big-endian length, 4-byte type, data, CRC. Pillow reads eXIf wherever it is
+  // (after IDAT too, when the image is loaded); a later one replaces an earlier one.
+  int orientation = 1;
+  size_t pos = 8;
+  while (pos + 8 <= data.size()) {
+    const size_t length = (size_t{data[pos]} << 24) | (data[pos + 1] << 16) |
+                          (data[pos + 2] << 8) | data[pos + 3];
+    if (length > data.size() - pos - 8) break;
+    if (StartsWith(data, pos + 4, "eXIf")) {
+      orientation = ExifBlockOrientation(data.subspan(pos + 8, length));
+    }
+    if (StartsWith(data, pos + 4, "IEND")) break;
+    pos += 12 + length;
+  }
+  return orientation;
+}
+
+int WebpExifOrientation(std::span<const uint8_t> data) {
+  if (!StartsWith(data, 0, "RIFF") || !StartsWith(data, 8, "WEBP")) return 1;
+  // RIFF chunks: fourcc, u32 little-endian size, data padded to an even size. libwebp's demuxer
+  // (what Pillow asks for the chunk) returns the first EXIF chunk.
+  size_t pos = 12;
+  while (pos + 8 <= data.size()) {
+    const size_t size = data[pos + 4] | (data[pos + 5] << 8) | (data[pos + 6] << 16) |
+                        (size_t{data[pos + 7]} << 24);
+    if (size > data.size() - pos - 8) break;
+    if (StartsWith(data, pos, "EXIF")) return ExifBlockOrientation(data.subspan(pos + 8, size));
+    pos += 8 + size + (size & 1);
+  }
+  return 1;
+}
+
 Image ApplyExifOrientation(const Image& in, int orientation) {
   if (orientation < 2 || orientation > 8) return in;
   const int w = in.width, h = in.height;
@@ -160,35 +211,45 @@ StatusOr<Image> DecodeImage(std::span<const uint8_t> data, const DecodeOptions& 
   if (data.empty()) return Error(StatusCode::kInvalidArgument, "image", "empty input");
   const ImageFormat format = DetectImageFormat(data);
   StatusOr<Image> image = Status(StatusCode::kInternal, "unreachable");
-  switch (format) {
-    case ImageFormat::kJpeg:
-      image = DecodeJpeg(data, options.max_pixels);
-      break;
-    case ImageFormat::kPng:
-      image = DecodePng(data, options.max_pixels);
-      break;
-    case ImageFormat::kWebp:
-      image = DecodeWebp(data, options.max_pixels);
-      break;
-    case ImageFormat::kGif:
-      image = DecodeGif(data, options.max_pixels);
-      break;
-    case ImageFormat::kBmp:
-      image = DecodeBmp(data, options.max_pixels);
-      break;
-    case ImageFormat::kUnknown: {
-      std::string head;
-      for (size_t i = 0; i < data.size() && i < 8; ++i) {
-        static const char kHex[] = "0123456789abcdef";
-        head += StrCat(i ? " " : "", kHex[data[i] >> 4], kHex[data[i] & 15]);
+  // The pixel budget is checked before allocating, but a budget the machine cannot hold (a
+  // raised --max-pixels) must still end in an error, not std::bad_alloc.
+  try {
+    switch (format) {
+      case ImageFormat::kJpeg:
+        image = DecodeJpeg(data, options.max_pixels);
+        break;
+      case ImageFormat::kPng:
+        image = DecodePng(data, options.max_pixels);
+        break;
+      case ImageFormat::kWebp:
+        image = DecodeWebp(data, options.max_pixels);
+        break;
+      case ImageFormat::kGif:
+        image = DecodeGif(data, options.max_pixels);
+        break;
+      case ImageFormat::kBmp:
+        image = DecodeBmp(data, options.max_pixels);
+        break;
+      case ImageFormat::kUnknown: {
+        std::string head;
+        for (size_t i = 0; i < data.size() && i < 8; ++i) {
+          static const char kHex[] = "0123456789abcdef";
+          head += StrCat(i ? " " : "", kHex[data[i] >> 4], kHex[data[i] & 15]);
+        }
+        return Error(
+            StatusCode::kInvalidArgument, "image",
+            "unrecognized image format (not JPEG, PNG, WebP, GIF or BMP); first bytes: ", head);
       }
-      return Error(
-          StatusCode::kInvalidArgument, "image",
-          "unrecognized image format (not JPEG, PNG, WebP, GIF or BMP); first bytes: ", head);
     }
+  } catch (const std::bad_alloc&) {
+    return Error(StatusCode::kResourceExhausted, "image", ImageFormatName(format),
+                 " image: not enough memory for its pixels (lower --max-pixels)");
   }
-  if (image.ok() && options.exif_rotate && format == ImageFormat::kJpeg) {
-    const int orientation = JpegExifOrientation(data);
+  if (image.ok() && options.exif_rotate) {
+    const int orientation = format == ImageFormat::kJpeg   ? JpegExifOrientation(data)
+                            : format == ImageFormat::kPng  ? PngExifOrientation(data)
+                            : format == ImageFormat::kWebp ? WebpExifOrientation(data)
+                                                           : 1;
     if (orientation != 1) return ApplyExifOrientation(*image, orientation);
   }
   return image;

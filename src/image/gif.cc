@@ -1,7 +1,8 @@
 // GIF (first frame) through giflib, matching Pillow's GifImagePlugin for frame 0: the canvas is
 // the logical screen, pre-filled with the frame's transparent index if it has one (else index
 // 0), the frame is pasted at its offset, and convert("RGB") looks indices up in the local or
-// global colour table. Without any colour table Pillow uses mode "L": the index is the grey.
+// global colour table (black past its end). Without any colour table Pillow uses mode "L": the
+// index is the grey.
 #include <gif_lib.h>
 
 #include <algorithm>
@@ -103,13 +104,16 @@ StatusOr<Image> DecodeGif(std::span<const uint8_t> data, int64_t max_pixels) {
     for (size_t i = 0; i < canvas.size(); ++i) {
       const int index = canvas[i];
       uint8_t* p = &out.rgb[i * 3];
-      if (map != nullptr && index < map->ColorCount) {
+      if (map == nullptr) {
+        // No colour table at all: Pillow opens the GIF as "L", the index is the grey level.
+        p[0] = p[1] = p[2] = static_cast<uint8_t>(index);
+      } else if (index < map->ColorCount) {
         p[0] = map->Colors[index].Red;
         p[1] = map->Colors[index].Green;
         p[2] = map->Colors[index].Blue;
       } else {
-        // No table, or an index past its end: Pillow's palettes default to a grey ramp.
-        p[0] = p[1] = p[2] = static_cast<uint8_t>(index);
+        // An index past the table's end: Pillow's palette is black there.
+        p[0] = p[1] = p[2] = 0;
       }
     }
     return out;

@@ -8,7 +8,7 @@
 //   16-bit grey PNG (I;16) min(value, 255) — PIL clips, it does not scale
 //   CMYK JPEG              Adobe files are inverted first; then R = k' - k'·c/255 (k' = 255-k)
 //   GIF                    first frame only
-// EXIF orientation is not applied unless DecodeOptions::exif_rotate (transformers ignores it).
+// EXIF orientation is not applied unless DecodeOptions::exif_rotate (Image.open ignores it).
 //
 // All inputs are untrusted: errors come back as Status tagged [image], never a crash, and the
 // pixel budget is checked from the header before any pixel buffer is allocated.
@@ -45,14 +45,15 @@ ImageFormat DetectImageFormat(std::span<const uint8_t> data);
 struct DecodeOptions {
   // Images with width * height above this are rejected (kResourceExhausted) before decoding.
   int64_t max_pixels = 50'000'000;
-  // Apply the JPEG EXIF orientation tag (like PIL's ImageOps.exif_transpose). Off by default
-  // because transformers does not do it.
+  // Apply the EXIF orientation tag of a JPEG (APP1), PNG (eXIf) or WebP (EXIF chunk), like
+  // PIL's ImageOps.exif_transpose. Off by default: transformers' image processors see
+  // Image.open(f) pixels; only its load_image helper (pipelines) applies exif_transpose.
   bool exif_rotate = false;
 };
 
 // Decodes one image. Errors: kInvalidArgument (unknown format, zero size), kDataLoss (corrupt or
 // truncated data), kResourceExhausted (over max_pixels), kUnimplemented (valid but unsupported
-// variant, e.g. 16-bit BMP compression stb does not handle).
+// variant, e.g. a BMP with embedded JPEG/PNG or a bitfield layout Pillow refuses).
 StatusOr<Image> DecodeImage(std::span<const uint8_t> data, const DecodeOptions& options = {});
 
 // Reads `path` and decodes it; errors name the path.
@@ -63,6 +64,9 @@ Status WritePng(const std::string& path, const Image& image);
 
 // The EXIF orientation (1..8) from a JPEG's APP1 segment; 1 if absent or unreadable.
 int JpegExifOrientation(std::span<const uint8_t> data);
+// The same from a PNG's eXIf chunk and from a WebP's EXIF chunk.
+int PngExifOrientation(std::span<const uint8_t> data);
+int WebpExifOrientation(std::span<const uint8_t> data);
 
 // Applies an EXIF orientation (1..8) the way PIL's ImageOps.exif_transpose does:
 // 2 mirror, 3 rotate 180, 4 flip, 5 transpose, 6 rotate 90 clockwise, 7 transverse,

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +32,63 @@ std::vector<uint8_t> ReadInput(const std::string& file) {
   auto text = ReadFileToString(InputPath(file));
   EXPECT_TRUE(text.ok()) << text.status().ToString();
   return text.ok() ? std::vector<uint8_t>(text->begin(), text->end()) : std::vector<uint8_t>{};
+}
+
+// testdata/images/edge: decoder edge cases (16-bit and RLE BMPs, indices past the palette,
+// EXIF in PNG and WebP), each with Pillow's decoding stored as <file>.rgb.png (and, for exif*,
+// ImageOps.exif_transpose's as <file>.exif.png). PNG decoding itself is checked above.
+TEST(DecodeTest, EdgeCasesMatchPil) {
+  namespace fs = std::filesystem;
+  const std::string dir = std::string(kFixtureDir) + "edge/";
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    if (file.ends_with(".rgb.png") || file.ends_with(".exif.png")) continue;
+    SCOPED_TRACE(file);
+    for (const bool rotate : {false, true}) {
+      const std::string want_path = dir + file + (rotate ? ".exif.png" : ".rgb.png");
+      if (!fs::exists(want_path)) continue;
+      DecodeOptions options;
+      options.exif_rotate = rotate;
+      auto got = LoadImage(dir + file, options);
+      auto want = LoadImage(want_path);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      ASSERT_EQ(got->width, want->width);
+      ASSERT_EQ(got->height, want->height);
+      size_t first = got->rgb.size();
+      for (size_t i = 0; i < got->rgb.size() && first == got->rgb.size(); ++i) {
+        if (got->rgb[i] != want->rgb[i]) first = i;
+      }
+      EXPECT_EQ(first, got->rgb.size())
+          << (rotate ? "exif_rotate: " : "") << "first difference at pixel " << first / 3
+          << " channel " << first % 3 << ": " << int(got->rgb[first]) << " vs Pillow "
+          << int(want->rgb[first]);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 26);  // the fixture set is there (20 files, 6 with EXIF)
+}
+
+TEST(DecodeTest, PngAndWebpExifOrientation) {
+  const std::string dir = std::string(kFixtureDir) + "edge/";
+  for (const int o : {3, 6, 8}) {
+    for (const char* ext : {".png", ".webp"}) {
+      auto text = ReadFileToString(dir + "exif" + std::to_string(o) + ext);
+      ASSERT_TRUE(text.ok());
+      const std::span<const uint8_t> data(reinterpret_cast<const uint8_t*>(text->data()),
+                                          text->size());
+      EXPECT_EQ(std::string(ext) == ".png" ? PngExifOrientation(data) : WebpExifOrientation(data),
+                o)
+          << ext;
+      for (size_t n = 0; n < data.size(); n += 7) {  // truncations never read out of bounds
+        (void)PngExifOrientation(data.first(n));
+        (void)WebpExifOrientation(data.first(n));
+      }
+    }
+  }
+  EXPECT_EQ(PngExifOrientation(ReadInput("chelsea.png")), 1);
+  EXPECT_EQ(WebpExifOrientation(ReadInput("coffee_lossless.webp")), 1);
 }
 
 TEST(DecodeTest, EveryFixtureMatchesPil) {
@@ -193,6 +251,57 @@ TEST(DecodeErrorTest, HugeHeadersAreRejectedBeforeAllocating) {
     EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted) << image.status().ToString();
     EXPECT_NE(image.status().message().find("60000x60000"), std::string::npos);
   }
+}
+
+TEST(DecodeErrorTest, HugeUnsignedBmpSidesDoNotOverflow) {
+  // BMP sizes are unsigned 32-bit: 3211001867 x 4069221632 must be refused, not multiplied.
+  auto image = DecodeImage(
+      BmpWithSize(static_cast<int32_t>(3211001867u), static_cast<int32_t>(4069221632u)));
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted) << image.status().ToString();
+  EXPECT_NE(image.status().message().find("a side over"), std::string::npos);
+}
+
+// A bottom-up BMP with a 40-byte header and a BGRX palette; `rows` are the padded pixel rows
+// as stored (bottom row first).
+std::vector<uint8_t> PaletteBmp(int bits, int width, int height,
+                                const std::vector<std::array<uint8_t, 3>>& palette,
+                                const std::vector<uint8_t>& rows) {
+  std::vector<uint8_t> b = {'B', 'M'};
+  auto u16 = [&](uint32_t v) { b.push_back(v & 255), b.push_back(v >> 8); };
+  auto u32 = [&](uint32_t v) { u16(v & 0xFFFF), u16(v >> 16); };
+  u32(0), u32(0), u32(54 + 4 * static_cast<uint32_t>(palette.size()));
+  u32(40), u32(width), u32(height), u16(1), u16(bits), u32(0), u32(rows.size()), u32(0), u32(0);
+  u32(palette.size()), u32(0);
+  for (const auto& c : palette) b.insert(b.end(), {c[2], c[1], c[0], 0});
+  b.insert(b.end(), rows.begin(), rows.end());
+  return b;
+}
+
+TEST(BmpTest, GreyPaletteShortcutsFollowPillow) {
+  // 1 bit, black/white palette: Pillow's mode "1", the same pixels as the palette gives.
+  auto bw = DecodeImage(PaletteBmp(1, 3, 1, {{0, 0, 0}, {255, 255, 255}}, {0xA0, 0, 0, 0}));
+  ASSERT_TRUE(bw.ok()) << bw.status().ToString();
+  EXPECT_EQ(bw->rgb, (std::vector<uint8_t>{255, 255, 255, 0, 0, 0, 255, 255, 255}));
+  // 8 bits with a 3-entry grey ramp: Pillow's mode "L", so index 200 is grey 200, not black.
+  auto ramp = DecodeImage(PaletteBmp(8, 2, 1, {{0, 0, 0}, {1, 1, 1}, {2, 2, 2}}, {1, 200, 0, 0}));
+  ASSERT_TRUE(ramp.ok()) << ramp.status().ToString();
+  EXPECT_EQ(ramp->rgb, (std::vector<uint8_t>{1, 1, 1, 200, 200, 200}));
+  // The same indices with a coloured palette: past its end is black.
+  auto pal = DecodeImage(PaletteBmp(8, 2, 1, {{9, 8, 7}, {1, 2, 3}, {4, 5, 6}}, {1, 200, 0, 0}));
+  ASSERT_TRUE(pal.ok()) << pal.status().ToString();
+  EXPECT_EQ(pal->rgb, (std::vector<uint8_t>{1, 2, 3, 0, 0, 0}));
+  // 8 bits with a black/white palette: Pillow unpacks the rows as 1-bit data; so does ocular.
+  auto ones = DecodeImage(PaletteBmp(8, 3, 1, {{0, 0, 0}, {255, 255, 255}}, {0xA0, 1, 0, 0}));
+  ASSERT_TRUE(ones.ok()) << ones.status().ToString();
+  EXPECT_EQ(ones->rgb, (std::vector<uint8_t>{255, 255, 255, 0, 0, 0, 255, 255, 255}));
+  // 1 bit with a one-entry grey palette: Pillow (opening a path) reads each row as 9 bytes of
+  // grey from the row's start, past the 4-byte stride (zeros past the end of the file).
+  auto overlapping = DecodeImage(PaletteBmp(1, 9, 1, {{0, 0, 0}}, {0xFF, 0x80, 0, 0}));
+  ASSERT_TRUE(overlapping.ok()) << overlapping.status().ToString();
+  std::vector<uint8_t> grey;
+  for (uint8_t v : {255, 128, 0, 0, 0, 0, 0, 0, 0}) grey.insert(grey.end(), {v, v, v});
+  EXPECT_EQ(overlapping->rgb, grey);
 }
 
 TEST(DecodeErrorTest, RandomGarbageAfterEachMagic) {

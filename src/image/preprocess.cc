@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
-#include "core/mapped_file.h"
+#include "core/file_io.h"
 
 namespace ocular {
 namespace {
@@ -13,8 +13,9 @@ using Json = nlohmann::json;
 
 Status FieldError(const std::string& origin, const char* field, const char* expected,
                   const Json& value) {
-  return Error(StatusCode::kInvalidArgument, "image", origin, ": field '", field, "' must be ",
-               expected, ", got ", value.dump());
+  // A preprocessor_config.json with a wrong-typed or out-of-range field is a corrupt file.
+  return Error(StatusCode::kDataLoss, "image", origin, ": field '", field, "' must be ",
+               expected, ", got ", ShortJson(value));
 }
 
 // Reads an optional boolean; null means false (transformers treats None as falsy).
@@ -52,15 +53,15 @@ Status ReadPerChannel(const Json& j, const char* field, const std::string& origi
 
 Status PreprocessConfig::Validate() const {
   if (height < 1 || height > 16384 || width < 1 || width > 16384) {
-    return Error(StatusCode::kInvalidArgument, "image", "preprocess size ", width, "x", height,
+    return Error(StatusCode::kDataLoss, "image", "preprocess size ", width, "x", height,
                  " is outside 1..16384");
   }
   if (!std::isfinite(rescale_factor)) {
-    return Error(StatusCode::kInvalidArgument, "image", "rescale_factor is not finite");
+    return Error(StatusCode::kDataLoss, "image", "rescale_factor is not finite");
   }
   for (int c = 0; c < 3; ++c) {
     if (!std::isfinite(image_mean[c]) || !std::isfinite(image_std[c]) || image_std[c] == 0.0) {
-      return Error(StatusCode::kInvalidArgument, "image", "image_mean/image_std channel ", c, " = ",
+      return Error(StatusCode::kDataLoss, "image", "image_mean/image_std channel ", c, " = ",
                    image_mean[c], "/", image_std[c], ": need finite values, std != 0");
     }
   }
@@ -69,9 +70,9 @@ Status PreprocessConfig::Validate() const {
 
 StatusOr<PreprocessConfig> ParsePreprocessConfig(const std::string& json_text,
                                                  const std::string& origin) {
-  const Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Error(StatusCode::kInvalidArgument, "image", origin, ": not a JSON object");
+  OCULAR_ASSIGN_OR_RETURN(const Json j, ParseJson(json_text, origin, "image"));
+  if (!j.is_object()) {
+    return Error(StatusCode::kDataLoss, "image", origin, ": not a JSON object");
   }
   PreprocessConfig config;
   OCULAR_RETURN_IF_ERROR(ReadBool(j, "do_resize", origin, &config.do_resize));
@@ -84,7 +85,7 @@ StatusOr<PreprocessConfig> ParsePreprocessConfig(const std::string& json_text,
     const Json& size = j["size"];
     if (!size.is_object() || !size.contains("height") || !size.contains("width") ||
         !size["height"].is_number_integer() || !size["width"].is_number_integer()) {
-      return Error(StatusCode::kUnimplemented, "image", origin, ": size ", size.dump(),
+      return Error(StatusCode::kUnimplemented, "image", origin, ": size ", ShortJson(size),
                    " is not {\"height\": int, \"width\": int} (shortest_edge etc. unsupported)");
     }
     const int64_t h = size["height"].get<int64_t>(), w = size["width"].get<int64_t>();
@@ -97,7 +98,7 @@ StatusOr<PreprocessConfig> ParsePreprocessConfig(const std::string& json_text,
     const Json& r = j["resample"];
     if (!r.is_number_integer()) return FieldError(origin, "resample", "a PIL filter number", r);
     if (!ResampleFilterFromPil(r.get<int>(), &config.resample)) {
-      return Error(StatusCode::kUnimplemented, "image", origin, ": resample ", r.dump(),
+      return Error(StatusCode::kUnimplemented, "image", origin, ": resample ", ShortJson(r),
                    " is not supported (2 = BILINEAR, 3 = BICUBIC)");
     }
   }
@@ -112,7 +113,7 @@ StatusOr<PreprocessConfig> ParsePreprocessConfig(const std::string& json_text,
 }
 
 StatusOr<PreprocessConfig> LoadPreprocessConfig(const std::string& path) {
-  StatusOr<std::string> text = ReadFileToString(path);
+  StatusOr<std::string> text = ReadFileBounded(path, kMaxConfigFileBytes, "image");
   if (!text.ok()) return text.status();
   return ParsePreprocessConfig(*text, path);
 }

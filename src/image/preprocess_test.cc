@@ -74,17 +74,19 @@ TEST(PreprocessConfigTest, Errors) {
     const char* mentions;
   };
   const Case cases[] = {
-      {"not json", StatusCode::kInvalidArgument, "not a JSON object"},
-      {"[1, 2]", StatusCode::kInvalidArgument, "not a JSON object"},
+      {"not json", StatusCode::kDataLoss, "invalid JSON at line 1, column 2"},
+      {"[1, 2]", StatusCode::kDataLoss, "not a JSON object"},
       {R"({"resample": 0})", StatusCode::kUnimplemented, "resample"},
-      {R"({"resample": "bicubic"})", StatusCode::kInvalidArgument, "resample"},
+      {R"({"resample": "bicubic"})", StatusCode::kDataLoss, "resample"},
       {R"({"size": {"shortest_edge": 224}})", StatusCode::kUnimplemented, "shortest_edge"},
-      {R"({"size": {"height": 0, "width": 224}})", StatusCode::kInvalidArgument, "size"},
-      {R"({"size": {"height": 100000, "width": 224}})", StatusCode::kInvalidArgument, "size"},
-      {R"({"image_std": [0.5, 0, 0.5]})", StatusCode::kInvalidArgument, "image_std"},
-      {R"({"image_mean": [0.5, 0.5]})", StatusCode::kInvalidArgument, "image_mean"},
-      {R"({"do_resize": "yes"})", StatusCode::kInvalidArgument, "do_resize"},
-      {R"({"rescale_factor": "1/255"})", StatusCode::kInvalidArgument, "rescale_factor"},
+      {R"({"size": {"height": 0, "width": 224}})", StatusCode::kDataLoss, "size"},
+      {R"({"size": {"height": 100000, "width": 224}})", StatusCode::kDataLoss, "size"},
+      {R"({"image_std": [0.5, 0, 0.5]})", StatusCode::kDataLoss, "image_std"},
+      {R"({"image_mean": [0.5, 0.5]})", StatusCode::kDataLoss, "image_mean"},
+      {R"({"do_resize": "yes"})", StatusCode::kDataLoss, "do_resize"},
+      {R"({"rescale_factor": "1/255"})", StatusCode::kDataLoss, "rescale_factor"},
+      {R"({"image_mean": [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]})",
+       StatusCode::kDataLoss, "got [0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,..."},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.json);

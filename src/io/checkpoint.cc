@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/mapped_file.h"
+#include "core/file_io.h"
 
 namespace ocular {
 
@@ -24,10 +24,11 @@ StatusOr<Checkpoint> Checkpoint::Open(const std::string& dir) {
   const std::string index_path = dir + "/model.safetensors.index.json";
   std::map<std::string, std::string> index_map;
   if (Exists(index_path)) {
-    OCULAR_ASSIGN_OR_RETURN(std::string text, ReadFileToString(index_path));
-    auto j = nlohmann::json::parse(text, nullptr, false);
+    OCULAR_ASSIGN_OR_RETURN(std::string text,
+                            ReadFileBounded(index_path, kMaxConfigFileBytes, "checkpoint"));
+    OCULAR_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(text, index_path, "checkpoint"));
     auto wm = j.is_object() ? j.find("weight_map") : j.end();
-    if (j.is_discarded() || !j.is_object() || wm == j.end() || !wm->is_object()) {
+    if (!j.is_object() || wm == j.end() || !wm->is_object()) {
       return Error(StatusCode::kDataLoss, "checkpoint", index_path, ": no weight_map object");
     }
     for (auto& [name, file] : wm->items()) {
@@ -77,7 +78,8 @@ const TensorView* Checkpoint::Find(const std::string& name) const {
 StatusOr<TensorView> Checkpoint::Get(const std::string& name, const Shape& shape) const {
   auto it = where_.find(name);
   if (it == where_.end()) {
-    return Error(StatusCode::kNotFound, "checkpoint", dir_, ": missing tensor '", name, "'");
+    // A checkpoint without a tensor its config needs is a corrupt file (exit 4), not a missing one.
+    return Error(StatusCode::kDataLoss, "checkpoint", dir_, ": missing tensor '", name, "'");
   }
   const SafetensorsFile& f = *shards_[it->second];
   const TensorView& t = *f.Find(name);
@@ -86,7 +88,7 @@ StatusOr<TensorView> Checkpoint::Get(const std::string& name, const Shape& shape
                  "' has dtype ", DTypeName(t.dtype), " (supported: F32, BF16, F16)");
   }
   if (t.shape != shape) {
-    return Error(StatusCode::kInvalidArgument, "checkpoint", f.path(), ": tensor '", name,
+    return Error(StatusCode::kDataLoss, "checkpoint", f.path(), ": tensor '", name,
                  "' has shape ", ShapeString(t.shape), ", config expects ", ShapeString(shape));
   }
   return t;

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/file_io.h"
+
 namespace ocular {
 
 namespace {
@@ -37,11 +39,19 @@ StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
   const size_t data_begin = 8 + header_len;
   const size_t data_size = size - data_begin;
 
-  nlohmann::json header = nlohmann::json::parse(base + 8, base + data_begin, nullptr,
-                                                /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object()) {
-    return Bad(path, "header is not a well-formed JSON object");
+  // Safetensors headers nest three levels ({name: {"shape": [...]}}); 16 is plenty.
+  StatusOr<nlohmann::json> parsed = ParseJson(
+      std::string_view(reinterpret_cast<const char*>(base) + 8, header_len), path, "safetensors",
+      /*max_depth=*/16);
+  if (!parsed.ok()) {
+    // "[safetensors] <path>: invalid JSON at line L, column C: ..." (position in the header).
+    const std::string& m = parsed.status().message();
+    const size_t at = m.find(": ", std::string("[safetensors] ").size() + path.size());
+    return Bad(path, "header is not a well-formed JSON object: " +
+                         (at == std::string::npos ? m : m.substr(at + 2)));
   }
+  nlohmann::json header = std::move(parsed).value();
+  if (!header.is_object()) return Bad(path, "header is not a well-formed JSON object");
 
   struct Range {
     uint64_t begin, end;

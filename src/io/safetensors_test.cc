@@ -67,6 +67,9 @@ TEST(Safetensors, RejectsCorruptFilesWithClearErrors) {
       {"huge_dims", R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,4]}})",
        4, "more bytes than the file"},
       {"no_offsets", R"({"a":{"dtype":"F32","shape":[1]}})", 4, "data_offsets"},
+      {"json_position", "{\"a\": {\"dtype\": \"F32\",\n \"shape\": [1,]}}", 4,
+       "well-formed JSON object: invalid JSON at line 2, column 14"},
+      {"deep_nesting", std::string(40, '[') + std::string(40, ']'), 0, "nested deeper than 16"},
   };
   for (const auto& c : cases) {
     std::string path = WriteRaw(std::string(c.name) + ".safetensors", c.header, c.data_bytes);

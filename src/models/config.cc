@@ -1,10 +1,10 @@
 #include "models/config.h"
 
 #include <cmath>
-
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "core/mapped_file.h"
+#include "core/file_io.h"
 
 namespace ocular {
 
@@ -12,58 +12,187 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Reads `key` into `out` if present; type errors become a Status naming the key.
-template <typename T>
-Status Get(const Json& j, const char* key, T* out, const std::string& source) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if constexpr (std::is_same_v<T, std::string>) {
-    if (!it->is_string()) return Error(StatusCode::kInvalidArgument, "config", source, ": '", key, "' must be a string");
-  } else if constexpr (std::is_same_v<T, bool>) {
-    if (!it->is_boolean()) return Error(StatusCode::kInvalidArgument, "config", source, ": '", key, "' must be a boolean");
-  } else {
-    if (!it->is_number()) return Error(StatusCode::kInvalidArgument, "config", source, ": '", key, "' must be a number");
-    if constexpr (std::is_integral_v<T>) {
-      double v = it->get<double>();
-      if (v != std::floor(v) || v < -2147483648.0 || v > 2147483647.0) {
-        return Error(StatusCode::kInvalidArgument, "config", source, ": '", key, "' must be an integer");
-      }
+// A JSON value as it appears in an error: short, never a 300-digit number or a whole object.
+std::string Shown(const Json& v) { return ShortJson(v, 40); }
+
+// Reads one section of config.json ("", "text_config", "vision_config"). Every error names the
+// file and the dotted key: "[config] dir/config.json: text_config.num_hidden_layers = -1 ...".
+// Codes: wrong type or below a field's minimum → kDataLoss (a corrupt file, exit 4); above
+// ocular's maximum → kResourceExhausted (exit 6); a value the engine does not implement →
+// kUnimplemented (exit 5).
+class Section {
+ public:
+  Section(const Json& j, const std::string& source, std::string name)
+      : j_(j), source_(source), name_(std::move(name)) {}
+
+  std::string Key(const char* key) const { return name_.empty() ? key : name_ + "." + key; }
+
+  template <typename... Args>
+  Status Fail(StatusCode code, const Args&... args) const {
+    return Error(code, "config", source_, ": ", args...);
+  }
+
+  // The value of `key`, or nullptr when absent or null (the field keeps its default).
+  const Json* Find(const char* key) const {
+    auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  bool IsNull(const char* key) const {
+    auto it = j_.find(key);
+    return it != j_.end() && it->is_null();
+  }
+
+  // An integer in [lo, hi].
+  Status Int(const char* key, int64_t lo, int64_t hi, int* out) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_number() ||
+        (v->is_number_float() && v->get<double>() != std::floor(v->get<double>()))) {
+      return Fail(StatusCode::kDataLoss, Key(key), " must be an integer, got ", Shown(*v));
     }
+    const double d = v->get<double>();  // exact for every value in range
+    if (d < static_cast<double>(lo)) {
+      return Fail(StatusCode::kDataLoss, Key(key), " = ", Shown(*v), " is below the minimum ", lo);
+    }
+    if (d > static_cast<double>(hi)) {
+      return Fail(StatusCode::kResourceExhausted, Key(key), " = ", Shown(*v),
+                  " is over ocular's limit of ", hi);
+    }
+    *out = static_cast<int>(v->get<int64_t>());
+    return Status::Ok();
   }
-  *out = it->get<T>();
+
+  // A finite number in (lo, hi] if lo_exclusive, else [lo, hi].
+  Status Float(const char* key, double lo, bool lo_exclusive, double hi, float* out) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_number()) {
+      return Fail(StatusCode::kDataLoss, Key(key), " must be a number, got ", Shown(*v));
+    }
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d < lo || (lo_exclusive && d == lo) || d > hi) {
+      return Fail(StatusCode::kDataLoss, Key(key), " = ", Shown(*v), " is outside ",
+                  lo_exclusive ? "(" : "[", lo, ", ", hi, "]");
+    }
+    *out = static_cast<float>(d);
+    return Status::Ok();
+  }
+
+  Status String(const char* key, std::string* out) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_string()) {
+      return Fail(StatusCode::kDataLoss, Key(key), " must be a string, got ", Shown(*v));
+    }
+    *out = v->get<std::string>();
+    return Status::Ok();
+  }
+
+  Status Bool(const char* key, bool* out) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_boolean()) {
+      return Fail(StatusCode::kDataLoss, Key(key), " must be true or false, got ", Shown(*v));
+    }
+    *out = v->get<bool>();
+    return Status::Ok();
+  }
+
+  // A key that changes the math in transformers but that ocular implements only at its default
+  // value: any other value is refused rather than ignored. `what` says what the default means.
+  Status RequireDefault(const char* key, const Json& expected, const char* what) const {
+    const Json* v = Find(key);
+    if (v == nullptr || *v == expected) return Status::Ok();
+    return Fail(StatusCode::kUnimplemented, Key(key), " = ", Shown(*v), " is not supported (", what,
+                ")");
+  }
+
+  Status Activation(const char* key, ocular::Activation* out) const {
+    std::string name;
+    OCULAR_RETURN_IF_ERROR(String(key, &name));
+    if (name.empty()) return Status::Ok();
+    // transformers' ACT2FN: gelu_pytorch_tanh, gelu_new and gelu_fast are the tanh approximation;
+    // gelu is the exact erf form. Everything else (quick_gelu, relu, silu, ...) is other math.
+    if (name == "gelu_pytorch_tanh" || name == "gelu_new" || name == "gelu_fast") {
+      *out = Activation::kGeluTanh;
+    } else if (name == "gelu") {
+      *out = Activation::kGeluErf;
+    } else {
+      return Fail(StatusCode::kUnimplemented, Key(key), " = '", name.substr(0, 40),
+                  "' is not supported (gelu_pytorch_tanh, gelu_new, gelu_fast, gelu)");
+    }
+    return Status::Ok();
+  }
+
+  // A nested object (null or absent: false). Anything else is a corrupt file.
+  StatusOr<const Json*> Object(const char* key) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return static_cast<const Json*>(nullptr);
+    if (!v->is_object()) {
+      return Fail(StatusCode::kDataLoss, Key(key), " must be an object, got ", Shown(*v));
+    }
+    return v;
+  }
+
+ private:
+  const Json& j_;
+  const std::string& source_;
+  std::string name_;
+};
+
+// Upper bounds: far above any released PaliGemma (SigLIP So400m: hidden 1152, 27 layers;
+// Gemma 2 27B: hidden 4608, 46 layers, vocab 256000) and low enough that every size product the
+// engine forms fits in int64 and no allocation is attempted from a nonsensical header.
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxHidden = 65536;
+constexpr int64_t kMaxIntermediate = 1 << 20;
+constexpr int64_t kMaxHeads = 1024;
+constexpr int64_t kMaxHeadDim = 4096;
+constexpr int64_t kMaxVocab = 1 << 24;
+constexpr int64_t kMaxPositions = 1 << 20;
+constexpr int64_t kMaxImageSize = 16384;  // as preprocessor_config.json's size
+constexpr double kMaxScalar = 1e12;
+
+Status ParseVision(const Section& s, SiglipVisionConfig* v) {
+  std::string model_type;
+  OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
+  if (!model_type.empty() && model_type != "siglip_vision_model") {
+    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
+                  "' is not supported (siglip_vision_model)");
+  }
+  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &v->hidden_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &v->intermediate_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 0, kMaxLayers, &v->num_hidden_layers));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &v->num_attention_heads));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_channels", 1, 4, &v->num_channels));
+  OCULAR_RETURN_IF_ERROR(s.Int("image_size", 1, kMaxImageSize, &v->image_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("patch_size", 1, kMaxImageSize, &v->patch_size));
+  OCULAR_RETURN_IF_ERROR(s.Float("layer_norm_eps", 0, true, 1, &v->layer_norm_eps));
+  OCULAR_RETURN_IF_ERROR(s.Bool("vision_use_head", &v->vision_use_head));
+  return s.Activation("hidden_act", &v->hidden_act);
+}
+
+// Keys of GemmaConfig / Gemma2Config (transformers 4.57) that change the computation and that
+// ocular implements only at their defaults. Keys that do not change inference (use_cache,
+// initializer_range, attention_dropout, attn_implementation, cache_implementation, ...) are
+// accepted and ignored, as transformers does at inference time.
+Status RefuseUnimplementedText(const Section& s) {
+  OCULAR_RETURN_IF_ERROR(
+      s.RequireDefault("attention_bias", false, "q/k/v/o projections have no bias"));
+  OCULAR_RETURN_IF_ERROR(s.RequireDefault("mlp_bias", false, "MLP projections have no bias"));
+  OCULAR_RETURN_IF_ERROR(s.RequireDefault("use_bidirectional_attention", false,
+                                          "the text decoder is causal after the prefix"));
+  OCULAR_RETURN_IF_ERROR(s.RequireDefault("partial_rotary_factor", 1.0, "RoPE on the whole head"));
+  if (const Json* rs = s.Find("rope_scaling")) {
+    return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), " = ", Shown(*rs),
+                  " is not supported (Gemma and Gemma 2 use plain RoPE: rope_scaling null)");
+  }
   return Status::Ok();
 }
 
-Status GetActivation(const Json& j, const char* key, Activation* out, const std::string& source) {
-  std::string name;
-  OCULAR_RETURN_IF_ERROR(Get(j, key, &name, source));
-  if (name.empty()) return Status::Ok();
-  if (name == "gelu_pytorch_tanh" || name == "gelu_new" || name == "gelu_fast") {
-    *out = Activation::kGeluTanh;
-  } else if (name == "gelu") {
-    *out = Activation::kGeluErf;
-  } else {
-    return Error(StatusCode::kUnimplemented, "config", source, ": activation '", name,
-                 "' is not supported (gelu_pytorch_tanh, gelu)");
-  }
-  return Status::Ok();
-}
-
-Status ParseVision(const Json& j, SiglipVisionConfig* v, const std::string& src) {
-  OCULAR_RETURN_IF_ERROR(Get(j, "hidden_size", &v->hidden_size, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "intermediate_size", &v->intermediate_size, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "num_hidden_layers", &v->num_hidden_layers, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "num_attention_heads", &v->num_attention_heads, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "num_channels", &v->num_channels, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "image_size", &v->image_size, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "patch_size", &v->patch_size, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "layer_norm_eps", &v->layer_norm_eps, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "vision_use_head", &v->vision_use_head, src));
-  return GetActivation(j, "hidden_act", &v->hidden_act, src);
-}
-
-Status ParseText(const Json& j, GemmaTextConfig* t, const std::string& src) {
-  OCULAR_RETURN_IF_ERROR(Get(j, "model_type", &t->model_type, src));
+Status ParseText(const Section& s, GemmaTextConfig* t) {
+  OCULAR_RETURN_IF_ERROR(s.String("model_type", &t->model_type));
   if (t->model_type == "gemma2") {
     // Gemma2Config defaults differ from GemmaConfig's (configuration_gemma2.py).
     *t = GemmaTextConfig{};
@@ -78,58 +207,61 @@ Status ParseText(const Json& j, GemmaTextConfig* t, const std::string& src) {
     t->final_logit_softcapping = 30.0f;
     t->attn_logit_softcapping = 50.0f;
   } else if (t->model_type != "gemma") {
-    return Error(StatusCode::kUnimplemented, "config", src, ": text_config.model_type '",
-                 t->model_type, "' is not supported (gemma, gemma2)");
+    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '",
+                  t->model_type.substr(0, 40), "' is not supported (gemma, gemma2)");
   }
-  OCULAR_RETURN_IF_ERROR(Get(j, "vocab_size", &t->vocab_size, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "hidden_size", &t->hidden_size, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "intermediate_size", &t->intermediate_size, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "num_hidden_layers", &t->num_hidden_layers, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "num_attention_heads", &t->num_attention_heads, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "num_key_value_heads", &t->num_key_value_heads, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "head_dim", &t->head_dim, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "max_position_embeddings", &t->max_position_embeddings, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "rms_norm_eps", &t->rms_norm_eps, src));
-  OCULAR_RETURN_IF_ERROR(Get(j, "rope_theta", &t->rope_theta, src));
-  if (auto rs = j.find("rope_scaling"); rs != j.end() && !rs->is_null()) {
-    return Error(StatusCode::kUnimplemented, "config", src, ": rope_scaling is not supported for Gemma");
-  }
+  OCULAR_RETURN_IF_ERROR(RefuseUnimplementedText(s));
+  OCULAR_RETURN_IF_ERROR(s.Int("vocab_size", 1, kMaxVocab, &t->vocab_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &t->hidden_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &t->intermediate_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &t->num_hidden_layers));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &t->num_attention_heads));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_key_value_heads", 1, kMaxHeads, &t->num_key_value_heads));
+  OCULAR_RETURN_IF_ERROR(s.Int("head_dim", 2, kMaxHeadDim, &t->head_dim));
+  OCULAR_RETURN_IF_ERROR(
+      s.Int("max_position_embeddings", 1, kMaxPositions, &t->max_position_embeddings));
+  OCULAR_RETURN_IF_ERROR(s.Float("rms_norm_eps", 0, true, 1, &t->rms_norm_eps));
+  OCULAR_RETURN_IF_ERROR(s.Float("rope_theta", 1, true, kMaxScalar, &t->rope_theta));
   // Gemma 1 reads hidden_act; Gemma 2 reads hidden_activation (modeling_gemma{,2}.py MLP).
-  OCULAR_RETURN_IF_ERROR(GetActivation(j, t->is_gemma2() ? "hidden_activation" : "hidden_act",
-                                       &t->hidden_act, src));
-  if (t->is_gemma2()) {
-    OCULAR_RETURN_IF_ERROR(Get(j, "query_pre_attn_scalar", &t->query_pre_attn_scalar, src));
-    OCULAR_RETURN_IF_ERROR(Get(j, "sliding_window", &t->sliding_window, src));
-    // null softcaps mean "disabled".
-    auto cap = [&](const char* key, float* out) -> Status {
-      auto it = j.find(key);
-      if (it != j.end() && it->is_null()) {
-        *out = 0;
-        return Status::Ok();
-      }
-      return Get(j, key, out, src);
-    };
-    OCULAR_RETURN_IF_ERROR(cap("attn_logit_softcapping", &t->attn_logit_softcapping));
-    OCULAR_RETURN_IF_ERROR(cap("final_logit_softcapping", &t->final_logit_softcapping));
-    t->layer_is_sliding.assign(t->num_hidden_layers, false);
-    auto lt = j.find("layer_types");
-    if (lt != j.end() && lt->is_array()) {
-      if (static_cast<int>(lt->size()) != t->num_hidden_layers) {
-        return Error(StatusCode::kInvalidArgument, "config", src, ": layer_types has ", lt->size(),
-                     " entries, num_hidden_layers is ", t->num_hidden_layers);
-      }
-      for (int i = 0; i < t->num_hidden_layers; ++i) {
-        const Json& e = (*lt)[i];
-        if (!e.is_string() || (e != "sliding_attention" && e != "full_attention")) {
-          return Error(StatusCode::kUnimplemented, "config", src, ": layer_types[", i,
-                       "] must be sliding_attention or full_attention");
-        }
-        t->layer_is_sliding[i] = e == "sliding_attention";
-      }
-    } else {
-      // configuration_gemma2.py: sliding on even layer indices.
-      for (int i = 0; i < t->num_hidden_layers; ++i) t->layer_is_sliding[i] = (i + 1) % 2 == 1;
+  OCULAR_RETURN_IF_ERROR(
+      s.Activation(t->is_gemma2() ? "hidden_activation" : "hidden_act", &t->hidden_act));
+  if (!t->is_gemma2()) return Status::Ok();
+
+  OCULAR_RETURN_IF_ERROR(
+      s.Float("query_pre_attn_scalar", 0, true, kMaxScalar, &t->query_pre_attn_scalar));
+  OCULAR_RETURN_IF_ERROR(s.Int("sliding_window", 0, kMaxPositions, &t->sliding_window));
+  // null softcaps mean "disabled" (0 here); absent ones keep Gemma2Config's defaults.
+  for (auto [key, out] : {std::pair{"attn_logit_softcapping", &t->attn_logit_softcapping},
+                          std::pair{"final_logit_softcapping", &t->final_logit_softcapping}}) {
+    if (s.IsNull(key)) {
+      *out = 0;
+      continue;
     }
+    OCULAR_RETURN_IF_ERROR(s.Float(key, 0, false, kMaxScalar, out));
+  }
+  // num_hidden_layers is in range here, so the per-layer vector is small.
+  t->layer_is_sliding.assign(t->num_hidden_layers, false);
+  if (const Json* lt = s.Find("layer_types")) {
+    if (!lt->is_array()) {
+      return s.Fail(StatusCode::kDataLoss, s.Key("layer_types"), " must be a list, got ",
+                    Shown(*lt));
+    }
+    if (lt->size() != static_cast<size_t>(t->num_hidden_layers)) {
+      return s.Fail(
+          StatusCode::kDataLoss, s.Key("layer_types"), " has ", lt->size(),
+          " entries; the rule is one per layer (num_hidden_layers = ", t->num_hidden_layers, ")");
+    }
+    for (int i = 0; i < t->num_hidden_layers; ++i) {
+      const Json& e = (*lt)[i];
+      if (!e.is_string() || (e != "sliding_attention" && e != "full_attention")) {
+        return s.Fail(StatusCode::kUnimplemented, s.Key("layer_types"), "[", i, "] = ", Shown(e),
+                      " is not supported (sliding_attention, full_attention)");
+      }
+      t->layer_is_sliding[i] = e == "sliding_attention";
+    }
+  } else {
+    // configuration_gemma2.py: sliding on even layer indices.
+    for (int i = 0; i < t->num_hidden_layers; ++i) t->layer_is_sliding[i] = (i + 1) % 2 == 1;
   }
   return Status::Ok();
 }
@@ -141,32 +273,81 @@ float GemmaTextConfig::attention_scale() const {
   return 1.0f / std::sqrt(s);
 }
 
+// Validate() messages state the rule that failed; ParsePaliGemmaConfig prefixes the file.
 Status SiglipVisionConfig::Validate() const {
-  if (hidden_size <= 0 || num_attention_heads <= 0 || hidden_size % num_attention_heads ||
-      intermediate_size <= 0 || num_hidden_layers < 0 || patch_size <= 0 ||
-      image_size < patch_size || image_size % patch_size || num_channels != 3) {
-    return Error(StatusCode::kInvalidArgument, "config",
-                 "vision_config is inconsistent: hidden_size ", hidden_size, ", heads ",
-                 num_attention_heads, ", image_size ", image_size, ", patch_size ", patch_size,
-                 ", channels ", num_channels);
+  auto fail = [](const auto&... args) {
+    return Error(StatusCode::kDataLoss, "config", "vision_config: ", args...);
+  };
+  if (hidden_size < 1 || hidden_size > kMaxHidden || num_attention_heads < 1 ||
+      num_attention_heads > kMaxHeads || intermediate_size < 1 ||
+      intermediate_size > kMaxIntermediate || num_hidden_layers < 0 ||
+      num_hidden_layers > kMaxLayers || patch_size < 1 || image_size < 1 ||
+      image_size > kMaxImageSize) {
+    return fail("sizes out of range: hidden_size ", hidden_size, ", intermediate_size ",
+                intermediate_size, ", num_hidden_layers ", num_hidden_layers,
+                ", num_attention_heads ", num_attention_heads, ", image_size ", image_size,
+                ", patch_size ", patch_size);
+  }
+  if (hidden_size % num_attention_heads != 0) {
+    return fail("hidden_size (", hidden_size, ") must be a multiple of num_attention_heads (",
+                num_attention_heads, ")");
+  }
+  if (image_size < patch_size || image_size % patch_size != 0) {
+    return fail("image_size (", image_size, ") must be a positive multiple of patch_size (",
+                patch_size, ")");
+  }
+  if (num_channels != 3) {
+    return Error(StatusCode::kUnimplemented, "config",
+                 "vision_config: num_channels = ", num_channels, " is not supported (3: RGB)");
+  }
+  if (!(layer_norm_eps > 0) || !std::isfinite(layer_norm_eps)) {
+    return fail("layer_norm_eps must be a positive finite number");
   }
   if (vision_use_head) {
-    return Error(StatusCode::kUnimplemented, "config", "vision_use_head=true is not supported");
+    return Error(StatusCode::kUnimplemented, "config",
+                 "vision_config: vision_use_head = true is not supported (PaliGemma uses the "
+                 "patch features, not a pooled head)");
   }
   return Status::Ok();
 }
 
 Status GemmaTextConfig::Validate() const {
-  if (hidden_size <= 0 || num_hidden_layers <= 0 || num_attention_heads <= 0 ||
-      num_key_value_heads <= 0 || num_attention_heads % num_key_value_heads || head_dim <= 0 ||
-      head_dim % 2 || intermediate_size <= 0 || vocab_size <= 0) {
-    return Error(StatusCode::kInvalidArgument, "config", "text_config is inconsistent: hidden ",
-                 hidden_size, ", heads ", num_attention_heads, "/", num_key_value_heads,
-                 " kv, head_dim ", head_dim);
+  auto fail = [](const auto&... args) {
+    return Error(StatusCode::kDataLoss, "config", "text_config: ", args...);
+  };
+  if (vocab_size < 1 || vocab_size > kMaxVocab || hidden_size < 1 || hidden_size > kMaxHidden ||
+      intermediate_size < 1 || intermediate_size > kMaxIntermediate || num_hidden_layers < 1 ||
+      num_hidden_layers > kMaxLayers || num_attention_heads < 1 ||
+      num_attention_heads > kMaxHeads || num_key_value_heads < 1 ||
+      num_key_value_heads > kMaxHeads || head_dim < 2 || head_dim > kMaxHeadDim ||
+      max_position_embeddings < 1 || max_position_embeddings > kMaxPositions) {
+    return fail("sizes out of range: vocab_size ", vocab_size, ", hidden_size ", hidden_size,
+                ", intermediate_size ", intermediate_size, ", num_hidden_layers ",
+                num_hidden_layers, ", heads ", num_attention_heads, "/", num_key_value_heads,
+                " kv, head_dim ", head_dim);
   }
-  if (is_gemma2() && (query_pre_attn_scalar <= 0 || sliding_window < 0)) {
-    return Error(StatusCode::kInvalidArgument, "config",
-                 "gemma2 needs query_pre_attn_scalar > 0 and sliding_window >= 0");
+  if (num_attention_heads % num_key_value_heads != 0) {
+    return fail("num_attention_heads (", num_attention_heads,
+                ") must be a multiple of num_key_value_heads (", num_key_value_heads, ")");
+  }
+  if (head_dim % 2 != 0) return fail("head_dim (", head_dim, ") must be even (RoPE pairs)");
+  if (!(rms_norm_eps > 0) || !std::isfinite(rms_norm_eps)) {
+    return fail("rms_norm_eps must be a positive finite number");
+  }
+  if (!(rope_theta > 1) || !std::isfinite(rope_theta)) {
+    return fail("rope_theta must be a finite number > 1");
+  }
+  if (is_gemma2()) {
+    if (!(query_pre_attn_scalar > 0) || !std::isfinite(query_pre_attn_scalar)) {
+      return fail("gemma2 needs query_pre_attn_scalar > 0");
+    }
+    if (sliding_window < 0) return fail("sliding_window must be >= 0");
+    if (!(attn_logit_softcapping >= 0) || !(final_logit_softcapping >= 0)) {
+      return fail("softcaps must be >= 0 (0 or null: off)");
+    }
+    if (layer_is_sliding.size() != static_cast<size_t>(num_hidden_layers)) {
+      return fail("layer_types needs one entry per layer (", num_hidden_layers, ")");
+    }
   }
   return Status::Ok();
 }
@@ -175,38 +356,71 @@ Status PaliGemmaConfig::Validate() const {
   OCULAR_RETURN_IF_ERROR(vision.Validate());
   OCULAR_RETURN_IF_ERROR(text.Validate());
   if (image_token_index < 0 || image_token_index >= text.vocab_size) {
-    return Error(StatusCode::kInvalidArgument, "config", "image_token_index ", image_token_index,
-                 " outside the vocabulary (", text.vocab_size, ")");
+    return Error(StatusCode::kDataLoss, "config", "image_token_index (", image_token_index,
+                 ") must be a token id below text_config.vocab_size (", text.vocab_size, ")");
+  }
+  if (projection_dim != text.hidden_size) {
+    // modeling_paligemma.py: the projector's output replaces <image> token embeddings.
+    return Error(StatusCode::kDataLoss, "config", "projection_dim (", projection_dim,
+                 ") must equal text_config.hidden_size (", text.hidden_size, ")");
+  }
+  for (auto [name, id] :
+       {std::pair{"bos_token_id", bos_token_id}, std::pair{"eos_token_id", eos_token_id}}) {
+    if (id < 0 || id >= text.vocab_size) {
+      return Error(StatusCode::kDataLoss, "config", name, " (", id,
+                   ") must be a token id below text_config.vocab_size (", text.vocab_size, ")");
+    }
+  }
+  if (vision.num_patches() > kMaxPositions) {
+    return Error(StatusCode::kResourceExhausted, "config", "vision_config: ", vision.num_patches(),
+                 " image tokens, over ocular's limit of ", kMaxPositions);
   }
   return Status::Ok();
 }
 
 StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
                                                const std::string& source) {
-  Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Error(StatusCode::kInvalidArgument, "config", source, ": not a JSON object");
+  StatusOr<Json> parsed = ParseJson(json_text, source, "config");
+  if (!parsed.ok()) {
+    // "[config] <file>: invalid JSON at line L, column C: ..." → "...: not a JSON object: ...".
+    std::string detail = parsed.status().message();
+    const std::string prefix = StrCat("[config] ", source, ": ");
+    if (detail.rfind(prefix, 0) == 0) detail = detail.substr(prefix.size());
+    return Error(StatusCode::kDataLoss, "config", source, ": not a JSON object: ", detail);
   }
+  const Json j = std::move(parsed).value();
+  if (!j.is_object()) {
+    return Error(StatusCode::kDataLoss, "config", source, ": not a JSON object");
+  }
+  const Section top(j, source, "");
   PaliGemmaConfig c;
   std::string model_type;
-  OCULAR_RETURN_IF_ERROR(Get(j, "model_type", &model_type, source));
-  if (model_type != "paligemma") {
-    return Error(StatusCode::kUnimplemented, "config", source, ": model_type '", model_type,
-                 "' is not supported (supported: paligemma)");
+  OCULAR_RETURN_IF_ERROR(top.String("model_type", &model_type));
+  if (model_type.empty()) {
+    return top.Fail(StatusCode::kDataLoss, "no model_type (expected \"paligemma\")");
   }
-  OCULAR_RETURN_IF_ERROR(Get(j, "torch_dtype", &c.torch_dtype, source));
-  OCULAR_RETURN_IF_ERROR(Get(j, "dtype", &c.torch_dtype, source));
-  OCULAR_RETURN_IF_ERROR(Get(j, "image_token_index", &c.image_token_index, source));
-  OCULAR_RETURN_IF_ERROR(Get(j, "image_token_id", &c.image_token_index, source));
-  OCULAR_RETURN_IF_ERROR(Get(j, "vocab_size", &c.vocab_size, source));
-  OCULAR_RETURN_IF_ERROR(Get(j, "projection_dim", &c.projection_dim, source));
-  OCULAR_RETURN_IF_ERROR(Get(j, "pad_token_id", &c.pad_token_id, source));
-  OCULAR_RETURN_IF_ERROR(Get(j, "bos_token_id", &c.bos_token_id, source));
-  OCULAR_RETURN_IF_ERROR(Get(j, "eos_token_id", &c.eos_token_id, source));
+  if (model_type != "paligemma") {
+    return top.Fail(StatusCode::kUnimplemented, "model_type '", model_type.substr(0, 40),
+                    "' is not supported (supported: paligemma)");
+  }
+  OCULAR_RETURN_IF_ERROR(top.String("torch_dtype", &c.torch_dtype));
+  OCULAR_RETURN_IF_ERROR(top.String("dtype", &c.torch_dtype));
+  OCULAR_RETURN_IF_ERROR(top.Int("image_token_index", 0, kMaxVocab, &c.image_token_index));
+  OCULAR_RETURN_IF_ERROR(top.Int("image_token_id", 0, kMaxVocab, &c.image_token_index));
+  OCULAR_RETURN_IF_ERROR(top.Int("vocab_size", 1, kMaxVocab, &c.vocab_size));
+  OCULAR_RETURN_IF_ERROR(top.Int("projection_dim", 1, kMaxHidden, &c.projection_dim));
+  OCULAR_RETURN_IF_ERROR(top.Int("pad_token_id", 0, kMaxVocab, &c.pad_token_id));
+  OCULAR_RETURN_IF_ERROR(top.Int("bos_token_id", 0, kMaxVocab, &c.bos_token_id));
+  if (const Json* eos = top.Find("eos_token_id"); eos != nullptr && eos->is_array()) {
+    // Valid in transformers (stop on any of them), but ocular stops on one id.
+    return top.Fail(StatusCode::kUnimplemented, "eos_token_id = ", Shown(*eos),
+                    " is not supported (a single id)");
+  }
+  OCULAR_RETURN_IF_ERROR(top.Int("eos_token_id", 0, kMaxVocab, &c.eos_token_id));
 
-  auto vc = j.find("vision_config");
-  if (vc != j.end() && vc->is_object()) {
-    OCULAR_RETURN_IF_ERROR(ParseVision(*vc, &c.vision, source));
+  OCULAR_ASSIGN_OR_RETURN(const Json* vc, top.Object("vision_config"));
+  if (vc != nullptr) {
+    OCULAR_RETURN_IF_ERROR(ParseVision(Section(*vc, source, "vision_config"), &c.vision));
   } else {
     // PaliGemmaConfig's own defaults when vision_config is absent.
     c.vision.intermediate_size = 4096;
@@ -216,9 +430,9 @@ StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
     c.vision.num_hidden_layers = 27;
     c.vision.num_attention_heads = 16;
   }
-  auto tc = j.find("text_config");
-  if (tc != j.end() && tc->is_object()) {
-    OCULAR_RETURN_IF_ERROR(ParseText(*tc, &c.text, source));
+  OCULAR_ASSIGN_OR_RETURN(const Json* tc, top.Object("text_config"));
+  if (tc != nullptr) {
+    OCULAR_RETURN_IF_ERROR(ParseText(Section(*tc, source, "text_config"), &c.text));
   } else {
     c.text.hidden_size = 2048;
     c.text.num_hidden_layers = 18;
@@ -227,13 +441,19 @@ StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
     c.text.num_key_value_heads = 1;
     c.text.vocab_size = c.vocab_size;
   }
-  OCULAR_RETURN_IF_ERROR(c.Validate());
+  Status valid = c.Validate();
+  if (!valid.ok()) {
+    // "[config] rule" → "[config] <file>: rule".
+    std::string rule = valid.message();
+    if (rule.rfind("[config] ", 0) == 0) rule = rule.substr(9);
+    return Error(valid.code(), "config", source, ": ", rule);
+  }
   return c;
 }
 
 StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const std::string& model_dir) {
   const std::string path = model_dir + "/config.json";
-  OCULAR_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  OCULAR_ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, kMaxConfigFileBytes, "config"));
   return ParsePaliGemmaConfig(text, path);
 }
 

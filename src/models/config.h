@@ -26,6 +26,7 @@ struct SiglipVisionConfig {
 
   int head_dim() const { return hidden_size / num_attention_heads; }
   int num_patches() const { return (image_size / patch_size) * (image_size / patch_size); }
+  // Sizes in range and consistent (hidden_size divisible by heads, image_size by patch_size).
   Status Validate() const;
 };
 
@@ -68,9 +69,18 @@ struct PaliGemmaConfig {
   Status Validate() const;
 };
 
-// Parses config.json text. `source` names the file in errors.
+// Parses config.json text and validates it before anything is sized from it. `source` names
+// the file in errors, which also name the key ("text_config.num_hidden_layers") or the rule:
+//   kDataLoss          malformed JSON (with line and column), a wrong type, a value below its
+//                      minimum, an inconsistency between fields (exit 4)
+//   kResourceExhausted a size above ocular's limits, e.g. more than 1024 layers (exit 6)
+//   kUnimplemented     another architecture, or a key that changes the math at a value ocular
+//                      does not implement: attention_bias, mlp_bias, rope_scaling,
+//                      use_bidirectional_attention, partial_rotary_factor, a non-GELU
+//                      activation, vision_use_head (exit 5; docs/models.md §8)
 StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
                                                const std::string& source);
+// Reads <model_dir>/config.json (bounded, regular files only) and parses it.
 StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const std::string& model_dir);
 
 }  // namespace ocular

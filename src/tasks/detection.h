@@ -1,10 +1,10 @@
 // Detection output of PaliGemma: "<locY0><locX0><locY1><locX1> label ; ..." → boxes.
 //
-// Syntax (docs MODELS.md §3, big_vision pp/proj/paligemma + the HF demo parser):
+// Syntax (docs/models.md §3, big_vision pp/proj/paligemma + the HF demo parser):
 // each object is 4 <locNNNN> tokens in the order (y_min, x_min, y_max, x_max),
 // optionally 16 <segNNN> tokens, then the label; objects are joined by " ; ".
 //
-// Decoding rule (MODELS.md §3 / §7.6): this follows the big_vision reference
+// Decoding rule (docs/models.md §3 / §7.6): this follows the big_vision reference
 // evaluator, v = loc / 1023, pixel = v · size, where size is the ORIGINAL image's
 // width (x) or height (y) — the model saw the image squashed to a square, so the
 // normalised coordinates apply to the full original frame. Coordinates stay float

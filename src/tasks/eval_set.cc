@@ -1,9 +1,10 @@
 #include "tasks/eval_set.h"
 
 #include <cmath>
-#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "core/file_io.h"
 #include "tasks/eval_metrics.h"
 
 namespace ocular {
@@ -65,20 +66,26 @@ Status ParseExample(const json& j, EvalExample* ex) {
 }  // namespace
 
 StatusOr<std::vector<EvalExample>> LoadEvalSet(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return Error(StatusCode::kNotFound, "eval", path, ": cannot open");
+  // Bounded and regular-file-checked: a FIFO or a link to /dev/zero is an error, not a hang.
+  OCULAR_ASSIGN_OR_RETURN(const std::string text,
+                          ReadFileBounded(path, kMaxTokenizerFileBytes, "eval"));
+  std::istringstream f(text);
   std::vector<EvalExample> out;
   std::string line;
   int line_no = 0;
   while (std::getline(f, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-      return Error(StatusCode::kDataLoss, "eval", path, ":", line_no, ": not valid JSON");
+    StatusOr<json> j = ParseJson(line, StrCat(path, ":", line_no), "eval");
+    if (!j.ok()) {
+      // "[eval] <path>:<n>: invalid JSON at line 1, column C: ..." → the column and reason.
+      const std::string& m = j.status().message();
+      const size_t at = m.find("invalid JSON");
+      return Error(StatusCode::kDataLoss, "eval", path, ":", line_no, ": not valid JSON (",
+                   at == std::string::npos ? m : m.substr(at), ")");
     }
     EvalExample ex;
-    Status s = ParseExample(j, &ex);
+    Status s = ParseExample(*j, &ex);
     if (!s.ok()) return Error(s.code(), "eval", path, ":", line_no, ": ", s.message());
     out.push_back(std::move(ex));
   }

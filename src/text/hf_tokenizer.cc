@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/file_io.h"
 #include "text/bpe_model.h"
 #include "text/hf_components.h"
 #include "text/regex.h"
@@ -355,39 +356,9 @@ std::string HfTokenizer::IdToPiece(int32_t id) const {
   return token ? *token : std::string();
 }
 
-// nlohmann's parser recurses once per nesting level: refuse deep input before parsing.
-Status CheckNesting(std::string_view text, int max_depth) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) {
-        return Error(StatusCode::kInvalidArgument, "tokenizer", "JSON nested deeper than ",
-                     max_depth, " levels");
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return Status::Ok();
-}
-
+// Syntax errors carry line and column; deep nesting is refused before parsing.
 StatusOr<json> ParseJson(std::string_view text, std::string_view what) {
-  OCULAR_RETURN_IF_ERROR(CheckNesting(text, 64));
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return Error(StatusCode::kInvalidArgument, "tokenizer", what, " is not valid JSON");
-  }
-  return j;
+  return ocular::ParseJson(text, std::string(what), "tokenizer", /*max_depth=*/64);
 }
 
 }  // namespace

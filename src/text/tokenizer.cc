@@ -1,22 +1,33 @@
 #include "text/tokenizer.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "core/file_io.h"
 #include "text/hf_tokenizer.h"
 #include "text/sp_tokenizer.h"
 
 namespace ocular {
 namespace {
 
+// Bounded and regular-file-checked: a FIFO or a link to /dev/zero is an error, not a hang.
 StatusOr<std::string> ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error(StatusCode::kIoError, "tokenizer", path.string(), ": cannot open");
-  std::ostringstream data;
-  data << in.rdbuf();
-  if (in.bad()) return Error(StatusCode::kIoError, "tokenizer", path.string(), ": read failed");
-  return data.str();
+  return ReadFileBounded(path.string(), kMaxTokenizerFileBytes, "tokenizer");
+}
+
+// True if `path` names anything (a file, a FIFO, a dangling link): such a name is read, and
+// ReadFile reports what is wrong with it, rather than silently falling back to another file.
+bool Present(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found &&
+         !ec;
+}
+
+// A tokenizer file whose content the parser rejects is a corrupt file (kDataLoss, exit 4);
+// the string-level API calls the same content an invalid argument. Names the file.
+Status FileError(const Status& s, const std::filesystem::path& path) {
+  const StatusCode code =
+      s.code() == StatusCode::kInvalidArgument ? StatusCode::kDataLoss : s.code();
+  return Status(code, StrCat(s.message(), " (", path.string(), ")"));
 }
 
 // The sentencepiece decoder emits U+FFFD for incomplete byte pieces, as does ByteFallback.
@@ -28,28 +39,21 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& dir) {
   namespace fs = std::filesystem;
   const fs::path json_path = fs::path(dir) / "tokenizer.json";
   const fs::path model_path = fs::path(dir) / "tokenizer.model";
-  std::error_code ec;
-  if (fs::is_regular_file(json_path, ec)) {
+  if (Present(json_path)) {
     OCULAR_ASSIGN_OR_RETURN(std::string json, ReadFile(json_path));
     std::string config;
     const fs::path config_path = fs::path(dir) / "tokenizer_config.json";
-    if (fs::is_regular_file(config_path, ec)) {
+    if (Present(config_path)) {
       OCULAR_ASSIGN_OR_RETURN(config, ReadFile(config_path));
     }
     auto tok = FromHfJson(json, config);
-    if (!tok.ok()) {
-      return Status(tok.status().code(),
-                    StrCat(tok.status().message(), " (", json_path.string(), ")"));
-    }
+    if (!tok.ok()) return FileError(tok.status(), json_path);
     return tok;
   }
-  if (fs::is_regular_file(model_path, ec)) {
+  if (Present(model_path)) {
     OCULAR_ASSIGN_OR_RETURN(std::string proto, ReadFile(model_path));
     auto tok = FromSentencePiece(proto);
-    if (!tok.ok()) {
-      return Status(tok.status().code(),
-                    StrCat(tok.status().message(), " (", model_path.string(), ")"));
-    }
+    if (!tok.ok()) return FileError(tok.status(), model_path);
     return tok;
   }
   return Error(StatusCode::kNotFound, "tokenizer", dir,

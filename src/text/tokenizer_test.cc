@@ -100,8 +100,8 @@ TEST(TokenizerTest, MinimalJsonWorks) {
 
 TEST(TokenizerTest, MalformedJsonIsRejected) {
   const std::pair<const char*, StatusCode> cases[] = {
-      {"", StatusCode::kInvalidArgument},
-      {"{", StatusCode::kInvalidArgument},
+      {"", StatusCode::kDataLoss},  // JSON syntax errors: a corrupt file (exit 4)
+      {"{", StatusCode::kDataLoss},
       {"[]", StatusCode::kInvalidArgument},
       {"{}", StatusCode::kInvalidArgument},
       {R"({"model": {"type": "BPE", "vocab": [], "merges": []}})", StatusCode::kInvalidArgument},

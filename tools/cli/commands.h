@@ -16,6 +16,23 @@ int ExitCode(const Status& s);
 // Prints "error: <message>" (and a hint for common mistakes) to stderr; returns ExitCode(s).
 int Fail(const Status& s);
 
+// A CLI11 check: a finite number in [lo, hi] (CLI::Range lets NaN through). `describe`: show
+// the range in --help (off when another check on the option already shows it).
+CLI::Validator FiniteRange(double lo, double hi, bool describe = true);
+
+// Checks an output path given with `flag` before any work is done: its folder exists
+// (kNotFound), and it is not a directory nor a file the command reads — a file in `model_dir`
+// (the checkpoint, its configs) or one of `inputs` (kInvalidArgument). Device and inode are
+// compared, so links and other spellings of the same file are caught.
+Status CheckOutputIsNotAnInput(const char* flag, const std::string& out,
+                               const std::string& model_dir,
+                               const std::vector<std::string>& inputs);
+
+// Bounds, finiteness checks and help text for the options the subcommands define, applied by
+// option name after every subcommand is registered; removes --max-pixels and --exif-rotate
+// from the commands that read no images.
+void TightenOptions(CLI::App& app);
+
 // Each registers a subcommand whose callback stores the process exit code in *rc.
 void AddRun(CLI::App& app, int* rc);
 void AddTrace(CLI::App& app, int* rc);

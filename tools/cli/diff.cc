@@ -15,7 +15,7 @@ void AddDiff(CLI::App& app, int* rc) {
   auto tol = std::make_shared<double>(1e-4);
   cmd->add_option("a", *a, "dump under test (e.g. from ocular trace)")->required();
   cmd->add_option("b", *b, "reference dump (e.g. from tools/reference/trace_hf.py)")->required();
-  cmd->add_option("--tol", *tol, "relative error tolerance per tap (default 1e-4)");
+  cmd->add_option("--tol", *tol, "relative error tolerance per tap")->check(FiniteRange(0.0, 1e30));
   cmd->callback([=] {
     auto fa = SafetensorsFile::Open(*a);
     if (!fa.ok()) {
@@ -28,6 +28,13 @@ void AddDiff(CLI::App& app, int* rc) {
       return;
     }
     DiffReport r = DiffDumps(*fa, *fb, *tol);
+    if (r.rows.empty()) {
+      // Nothing compared is not "within tolerance": these are not two dumps of the same run.
+      *rc = Fail(Error(StatusCode::kInvalidArgument, "diff", *a, " and ", *b,
+                       " have no tap in common (", r.only_a.size(), " and ", r.only_b.size(),
+                       " taps); nothing was compared"));
+      return;
+    }
     std::cout << FormatDiffReport(r, *tol);
     *rc = r.first_over >= 0 ? 1 : 0;
   });

@@ -1,4 +1,12 @@
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <new>
+#include <string>
 
 #include "commands.h"
 
@@ -6,21 +14,129 @@ namespace ocular::cli {
 
 int ExitCode(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kOk: return 0;
-    case StatusCode::kInvalidArgument: return 2;
+    case StatusCode::kOk:
+      return 0;
+    case StatusCode::kInvalidArgument:
+      return 2;
     case StatusCode::kNotFound:
-    case StatusCode::kIoError: return 3;
-    case StatusCode::kDataLoss: return 4;
-    case StatusCode::kUnimplemented: return 5;
-    case StatusCode::kResourceExhausted: return 6;
-    case StatusCode::kInternal: return 1;
+    case StatusCode::kIoError:
+      return 3;
+    case StatusCode::kDataLoss:
+      return 4;
+    case StatusCode::kUnimplemented:
+      return 5;
+    case StatusCode::kResourceExhausted:
+      return 6;
+    case StatusCode::kInternal:
+      return 1;
   }
   return 1;
 }
 
 int Fail(const Status& s) {
+  std::fflush(stdout);  // what was printed so far comes before the error
   std::fprintf(stderr, "error: %s\n", s.message().c_str());
   return ExitCode(s);
+}
+
+CLI::Validator FiniteRange(double lo, double hi, bool describe) {
+  const std::string range =
+      "[" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "Value " + text + " is not a number";
+        if (!std::isfinite(v) || v < lo || v > hi) {
+          return "Value " + text + " not in range " + range;
+        }
+        return std::string();
+      },
+      describe ? "FLOAT in " + range : std::string());
+}
+
+Status CheckOutputIsNotAnInput(const char* flag, const std::string& out,
+                               const std::string& model_dir,
+                               const std::vector<std::string>& inputs) {
+  // The folder must exist now: finding out after minutes of generation loses the work.
+  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+    return Error(StatusCode::kNotFound, "cli", flag, " ", out, ": directory ", parent.string(),
+                 " does not exist");
+  }
+  struct stat out_st {};
+  if (::stat(out.c_str(), &out_st) != 0) return Status::Ok();  // a new file reads nothing
+  if (S_ISDIR(out_st.st_mode)) {
+    return Error(StatusCode::kInvalidArgument, "cli", flag, " ", out, " is a directory");
+  }
+  auto same = [&](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && st.st_dev == out_st.st_dev &&
+           st.st_ino == out_st.st_ino;
+  };
+  for (const std::string& in : inputs) {
+    if (same(in)) {
+      return Error(StatusCode::kInvalidArgument, "cli", flag, " ", out, " is the input ", in,
+                   "; refusing to overwrite it");
+    }
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec)) {
+    if (same(entry.path().string())) {
+      return Error(StatusCode::kInvalidArgument, "cli", flag, " ", out, " is ",
+                   entry.path().string(),
+                   ", a file of the model being read; refusing to "
+                   "overwrite it");
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Upper bounds for options: far above any real use, low enough that nothing derived from them
+// can exhaust the machine before a clear error (a thread per core, RGB buffers of max pixels).
+constexpr int kMaxThreads = 1024;
+constexpr int64_t kMaxPixelsLimit = int64_t{1} << 28;  // 268M pixels: 805 MB as RGB
+constexpr int kMaxTokens = 1 << 20;
+
+}  // namespace
+
+void TightenOptions(CLI::App& app) {
+  for (CLI::App* cmd : app.get_subcommands(nullptr)) {
+    auto option = [&](const char* name) { return cmd->get_option_no_throw(name); };
+    if (CLI::Option* o = option("--threads")) {
+      o->check(CLI::Range(0, kMaxThreads))
+          ->description("worker threads; 0 = $OCULAR_THREADS, else the physical cores");
+    }
+    // Only the commands that read image files offer the image options.
+    const bool reads_images =
+        cmd->get_name() == "run" || cmd->get_name() == "trace" || cmd->get_name() == "eval";
+    for (const char* name : {"--max-pixels", "--exif-rotate"}) {
+      CLI::Option* o = option(name);
+      if (o != nullptr && !reads_images) cmd->remove_option(o);
+    }
+    if (CLI::Option* o = reads_images ? option("--max-pixels") : nullptr) {
+      o->check(CLI::Range(int64_t{1}, kMaxPixelsLimit))
+          ->description("refuse images with more pixels than this (exit 6)");
+    }
+    if (CLI::Option* o = reads_images ? option("--exif-rotate") : nullptr) {
+      o->description(
+          "apply EXIF orientation (JPEG, PNG, WebP) as transformers' load_image does; off = "
+          "pixels as stored, like Image.open");
+    }
+    for (const char* name : {"--max-tokens", "--prompt-tokens", "--decode-tokens"}) {
+      if (CLI::Option* o = option(name)) o->check(CLI::Range(0, kMaxTokens));
+    }
+    // CLI::Range and NonNegativeNumber let NaN through: these must be finite.
+    if (CLI::Option* o = option("--temperature")) o->check(FiniteRange(0.0, 100.0));
+    if (CLI::Option* o = option("--top-p")) o->check(FiniteRange(0.0, 1.0, /*describe=*/false));
+    if (CLI::Option* o = option("--roofline-gbs")) {
+      o->check(FiniteRange(0.0, 1e6))
+          ->description(
+              "memory bandwidth (GB/s) to compare decode against; 0 = measure it here with a "
+              "simple read probe, which may underestimate what the hardware sustains");
+    }
+  }
 }
 
 }  // namespace ocular::cli
@@ -29,6 +145,18 @@ int main(int argc, char** argv) {
   CLI::App app{"ocular: vision-language models on your CPU, identical to the reference"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ocular 0.1");
+  // Subcommands inherit this: every option's --help line shows its default.
+  app.option_defaults()->always_capture_default();
+  app.footer(
+      "Environment:\n"
+      "  OCULAR_ISA=avx512|avx2|scalar  force the kernel ISA (default: the best the CPU and OS\n"
+      "                                 support)\n"
+      "  OCULAR_THREADS=N               worker threads when --threads is 0 (default: physical\n"
+      "                                 cores)\n"
+      "Exit codes: 0 ok, 1 runtime failure (diff: over tolerance), 2 bad argument or\n"
+      "undecodable input, 3 file not found or unreadable, 4 corrupt file, 5 unsupported model\n"
+      "or format, 6 over a limit (image pixels, context length, file size).\n"
+      "Run `ocular COMMAND --help` for a command's options.");
   int rc = 0;
   ocular::cli::AddRun(app, &rc);
   ocular::cli::AddTrace(app, &rc);
@@ -36,10 +164,21 @@ int main(int argc, char** argv) {
   ocular::cli::AddTokenize(app, &rc);
   ocular::cli::AddBench(app, &rc);
   ocular::cli::AddEval(app, &rc);
+  ocular::cli::TightenOptions(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const std::bad_alloc&) {
+    // Last line of defence: sizes are validated before allocating, so reaching this is a bug,
+    // but the user gets a message and the "over a limit" code rather than an abort.
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: out of memory (HINT: a smaller model, image or --max-pixels)\n");
+    return 6;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: internal error (a bug, please report it): %s\n", e.what());
+    return 1;
   }
   return rc;
 }

@@ -124,6 +124,15 @@ void AddRun(CLI::App& app, int* rc) {
   cmd->add_option("--seed", g->opts.seed, "sampling seed");
   cmd->add_flag("--json", *json, "print answer, ids and timings as JSON");
   cmd->callback([=] {
+    if (!draw->empty()) {  // checked before generating, not after
+      Status s = g->images.empty()
+                     ? Error(StatusCode::kInvalidArgument, "cli", "--draw needs an --image")
+                     : CheckOutputIsNotAnInput("--draw", *draw, m->model, g->images);
+      if (!s.ok()) {
+        *rc = Fail(s);
+        return;
+      }
+    }
     auto engine = LoadEngine(*m);
     if (!engine.ok()) {
       *rc = Fail(engine.status());
@@ -141,7 +150,7 @@ void AddRun(CLI::App& app, int* rc) {
       *rc = Fail(r.status());
       return;
     }
-    // Boxes from <loc> tokens, in the first image's pixel coordinates (MODELS.md §3).
+    // Boxes from <loc> tokens, in the first image's pixel coordinates (docs/models.md §3).
     std::vector<Detection> boxes;
     if (!r->image_sizes.empty()) {
       boxes = ParseDetections(r->text, r->image_sizes[0].width, r->image_sizes[0].height);
@@ -184,6 +193,11 @@ void AddTrace(CLI::App& app, int* rc) {
   g->opts.max_tokens = 16;
   cmd->add_option("--out,-o", *out, "output .safetensors")->required();
   cmd->callback([=] {
+    // The dump must not overwrite what is being read: the checkpoint or an input image.
+    if (Status s = CheckOutputIsNotAnInput("--out", *out, m->model, g->images); !s.ok()) {
+      *rc = Fail(s);
+      return;
+    }
     auto engine = LoadEngine(*m);
     if (!engine.ok()) {
       *rc = Fail(engine.status());
@@ -211,6 +225,14 @@ void AddEval(CLI::App& app, int* rc) {
   cmd->add_option("--limit", o->limit, "first N examples only")->check(CLI::NonNegativeNumber);
   cmd->add_option("--predictions", o->predictions, "write per-example predictions (JSONL)");
   cmd->callback([=] {
+    if (!o->predictions.empty()) {
+      Status s = CheckOutputIsNotAnInput("--predictions", o->predictions, m->model,
+                                         {o->eval_set});
+      if (!s.ok()) {
+        *rc = Fail(s);
+        return;
+      }
+    }
     auto engine = LoadEngine(*m);
     if (!engine.ok()) {
       *rc = Fail(engine.status());

@@ -4,7 +4,7 @@ them together).
 
 Text: exact match after stripping ASCII whitespace (space, tab, CR, LF) at both ends.
 Detection decoding: v = loc / 1023, pixel = v * size (big_vision's evaluator rule,
-docs MODELS.md section 3), float coordinates, corners ordered.
+docs/models.md section 3), float coordinates, corners ordered.
 Matching, per example: pairs (pred, gt) with the same label and IoU > 0, sorted by
 IoU descending (ties: lower pred index, then lower gt index), taken greedily.
 Mean IoU: over all matched pairs. mAP@0.5: per class (label string) TP = matched

@@ -6,14 +6,14 @@ bit for bit. A scene holds 1-3 objects of distinct shape types (so "what color i
 the triangle?" has one answer), drawn without overlap on a non-square canvas with a
 plain, gradient or noisy (textured) background.
 
-Tasks (PaliGemma prompt syntax, see docs MODELS.md section 1.6 / 3):
+Tasks (PaliGemma prompt syntax, see docs/models.md sections 1.6 / 3):
   caption en                          -> "a red circle and a blue square"
   detect circle                       -> "<loc0123><loc0045><loc0456><loc0390> circle"
   detect red square ; blue triangle   -> two objects joined by " ; " in prompt order
   answer en how many shapes are there? -> "2"
   answer en what color is the triangle? -> "green"
 
-Box encoding (MODELS.md section 3, big_vision training rule): a box is
+Box encoding (docs/models.md section 3, big_vision training rule): a box is
 (y_min, x_min, y_max, x_max) in continuous pixel edges of the ORIGINAL canvas,
 normalised by the canvas height/width, and each value becomes <locNNNN> with
 NNNN = round(v * 1023).

@@ -5,7 +5,7 @@ make_tokenizer.make_tokenizer), only with the shapes-world corpus: SentencePiece
 with Gemma's trainer settings (byte fallback, no dummy prefix, pad 0 / eos 1 / bos 2 /
 unk 3), the 1024 <locNNNN> + 128 <segNNN> pieces moved to the END of the vocabulary as
 in the real PaliGemma vocabulary, and HF's `<image>` appended as an added special
-token right after the SentencePiece vocabulary (MODELS.md sections 1.1 / 6). The
+token right after the SentencePiece vocabulary (docs/models.md sections 1.1 / 6). The
 builder asserts that SentencePiece and the HF fast tokenizer agree on every line.
 
 The vocabulary is trained on the shapes-world prompt/answer corpus, so every word

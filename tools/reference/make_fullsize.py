@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 # config.json of google/paligemma-3b-pt-224 and google/paligemma2-3b-pt-224 (model facts:
-# shared/spec/MODELS.md §1.1).
+# docs/models.md §1.1).
 VISION = {"model_type": "siglip_vision_model", "hidden_size": 1152, "intermediate_size": 4304,
           "num_hidden_layers": 27, "num_attention_heads": 16, "patch_size": 14,
           "image_size": 224, "projection_dim": None, "vision_use_head": False}

@@ -1,7 +1,8 @@
 """Golden data for src/image: decode, resize and SigLIP preprocessing, from PIL and transformers.
 
-Run from the repo root:  .venv/bin/python -m tools.reference.make_image_fixtures
-Deterministic: running it twice gives byte-identical files.
+Run from the repo root:  .venv/bin/python -m tools.reference.make_image_fixtures [--edge-only]
+Deterministic: running it twice gives byte-identical files. --edge-only writes only edge/
+(it needs Pillow and numpy, not the whole reference stack).
 
 Writes testdata/images/:
   inputs/<file>            encoded inputs (real photos from skimage.data + generated edge cases)
@@ -10,6 +11,10 @@ Writes testdata/images/:
     decode/<file>                    Image.open(f).convert("RGB")
     decode_exif/<file>               ImageOps.exif_transpose(Image.open(f)).convert("RGB")
     resize/<file>/<filter>/<W>x<H>   decode/<file> resized with Image.resize((W, H), filter)
+  edge/<file>              decoder edge cases written by our own encoders (16-bit and RLE BMPs,
+                           indices past the palette, EXIF in PNG/WebP), with
+    edge/<file>.rgb.png              Image.open(f).convert("RGB"), as a PNG
+    edge/<file>.exif.png             ImageOps.exif_transpose first (files named exif*)
   pixel_values.safetensors F32 tensors [3, H, W]:
     pixel_values/<file>/<config>     SiglipImageProcessor (slow, PIL path) on decode/<file>
 """
@@ -20,15 +25,15 @@ import os
 import struct
 import zlib
 
+import sys
+
 import numpy as np
-import skimage.data
 from PIL import Image, ImageOps
-from safetensors.numpy import save_file
-from transformers import SiglipImageProcessor
 
 OUT = os.path.join("testdata", "images")
 INPUTS = os.path.join(OUT, "inputs")
 CONFIGS = os.path.join(OUT, "configs")
+EDGE = os.path.join(OUT, "edge")
 
 FILTERS = {"bicubic": Image.Resampling.BICUBIC, "bilinear": Image.Resampling.BILINEAR}
 
@@ -113,6 +118,7 @@ def gif_with_offset_frame(data, screen_w, screen_h, left, top):
 
 def make_inputs():
     """Returns {file name: encoded bytes}."""
+    import skimage.data  # pylint: disable=import-outside-toplevel (not needed by --edge-only)
     astro = skimage.data.astronaut()
     coffee = skimage.data.coffee()
     chelsea = skimage.data.chelsea()
@@ -191,6 +197,152 @@ def make_inputs():
     return files
 
 
+# --- Decoder edge cases (Pillow + numpy only): written by our own encoders below, expected
+# pixels from Pillow. testdata/images/edge/<file> and edge/<file>.rgb.png (Image.open(f)
+# .convert("RGB") stored as PNG), plus <file>.exif.png (ImageOps.exif_transpose first) for
+# files that carry an orientation.
+def _bmp(bits, width, height, pixel_rows, *, compression=0, header_size=40, masks=None,
+         palette=None, colors=None, top_down=False, palette_entry=4):
+    """A BMP from already-encoded rows (bottom-up unless top_down). `pixel_rows` is bytes: the
+    whole pixel section (rows padded, or RLE data)."""
+    info = struct.pack("<iiHHIIiiII", width, -height if top_down else height, 1, bits,
+                       compression, len(pixel_rows), 2835, 2835,
+                       colors if colors is not None else (len(palette) if palette else 0), 0)
+    extra = b""
+    if header_size == 40:
+        if masks is not None:
+            extra = struct.pack("<III", *masks[:3])
+        dib = struct.pack("<I", 40) + info
+    else:
+        m = list(masks or (0, 0, 0, 0)) + [0] * (4 - len(masks or ()))
+        dib = struct.pack("<I", header_size) + info + struct.pack("<IIII", *m)
+        dib += b"\x00" * (header_size - len(dib))
+    pal = b""
+    if palette:
+        pal = b"".join(bytes((b, g, r)) + b"\x00" * (palette_entry - 3) for r, g, b in palette)
+    offset = 14 + len(dib) + len(extra) + len(pal)
+    head = b"BM" + struct.pack("<IHHI", offset + len(pixel_rows), 0, 0, offset)
+    return head + dib + extra + pal + pixel_rows
+
+
+def _rows(values, width, height, bits):
+    """Packs [height][width] ints (bottom row first in the file) into padded BMP rows."""
+    stride = ((width * bits + 31) >> 3) & ~3
+    out = b""
+    for y in range(height - 1, -1, -1):
+        row = values[y]
+        if bits == 16:
+            raw = b"".join(struct.pack("<H", v) for v in row)
+        elif bits == 32:
+            raw = b"".join(struct.pack("<I", v) for v in row)
+        elif bits == 8:
+            raw = bytes(row)
+        elif bits == 4:
+            raw = bytes((row[i] << 4) | (row[i + 1] if i + 1 < width else 0)
+                        for i in range(0, width, 2))
+        out += raw + b"\x00" * (stride - len(raw))
+    return out
+
+
+def _gif_uncompressed(width, height, indices, palette, min_code_size=8):
+    """A GIF whose LZW stream uses only literal codes (a clear code every 250 pixels keeps the
+    code width at min_code_size + 1), so any index 0..255 can be stored regardless of the
+    colour table's size."""
+    clear, end = 1 << min_code_size, (1 << min_code_size) + 1
+    width_bits = min_code_size + 1
+    codes = []
+    for i, v in enumerate(indices):
+        if i % 250 == 0:
+            codes.append(clear)
+        codes.append(v)
+    codes.append(end)
+    bits = acc = 0
+    stream = bytearray()
+    for c in codes:
+        acc |= c << bits
+        bits += width_bits
+        while bits >= 8:
+            stream.append(acc & 255)
+            acc >>= 8
+            bits -= 8
+    if bits:
+        stream.append(acc & 255)
+    table_bits = max(1, (len(palette) - 1).bit_length())
+    table = b"".join(bytes(c) for c in palette) + b"\x00" * (3 * ((1 << table_bits) - len(palette)))
+    blocks = b"".join(bytes((len(stream[i:i + 255]),)) + bytes(stream[i:i + 255])
+                      for i in range(0, len(stream), 255))
+    return (b"GIF89a" + struct.pack("<HHBBB", width, height, 0x80 | (table_bits - 1), 0, 0) +
+            table + b"," + struct.pack("<HHHHB", 0, 0, width, height, 0) +
+            bytes((min_code_size,)) + blocks + b"\x00;")
+
+
+def make_edge_inputs():
+    """Decoder edge cases: {file name: bytes}. Pillow 11.3's reading of each is the expectation."""
+    rng = np.random.default_rng(12)
+    files = {}
+    # 16-bit BMPs: every 5-bit (and 6-bit) level in the first rows, then noise.
+    w, h = 64, 6
+    levels = [[(v % 32) | ((v % 32) << 5) | ((v % 32) << 10) for v in range(w)]]
+    levels += [[int(x) for x in rng.integers(0, 1 << 15, w)] for _ in range(h - 1)]
+    files["bmp16_555.bmp"] = _bmp(16, w, h, _rows(levels, w, h, 16))
+    files["bmp16_555_bitfields.bmp"] = _bmp(16, w, h, _rows(levels, w, h, 16), compression=3,
+                                            masks=(0x7C00, 0x3E0, 0x1F))
+    levels565 = [[((v % 32) << 11) | ((v % 64) << 5) | (v % 32) for v in range(w)]]
+    levels565 += [[int(x) for x in rng.integers(0, 1 << 16, w)] for _ in range(h - 1)]
+    files["bmp16_565_bitfields.bmp"] = _bmp(16, w, h, _rows(levels565, w, h, 16), compression=3,
+                                            masks=(0xF800, 0x7E0, 0x1F))
+    files["bmp16_565_v5.bmp"] = _bmp(16, w, h, _rows(levels565, w, h, 16), compression=3,
+                                     masks=(0xF800, 0x7E0, 0x1F, 0), header_size=124)
+    files["bmp16_555_v4_topdown.bmp"] = _bmp(16, w, h, _rows(levels[::-1], w, h, 16),
+                                             compression=3, masks=(0x7C00, 0x3E0, 0x1F, 0),
+                                             header_size=108, top_down=True)
+    # 32-bit BITFIELDS layouts Pillow accepts (alpha is dropped by convert("RGB")).
+    px = [[int(x) for x in rng.integers(0, 1 << 32, 9, dtype=np.uint64)] for _ in range(5)]
+    files["bmp32_bgra_v5.bmp"] = _bmp(32, 9, 5, _rows(px, 9, 5, 32), compression=3,
+                                      masks=(0xFF0000, 0xFF00, 0xFF, 0xFF000000), header_size=124)
+    files["bmp32_rgba_v5.bmp"] = _bmp(32, 9, 5, _rows(px, 9, 5, 32), compression=3,
+                                      masks=(0xFF, 0xFF00, 0xFF0000, 0xFF000000), header_size=124)
+    files["bmp32_xbgr.bmp"] = _bmp(32, 9, 5, _rows(px, 9, 5, 32), compression=3,
+                                   masks=(0xFF000000, 0xFF0000, 0xFF00))
+    # Palette indices beyond the palette (Pillow: black), 8-bit and 4-bit.
+    pal = [(200, 10, 30), (10, 200, 30), (30, 10, 200), (250, 250, 0)]
+    idx8 = [[int(x) for x in rng.integers(0, 256, 13)] for _ in range(7)]
+    idx8[0][:6] = [0, 1, 2, 3, 4, 255]
+    files["bmp8_index_beyond_palette.bmp"] = _bmp(8, 13, 7, _rows(idx8, 13, 7, 8), palette=pal)
+    idx4 = [[int(x) for x in rng.integers(0, 16, 11)] for _ in range(5)]
+    idx4[0][:5] = [0, 1, 2, 3, 15]
+    files["bmp4_index_beyond_palette.bmp"] = _bmp(4, 11, 5, _rows(idx4, 11, 5, 4), palette=pal[:3])
+    # A grey-ramp palette (Pillow then reads the file as mode "L": indices are grey levels).
+    ramp = [(i, i, i) for i in range(16)]
+    files["bmp8_gray_ramp_short.bmp"] = _bmp(8, 13, 7, _rows(idx8, 13, 7, 8), palette=ramp)
+    # RLE8: runs, an absolute run with odd length (word padding), a delta, end of line/bitmap.
+    pal16 = [(int(a), int(b), int(c)) for a, b, c in rng.integers(0, 256, (16, 3))]
+    rle8 = bytes([3, 1, 0, 5, 2, 3, 4, 5, 6, 0, 4, 7, 0, 0,  # run, odd absolute + pad, run, EOL
+                  0, 3, 9, 8, 7, 0, 200, 15, 0, 0,          # odd absolute, overlong run, EOL
+                  0, 4, 1, 2, 3, 4, 13, 11, 0, 0,           # even absolute, clamped run, EOL
+                  2, 5, 0, 2, 1, 1, 2, 0, 0, 0,             # delta (Pillow 11.3 reads 4 bytes)
+                  16, 14, 0, 0,                              # full row, EOL at the row end
+                  7, 3, 0, 0, 0, 1])                         # short row, EOL, end of bitmap
+    files["bmp8_rle.bmp"] = _bmp(8, 16, 6, rle8, compression=1, palette=pal16)
+    # RLE4: odd and even runs of two alternating colours, absolute runs (even and odd length).
+    rle4 = bytes([5, 0x12, 0, 4, 0x34, 0x56, 3, 0x78, 0, 0,   # odd run, absolute 4, clamped run
+                  0, 6, 0x9A, 0xBC, 0xDE, 0, 4, 0xF0, 0, 0,    # absolute 6 (3 bytes + pad)
+                  0, 5, 0x11, 0x22, 0x33, 0, 2, 0x44, 0, 0,    # absolute 5: Pillow reads 2 bytes
+                  11, 0x5A, 0, 0, 0, 1])
+    files["bmp4_rle.bmp"] = _bmp(4, 11, 4, rle4, compression=2, palette=pal16)
+    # GIF: 4-colour table, indices up to 255 (Pillow: black beyond the table).
+    gidx = [int(x) for x in rng.integers(0, 256, 15 * 6)]
+    gidx[:6] = [0, 1, 2, 3, 4, 255]
+    files["gif_index_beyond_table.gif"] = _gif_uncompressed(15, 6, gidx, pal)
+    # EXIF orientation in PNG (eXIf chunk) and WebP (EXIF chunk).
+    photo = Image.fromarray(rng.integers(0, 256, (9, 14, 3), dtype=np.uint8))
+    for o in (3, 6, 8):
+        files[f"exif{o}.png"] = encode(photo, "PNG", exif=exif_bytes(o))
+        files[f"exif{o}.webp"] = encode(photo, "WEBP", lossless=True, exact=True,
+                                        exif=exif_bytes(o))
+    return files
+
+
 def rgb_decode(data, exif_rotate=False):
     im = Image.open(io.BytesIO(data))
     if exif_rotate:
@@ -247,7 +399,30 @@ PIXEL_VALUE_CASES = [
 ]
 
 
+def write_edge_cases(out_dir):
+    """Writes the edge-case inputs and Pillow's decoding of each (as lossless PNG)."""
+    os.makedirs(out_dir, exist_ok=True)
+    files = make_edge_inputs()
+    for name in sorted(files):
+        data = files[name]
+        with open(os.path.join(out_dir, name), "wb") as f:
+            f.write(data)
+        encode_png = lambda im: encode(im, "PNG", optimize=False, compress_level=9)
+        with open(os.path.join(out_dir, name + ".rgb.png"), "wb") as f:
+            f.write(encode_png(rgb_decode(data)))
+        if name.startswith("exif"):
+            with open(os.path.join(out_dir, name + ".exif.png"), "wb") as f:
+                f.write(encode_png(rgb_decode(data, exif_rotate=True)))
+    return files
+
+
 def main():
+    write_edge_cases(EDGE)
+    if "--edge-only" in sys.argv:  # Pillow + numpy suffice for these
+        print(f"decoder edge cases in {EDGE}")
+        return
+    from safetensors.numpy import save_file  # pylint: disable=import-outside-toplevel
+    from transformers import SiglipImageProcessor  # pylint: disable=import-outside-toplevel
     os.makedirs(INPUTS, exist_ok=True)
     os.makedirs(CONFIGS, exist_ok=True)
     files = make_inputs()
