@@ -62,7 +62,7 @@ struct GenerateOptions {
   uint64_t seed = 0;
   bool stop_at_eos = true;
   // big_vision / gemma.cpp tokenize the "\n" after the prompt separately; HF (default) encodes
-  // "<image>"*N + "<bos>" + prompt + "\n" in one call (MODELS.md §1.6).
+  // "<image>"*N + "<bos>" + prompt + "\n" in one call (docs/models.md §1.6).
   bool separate_newline = false;
   // Never emit ids >= image_token_index (PaliGemma's untrained padding rows). Off = HF parity.
   bool suppress_padding_tokens = false;

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/mapped_file.h"
+#include "core/file_io.h"
 #include "models/paligemma/paligemma.h"
 #include "models/paligemma/processor.h"
 
@@ -39,13 +39,22 @@ std::vector<std::string> RegisteredModelTypes() {
 
 StatusOr<LoadedModel> LoadModel(const std::string& dir) {
   const std::string path = dir + "/config.json";
-  OCULAR_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Error(StatusCode::kDataLoss, "config", path, ": not a JSON object");
+  OCULAR_ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, kMaxConfigFileBytes, "config"));
+  StatusOr<nlohmann::json> parsed = ParseJson(text, path, "config");
+  if (!parsed.ok()) {  // "[config] path: invalid JSON at ..." -> "... not a JSON object: invalid ..."
+    std::string message = parsed.status().message();
+    const size_t at = message.find("invalid JSON");
+    if (at != std::string::npos) message.insert(at, "not a JSON object: ");
+    return Status(parsed.status().code(), message);
   }
+  const nlohmann::json& j = *parsed;
+  if (!j.is_object()) return Error(StatusCode::kDataLoss, "config", path, ": not a JSON object");
   const auto it = j.find("model_type");
-  const std::string type = it != j.end() && it->is_string() ? it->get<std::string>() : "";
+  if (it == j.end() || !it->is_string() || it->get<std::string>().empty()) {
+    return Error(StatusCode::kDataLoss, "config", path, ": no model_type (a string naming the ",
+                 "architecture, e.g. \"paligemma\")");
+  }
+  const std::string type = it->get<std::string>();
   for (const Family& f : kFamilies) {
     if (type == f.model_type) return f.load(dir);
   }

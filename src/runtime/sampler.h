@@ -13,7 +13,7 @@ struct SamplingParams {
   float top_p = 1.0f;        // 1: off
   uint64_t seed = 0;
   // Logits of ids >= this are never chosen (e.g. 257152 hides PaliGemma's untrained
-  // padding rows, MODELS.md §1.1). -1: off (HF parity).
+  // padding rows, docs/models.md §1.1). -1: off (HF parity).
   int32_t suppress_from = -1;
 };
 

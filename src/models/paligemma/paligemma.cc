@@ -82,7 +82,7 @@ Status PaliGemma::BindWeights() {
       return Status::Ok();
     }
     if (!required) return Status::Ok();
-    return Error(StatusCode::kNotFound, "checkpoint", src.origin(), ": missing tensor '", name, "'");
+    return Error(StatusCode::kDataLoss, "checkpoint", src.origin(), ": missing tensor '", name, "'");
   });
   OCULAR_RETURN_IF_ERROR(s);
   // A tensor the model does not read means a configuration it does not implement (attention
