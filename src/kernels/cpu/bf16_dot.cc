@@ -26,10 +26,10 @@ namespace {
 
 constexpr int64_t kStep = 32;  // bf16 values per 512-bit register
 
-// out[m * ldo + n] += dot(a[m * lda, +K), w[n * ldw, +K)) for m < kM, n < kN (bf16 rows).
+// out[m * ldo + n] = dot(a[m * K, +K), w[n * K, +K)) for m < kM, n < kN; a and w are bf16.
 template <int kM, int kN>
-OCULAR_BF16_TARGET void Tile(const uint16_t* a, int64_t lda, const uint16_t* w, int64_t ldw,
-                             int64_t K, float* out, int64_t ldo) {
+OCULAR_BF16_TARGET void Tile(const uint16_t* a, const uint16_t* w, int64_t K, float* out,
+                             int64_t ldo) {
   __m512 acc[kM][kN];
   for (int m = 0; m < kM; ++m) {
     for (int n = 0; n < kN; ++n) acc[m][n] = _mm512_setzero_ps();
@@ -37,44 +37,35 @@ OCULAR_BF16_TARGET void Tile(const uint16_t* a, int64_t lda, const uint16_t* w, 
   int64_t k = 0;
   for (; k + kStep <= K; k += kStep) {
     __m512bh wv[kN];
-    for (int n = 0; n < kN; ++n) wv[n] = (__m512bh)_mm512_loadu_si512(w + n * ldw + k);
+    for (int n = 0; n < kN; ++n) wv[n] = (__m512bh)_mm512_loadu_si512(w + n * K + k);
     for (int m = 0; m < kM; ++m) {
-      const __m512bh av = (__m512bh)_mm512_loadu_si512(a + m * lda + k);
+      const __m512bh av = (__m512bh)_mm512_loadu_si512(a + m * K + k);
       for (int n = 0; n < kN; ++n) acc[m][n] = _mm512_dpbf16_ps(acc[m][n], av, wv[n]);
     }
   }
   if (k < K) {  // the tail through masked loads (zeros beyond K)
     const __mmask32 mask = static_cast<__mmask32>((uint64_t{1} << (K - k)) - 1);
     __m512bh wv[kN];
-    for (int n = 0; n < kN; ++n) wv[n] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w + n * ldw + k);
+    for (int n = 0; n < kN; ++n) wv[n] = (__m512bh)_mm512_maskz_loadu_epi16(mask, w + n * K + k);
     for (int m = 0; m < kM; ++m) {
-      const __m512bh av = (__m512bh)_mm512_maskz_loadu_epi16(mask, a + m * lda + k);
+      const __m512bh av = (__m512bh)_mm512_maskz_loadu_epi16(mask, a + m * K + k);
       for (int n = 0; n < kN; ++n) acc[m][n] = _mm512_dpbf16_ps(acc[m][n], av, wv[n]);
     }
   }
   for (int m = 0; m < kM; ++m) {
-    for (int n = 0; n < kN; ++n) out[m * ldo + n] += _mm512_reduce_add_ps(acc[m][n]);
+    for (int n = 0; n < kN; ++n) out[m * ldo + n] = _mm512_reduce_add_ps(acc[m][n]);
   }
 }
 
-// Columns of K per pass: kM rows of activations of one pass (8 × 1024 bf16 = 16 KiB) stay in
-// L1 while every weight tile of the column range reads them, instead of re-reading whole
-// rows from L2 for each tile.
-constexpr int64_t kBlock = 1024;
-
 // kM rows against weight rows [n0, n1): tiles of up to 24 accumulators (+ kN weight and one
-// activation register: within the 32 zmm registers), K in blocks of kBlock.
+// activation register: within the 32 zmm registers).
 template <int kM>
 void Rows(const uint16_t* a, const uint16_t* w, int64_t K, int64_t n0, int64_t n1, float* out,
           int64_t ldo) {
   constexpr int kN = std::min(8, 24 / kM);
-  for (int m = 0; m < kM; ++m) std::fill(out + m * ldo + n0, out + m * ldo + n1, 0.0f);
-  for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
-    const int64_t len = std::min(kBlock, K - k0);
-    int64_t n = n0;
-    for (; n + kN <= n1; n += kN) Tile<kM, kN>(a + k0, K, w + n * K + k0, K, len, out + n, ldo);
-    for (; n < n1; ++n) Tile<kM, 1>(a + k0, K, w + n * K + k0, K, len, out + n, ldo);
-  }
+  int64_t n = n0;
+  for (; n + kN <= n1; n += kN) Tile<kM, kN>(a, w + n * K, K, out + n, ldo);
+  for (; n < n1; ++n) Tile<kM, 1>(a, w + n * K, K, out + n, ldo);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // bf16 × bf16 dot products with f32 accumulation (AVX512_BF16 `vdpbf16ps`): the decode
 // matmul of Precision::kBF16Fast on CPUs that have it (AMD Zen 4, Intel Cooper Lake and
 // later). Activations are rounded to bf16 once per call; every product of two bf16 values is
-// exact in f32, and the sums accumulate in f32 (in blocks of 1024 columns) — 32 multiply-adds
-// per instruction, twice the f32 FMA rate.
+// exact in f32, and the sums accumulate in f32 — 32 multiply-adds per instruction, twice the
+// f32 FMA rate.
 #pragma once
 
 #include <cstdint>
