@@ -25,6 +25,7 @@ bool Bf16DotSupported() {
 namespace {
 
 constexpr int64_t kStep = 32;  // bf16 values per 512-bit register
+constexpr int kPrefetchBytes = 1024;
 
 // out[m * ldo + n] = dot(a[m * K, +K), w[n * K, +K)) for m < kM, n < kN; a and w are bf16.
 template <int kM, int kN>
@@ -37,7 +38,11 @@ OCULAR_BF16_TARGET void Tile(const uint16_t* a, const uint16_t* w, int64_t K, fl
   int64_t k = 0;
   for (; k + kStep <= K; k += kStep) {
     __m512bh wv[kN];
-    for (int n = 0; n < kN; ++n) wv[n] = (__m512bh)_mm512_loadu_si512(w + n * K + k);
+    for (int n = 0; n < kN; ++n) {
+      // Few weight rows stream at once here (kN), so help the hardware prefetcher along.
+      _mm_prefetch(reinterpret_cast<const char*>(w + n * K + k) + kPrefetchBytes, _MM_HINT_T0);
+      wv[n] = (__m512bh)_mm512_loadu_si512(w + n * K + k);
+    }
     for (int m = 0; m < kM; ++m) {
       const __m512bh av = (__m512bh)_mm512_loadu_si512(a + m * K + k);
       for (int n = 0; n < kN; ++n) acc[m][n] = _mm512_dpbf16_ps(acc[m][n], av, wv[n]);
