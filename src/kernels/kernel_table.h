@@ -60,8 +60,8 @@ struct KernelTable {
   // One entry per weight format (index: WFormat); null where this table has no kernel.
   MatMulFn matmul[kNumWFormats];
   RowToF32Fn row_to_f32[kNumWFormats];
-  // Precision::kBF16Fast decode (M <= 8) on bf16 weights: bf16 × bf16 dot products with f32
-  // accumulation. Null where the CPU has no bf16 dot-product instruction.
+  // Precision::kBF16Fast batched decode (2 <= M <= 8) on bf16 weights: bf16 × bf16 dot
+  // products with f32 accumulation. Null where the CPU has no bf16 dot-product instruction.
   MatMulFn matmul_bf16_dot;
   void (*rms_norm)(const float* x, int64_t rows, int64_t dim, const TensorView& w, float eps,
                    bool add_one, float* y);

@@ -160,9 +160,10 @@ void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, c
   const float* out_end = out + (M - 1) * ldo + N;
   OCULAR_CHECK(a_end <= out || out_end <= a, "HINT: MatMul out must not alias a");
   const kernels::KernelTable& table = ex.table();
-  // bf16-fast decode: bf16 dot products where the CPU has them.
+  // bf16-fast batched decode: bf16 dot products where the CPU has them. One row stays on the
+  // f32 GEMV, which is bandwidth-bound anyway and skips the activation conversion.
   const bool bf16_dot = ex.precision == Precision::kBF16Fast && w.format == WFormat::kBF16 &&
-                        M <= 8 && table.matmul_bf16_dot != nullptr;
+                        M >= 2 && M <= 8 && table.matmul_bf16_dot != nullptr;
   const kernels::MatMulFn kernel =
       bf16_dot ? table.matmul_bf16_dot : table.matmul[static_cast<int>(w.format)];
   OCULAR_CHECK(kernel != nullptr, "HINT: no kernel for this weight format (refused at load)");

@@ -152,8 +152,8 @@ TEST(MatMulTest, Bf16PrecisionRoundsInTheEpilogue) {
   });
 }
 
-// bf16-fast decode (M <= 8) on bf16 weights uses bf16 × bf16 dot products where the CPU has
-// them: the activations are rounded to bf16, the products are exact and the sums f32. Elsewhere
+// bf16-fast batched decode (2 <= M <= 8) on bf16 weights uses bf16 × bf16 dot products where
+// the CPU has them: the activations are rounded to bf16, the products are exact and the sums f32. Elsewhere
 // it is the f32 path. Either way it matches the reference on the inputs it actually used.
 TEST(MatMulTest, Bf16FastDecodeUsesBf16DotProductsWhereAvailable) {
   const int64_t Ks[] = {1, 2, 31, 32, 33, 64, 100, 2309};
@@ -172,7 +172,7 @@ TEST(MatMulTest, Bf16FastDecodeUsesBf16DotProductsWhereAvailable) {
           const int64_t lda = K + 1;
           std::vector<float> a = RandomFloats(M * lda, static_cast<uint32_t>(M * 31 + K));
           std::vector<float> used = a;  // what the kernel multiplies
-          if (dot && M <= 8) {
+          if (dot && M >= 2 && M <= 8) {
             for (float& x : used) x = BF16ToF32(F32ToBF16(x));
           }
           std::vector<float> want(M * N), scale(M * N), got(M * N);
