@@ -2,13 +2,14 @@
 
 tokenizer -> tiny checkpoints (use the tokenizer) -> goldens (run the checkpoints), then the
 image-pipeline fixtures (PIL / SiglipImageProcessor) and the tokenizer fixtures (HF tokenizers /
-sentencepiece on the tiny and real vocabularies). The shapes demo model has its own recipe
+sentencepiece on the tiny and real vocabularies), and the ggml block-format fixtures (gguf-py). The shapes demo model has its own recipe
 (tools/demo_model, MODEL_CARD.md).
 Deterministic: running it twice gives byte-identical files (docs/testing.md).
 """
 
 from tools.reference import common
 from tools.reference import make_image_fixtures
+from tools.reference import make_quant_fixtures
 from tools.reference.make_goldens import make_goldens
 from tools.reference.make_text_fixtures import make_text_fixtures
 from tools.reference.make_tiny import make_tiny
@@ -22,6 +23,7 @@ def main():
     make_goldens()
     make_image_fixtures.main()
     make_text_fixtures()
+    make_quant_fixtures.main()
 
 
 if __name__ == "__main__":
