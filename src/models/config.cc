@@ -452,9 +452,12 @@ StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
 }
 
 StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const std::string& model_dir) {
-  const std::string path = model_dir + "/config.json";
-  OCULAR_ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, kMaxConfigFileBytes, "config"));
-  return ParsePaliGemmaConfig(text, path);
+  return LoadPaliGemmaConfig(DirectoryFiles(model_dir));
+}
+
+StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const FileSet& files) {
+  OCULAR_ASSIGN_OR_RETURN(std::string text, files.Read("config.json", kMaxConfigFileBytes, "config"));
+  return ParsePaliGemmaConfig(text, files.Where("config.json"));
 }
 
 }  // namespace ocular

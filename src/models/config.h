@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_set.h"
 #include "ocular/status.h"
 
 namespace ocular {
@@ -82,5 +83,7 @@ StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
                                                const std::string& source);
 // Reads <model_dir>/config.json (bounded, regular files only) and parses it.
 StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const std::string& model_dir);
+// The same from a directory's or a GGUF file's config.json.
+StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const FileSet& files);
 
 }  // namespace ocular

@@ -9,10 +9,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/matrix.h"
 #include "core/tensor.h"
 #include "kernels/exec.h"
 #include "models/kv_cache.h"
@@ -93,6 +95,13 @@ class VlModel {
 
   // logits[rows, vocab_size] = output projection of hidden[rows, H].
   virtual void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const = 0;
+
+  // Every weight as loaded, in module order, under its GGUF name (`ocular quantize`): a
+  // matrix (`matrix` set) or a float vector/table (`vector` set). A tied output projection
+  // is visited once, as the embedding.
+  using WeightVisitor = std::function<Status(const std::string& gguf_name, const Shape& shape,
+                                             const Matrix* matrix, const TensorView* vector)>;
+  virtual Status ForEachWeight(const WeightVisitor& fn) const = 0;
 };
 
 }  // namespace ocular

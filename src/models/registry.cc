@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
+#include "io/model_files.h"
 #include "models/paligemma/paligemma.h"
 #include "models/paligemma/processor.h"
 
@@ -10,19 +11,19 @@ namespace ocular {
 
 namespace {
 
-StatusOr<LoadedModel> LoadPaliGemma(const std::string& dir) {
+StatusOr<LoadedModel> LoadPaliGemma(const ModelFiles& files) {
   LoadedModel out;
   OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<paligemma::PaliGemma> model,
-                          paligemma::PaliGemma::Load(dir));
+                          paligemma::PaliGemma::Load(files));
   OCULAR_ASSIGN_OR_RETURN(out.processor,
-                          paligemma::PaliGemmaProcessor::Load(dir, model->config()));
+                          paligemma::PaliGemmaProcessor::Load(*files.files, model->config()));
   out.model = std::move(model);
   return out;
 }
 
 struct Family {
   const char* model_type;
-  StatusOr<LoadedModel> (*load)(const std::string& dir);
+  StatusOr<LoadedModel> (*load)(const ModelFiles& files);
 };
 
 constexpr Family kFamilies[] = {
@@ -37,9 +38,11 @@ std::vector<std::string> RegisteredModelTypes() {
   return out;
 }
 
-StatusOr<LoadedModel> LoadModel(const std::string& dir) {
-  const std::string path = dir + "/config.json";
-  OCULAR_ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, kMaxConfigFileBytes, "config"));
+StatusOr<LoadedModel> LoadModel(const std::string& model_path) {
+  OCULAR_ASSIGN_OR_RETURN(ModelFiles files, ModelFiles::Open(model_path));
+  const std::string path = files.files->Where("config.json");
+  OCULAR_ASSIGN_OR_RETURN(std::string text,
+                          files.files->Read("config.json", kMaxConfigFileBytes, "config"));
   StatusOr<nlohmann::json> parsed = ParseJson(text, path, "config");
   if (!parsed.ok()) {  // "[config] path: invalid JSON at ..." -> "... not a JSON object: invalid ..."
     std::string message = parsed.status().message();
@@ -56,7 +59,7 @@ StatusOr<LoadedModel> LoadModel(const std::string& dir) {
   }
   const std::string type = it->get<std::string>();
   for (const Family& f : kFamilies) {
-    if (type == f.model_type) return f.load(dir);
+    if (type == f.model_type) return f.load(files);
   }
   std::string known;
   for (const Family& f : kFamilies) known += std::string(known.empty() ? "" : ", ") + f.model_type;

@@ -16,9 +16,10 @@ struct LoadedModel {
   std::unique_ptr<Processor> processor;
 };
 
-// Reads `dir`/config.json's model_type and loads that family's model and processor.
+// Reads the config.json of `path` (an HF directory, or a GGUF file written by `ocular
+// quantize`), and loads the model and processor of the family its model_type names.
 // Unimplemented for a model_type no family handles (the message lists the known ones).
-StatusOr<LoadedModel> LoadModel(const std::string& dir);
+StatusOr<LoadedModel> LoadModel(const std::string& path);
 
 // The model_type values LoadModel accepts.
 std::vector<std::string> RegisteredModelTypes();

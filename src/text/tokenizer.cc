@@ -1,33 +1,19 @@
 #include "text/tokenizer.h"
 
-#include <filesystem>
-
 #include "core/file_io.h"
+#include "core/file_set.h"
 #include "text/hf_tokenizer.h"
 #include "text/sp_tokenizer.h"
 
 namespace ocular {
 namespace {
 
-// Bounded and regular-file-checked: a FIFO or a link to /dev/zero is an error, not a hang.
-StatusOr<std::string> ReadFile(const std::filesystem::path& path) {
-  return ReadFileBounded(path.string(), kMaxTokenizerFileBytes, "tokenizer");
-}
-
-// True if `path` names anything (a file, a FIFO, a dangling link): such a name is read, and
-// ReadFile reports what is wrong with it, rather than silently falling back to another file.
-bool Present(const std::filesystem::path& path) {
-  std::error_code ec;
-  return std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found &&
-         !ec;
-}
-
 // A tokenizer file whose content the parser rejects is a corrupt file (kDataLoss, exit 4);
 // the string-level API calls the same content an invalid argument. Names the file.
-Status FileError(const Status& s, const std::filesystem::path& path) {
+Status FileError(const Status& s, const std::string& path) {
   const StatusCode code =
       s.code() == StatusCode::kInvalidArgument ? StatusCode::kDataLoss : s.code();
-  return Status(code, StrCat(s.message(), " (", path.string(), ")"));
+  return Status(code, StrCat(s.message(), " (", path, ")"));
 }
 
 // The sentencepiece decoder emits U+FFFD for incomplete byte pieces, as does ByteFallback.
@@ -36,27 +22,30 @@ bool EndsWithReplacement(std::string_view s) { return s.ends_with("\xEF\xBF\xBD"
 }  // namespace
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& dir) {
-  namespace fs = std::filesystem;
-  const fs::path json_path = fs::path(dir) / "tokenizer.json";
-  const fs::path model_path = fs::path(dir) / "tokenizer.model";
-  if (Present(json_path)) {
-    OCULAR_ASSIGN_OR_RETURN(std::string json, ReadFile(json_path));
+  return Load(DirectoryFiles(dir));
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const FileSet& files) {
+  if (files.Has("tokenizer.json")) {
+    OCULAR_ASSIGN_OR_RETURN(std::string json,
+                            files.Read("tokenizer.json", kMaxTokenizerFileBytes, "tokenizer"));
     std::string config;
-    const fs::path config_path = fs::path(dir) / "tokenizer_config.json";
-    if (Present(config_path)) {
-      OCULAR_ASSIGN_OR_RETURN(config, ReadFile(config_path));
+    if (files.Has("tokenizer_config.json")) {
+      OCULAR_ASSIGN_OR_RETURN(
+          config, files.Read("tokenizer_config.json", kMaxTokenizerFileBytes, "tokenizer"));
     }
     auto tok = FromHfJson(json, config);
-    if (!tok.ok()) return FileError(tok.status(), json_path);
+    if (!tok.ok()) return FileError(tok.status(), files.Where("tokenizer.json"));
     return tok;
   }
-  if (Present(model_path)) {
-    OCULAR_ASSIGN_OR_RETURN(std::string proto, ReadFile(model_path));
+  if (files.Has("tokenizer.model")) {
+    OCULAR_ASSIGN_OR_RETURN(std::string proto,
+                            files.Read("tokenizer.model", kMaxTokenizerFileBytes, "tokenizer"));
     auto tok = FromSentencePiece(proto);
-    if (!tok.ok()) return FileError(tok.status(), model_path);
+    if (!tok.ok()) return FileError(tok.status(), files.Where("tokenizer.model"));
     return tok;
   }
-  return Error(StatusCode::kNotFound, "tokenizer", dir,
+  return Error(StatusCode::kNotFound, "tokenizer", files.origin(),
                ": has neither tokenizer.json nor tokenizer.model");
 }
 

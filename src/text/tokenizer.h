@@ -32,6 +32,8 @@
 
 namespace ocular {
 
+class FileSet;
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -41,6 +43,8 @@ class Tokenizer {
   // Errors: kNotFound (neither file), kInvalidArgument / kDataLoss (malformed),
   // kUnimplemented (a component we do not implement). Messages start with "[tokenizer]".
   static StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& dir);
+  // The same from a directory or the files a GGUF model carries.
+  static StatusOr<std::unique_ptr<Tokenizer>> Load(const FileSet& files);
 
   // From the text of a tokenizer.json. `config_json` (may be empty) is the text of a
   // tokenizer_config.json, used only for the bos/eos/pad token names.

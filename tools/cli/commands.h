@@ -40,5 +40,6 @@ void AddDiff(CLI::App& app, int* rc);
 void AddTokenize(CLI::App& app, int* rc);
 void AddBench(CLI::App& app, int* rc);
 void AddEval(CLI::App& app, int* rc);
+void AddQuantize(CLI::App& app, int* rc);
 
 }  // namespace ocular::cli

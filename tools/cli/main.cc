@@ -80,6 +80,10 @@ Status CheckOutputIsNotAnInput(const char* flag, const std::string& out,
                    "; refusing to overwrite it");
     }
   }
+  if (same(model_dir)) {  // a GGUF model is one file
+    return Error(StatusCode::kInvalidArgument, "cli", flag, " ", out, " is the model ", model_dir,
+                 "; refusing to overwrite it");
+  }
   for (const auto& entry : std::filesystem::directory_iterator(model_dir, ec)) {
     if (same(entry.path().string())) {
       return Error(StatusCode::kInvalidArgument, "cli", flag, " ", out, " is ",
@@ -164,6 +168,7 @@ int main(int argc, char** argv) {
   ocular::cli::AddTokenize(app, &rc);
   ocular::cli::AddBench(app, &rc);
   ocular::cli::AddEval(app, &rc);
+  ocular::cli::AddQuantize(app, &rc);
   ocular::cli::TightenOptions(app);
   try {
     app.parse(argc, argv);

@@ -7,6 +7,8 @@
 #include "core/arena.h"
 #include "core/half.h"
 #include "io/checkpoint.h"
+#include "io/gguf_source.h"
+#include "models/paligemma/gguf_names.h"
 #include "kernels/ops.h"
 #include "models/layers.h"
 #include "models/siglip.h"
@@ -40,9 +42,18 @@ size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof
 
 }  // namespace
 
-StatusOr<std::unique_ptr<PaliGemma>> PaliGemma::Load(const std::string& dir) {
-  OCULAR_ASSIGN_OR_RETURN(PaliGemmaConfig cfg, LoadPaliGemmaConfig(dir));
-  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(dir));
+StatusOr<std::unique_ptr<PaliGemma>> PaliGemma::Load(const std::string& path) {
+  OCULAR_ASSIGN_OR_RETURN(ModelFiles files, ModelFiles::Open(path));
+  return Load(files);
+}
+
+StatusOr<std::unique_ptr<PaliGemma>> PaliGemma::Load(const ModelFiles& files) {
+  OCULAR_ASSIGN_OR_RETURN(PaliGemmaConfig cfg, LoadPaliGemmaConfig(*files.files));
+  if (files.gguf != nullptr) {
+    auto source = std::make_unique<GgufSource>(files.gguf, GgufNames(cfg));
+    return Load(std::move(cfg), std::move(source));
+  }
+  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
   return Load(std::move(cfg), std::make_unique<Checkpoint>(std::move(ckpt)));
 }
 
@@ -95,12 +106,23 @@ Status PaliGemma::BindWeights() {
     }
   }
   if (w_.text.lm_head.empty()) {
+    tied_output_ = true;
     w_.text.lm_head = w_.text.embed;  // tied: the embedding is the output projection
   } else {
     spec_.text_weight_bytes -= w_.text.embed.bytes();  // only looked up, a row per token
   }
   spec_.weight_dtype = matrix_dtypes.size() == 1 ? *matrix_dtypes.begin() : DType::kF32;
   return Status::Ok();
+}
+
+Status PaliGemma::ForEachWeight(const WeightVisitor& fn) const {
+  PaliGemmaWeights w = w_;  // views; the visitor below only reads them
+  const bool gemma2 = cfg_.text.is_gemma2();
+  return ForEachTensor(cfg_, &w, [&](const std::string& name, const Shape& shape, WeightSlot slot,
+                                     bool required) -> Status {
+    if (!required && tied_output_) return Status::Ok();
+    return fn(GgufTensorName(name, gemma2), shape, slot.matrix, slot.vector);
+  });
 }
 
 void PaliGemma::BuildSpec() {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "io/model_files.h"
 #include "io/tensor_source.h"
 #include "models/config.h"
 #include "models/model.h"
@@ -19,7 +20,9 @@ class PaliGemma final : public VlModel {
   // memory-mapped in their stored format. Every tensor's presence and shape is checked, and a
   // tensor the model does not use is an error (it would mean a configuration ocular does not
   // implement, e.g. attention biases).
-  static StatusOr<std::unique_ptr<PaliGemma>> Load(const std::string& dir);
+  // `path`: an HF directory or a GGUF file written by `ocular quantize`.
+  static StatusOr<std::unique_ptr<PaliGemma>> Load(const std::string& path);
+  static StatusOr<std::unique_ptr<PaliGemma>> Load(const ModelFiles& files);
   // The same from an already parsed config and any tensor source.
   static StatusOr<std::unique_ptr<PaliGemma>> Load(PaliGemmaConfig config,
                                                    std::unique_ptr<TensorSource> source);
@@ -41,6 +44,8 @@ class PaliGemma final : public VlModel {
   // No final softcap unless enabled below, as HF's PaliGemma.
   void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
 
+  Status ForEachWeight(const WeightVisitor& fn) const override;
+
   // Gemma 2's final_logit_softcapping, which HF's PaliGemma does not apply. Default off.
   void set_apply_final_softcap(bool on) { apply_final_softcap_ = on; }
 
@@ -54,6 +59,7 @@ class PaliGemma final : public VlModel {
   PaliGemmaWeights w_;
   ModelSpec spec_;
   bool apply_final_softcap_ = false;
+  bool tied_output_ = false;  // no lm_head tensor: the embedding is the output projection
 };
 
 }  // namespace ocular::paligemma

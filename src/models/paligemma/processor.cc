@@ -1,18 +1,22 @@
 #include "models/paligemma/processor.h"
 
+#include "core/file_io.h"
+
 namespace ocular::paligemma {
 
 StatusOr<std::unique_ptr<PaliGemmaProcessor>> PaliGemmaProcessor::Load(
-    const std::string& dir, const PaliGemmaConfig& config) {
+    const FileSet& files, const PaliGemmaConfig& config) {
   auto p = std::unique_ptr<PaliGemmaProcessor>(new PaliGemmaProcessor());
-  OCULAR_ASSIGN_OR_RETURN(p->tok_, Tokenizer::Load(dir));
-  OCULAR_ASSIGN_OR_RETURN(p->pp_, LoadPreprocessConfig(dir + "/preprocessor_config.json"));
+  OCULAR_ASSIGN_OR_RETURN(p->tok_, Tokenizer::Load(files));
+  const char* pp_name = "preprocessor_config.json";
+  OCULAR_ASSIGN_OR_RETURN(std::string pp_text, files.Read(pp_name, kMaxConfigFileBytes, "image"));
+  OCULAR_ASSIGN_OR_RETURN(p->pp_, ParsePreprocessConfig(pp_text, files.Where(pp_name)));
   p->image_size_ = config.vision.image_size;
   p->image_tokens_ = config.image_tokens();
   p->image_token_id_ = config.image_token_index;
   const int32_t tok_image = p->tok_->TokenToId("<image>");
   if (tok_image >= 0 && tok_image != p->image_token_id_) {
-    return Error(StatusCode::kDataLoss, "paligemma", dir, ": config.json image_token_index is ",
+    return Error(StatusCode::kDataLoss, "paligemma", files.origin(), ": config.json image_token_index is ",
                  p->image_token_id_, " but the tokenizer's <image> token is ", tok_image);
   }
   return p;

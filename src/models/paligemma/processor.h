@@ -15,7 +15,7 @@ class PaliGemmaProcessor final : public Processor {
  public:
   // Loads the tokenizer and preprocessor_config.json of `dir`. Errors if the tokenizer's
   // "<image>" token disagrees with the config's image_token_index.
-  static StatusOr<std::unique_ptr<PaliGemmaProcessor>> Load(const std::string& dir,
+  static StatusOr<std::unique_ptr<PaliGemmaProcessor>> Load(const FileSet& files,
                                                             const PaliGemmaConfig& config);
 
   const Tokenizer& tokenizer() const override { return *tok_; }

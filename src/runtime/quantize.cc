@@ -1,0 +1,213 @@
+// QuantizeModel: an HF model directory -> one GGUF file (weights + config, tokenizer and
+// preprocessor files), with llama.cpp's quantization recipes for the text decoder.
+#include "ocular/quantize.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "core/check.h"
+#include "core/file_io.h"
+#include "core/thread_pool.h"
+#include "io/gguf.h"
+#include "io/model_files.h"
+#include "kernels/quant/blocks.h"
+#include "models/registry.h"
+
+namespace ocular {
+
+namespace {
+
+// The side files a model directory may hold, embedded as ocular.file.<name>. Binary files
+// (tokenizer.model) become u8 arrays, the rest strings.
+constexpr const char* kSideFiles[] = {
+    "config.json",          "generation_config.json", "preprocessor_config.json",
+    "processor_config.json", "tokenizer.json",        "tokenizer_config.json",
+    "special_tokens_map.json", "added_tokens.json",   "chat_template.json",
+    "chat_template.jinja",  "tokenizer.model",
+};
+
+bool ParseFormat(const std::string& name, WFormat* out) {
+  for (int i = 0; i < kNumWFormats; ++i) {
+    if (name == WFormatName(static_cast<WFormat>(i))) {
+      *out = static_cast<WFormat>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool StartsWith(const std::string& s, const char* prefix) {
+  return s.compare(0, std::strlen(prefix), prefix) == 0;
+}
+
+// "blk.12.attn_v.weight" -> 12; -1 for a name outside the decoder layers.
+int LayerOf(const std::string& name) {
+  if (!StartsWith(name, "blk.")) return -1;
+  return std::atoi(name.c_str() + 4);
+}
+
+// llama.cpp's use_more_bits (llama-quant.cpp): the first and last eighth of the layers, and
+// every third layer in between, get the higher-precision type in the _M recipes.
+bool UseMoreBits(int layer, int n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+struct Recipe {
+  std::string type, vision;
+  int n_layers = 0;
+
+  // The format the recipe asks for (before any block-size fallback).
+  WFormat Want(const std::string& name, bool matrix, WFormat stored) const {
+    const bool vision_part = StartsWith(name, "v.") || StartsWith(name, "mm.");
+    WFormat f = stored;
+    if (vision_part) {
+      if (vision != "keep" && matrix) ParseFormat(vision, &f);
+      return f;
+    }
+    if (!matrix) return stored;  // norms stay as stored
+    if (ParseFormat(type, &f)) return f;  // f32 / bf16 / f16 / q8_0
+    // The output projection (the embedding, when tied) keeps more bits: Q6_K (llama.cpp's
+    // llama_tensor_get_type for every Q4 file type).
+    if (name == "output.weight" || name == "token_embd.weight") return WFormat::kQ6_K;
+    if (type == "q4_0") return WFormat::kQ4_0;
+    const bool more = (name.find(".attn_v.") != std::string::npos ||
+                       name.find(".ffn_down.") != std::string::npos) &&
+                      UseMoreBits(LayerOf(name), n_layers);
+    return more ? WFormat::kQ6_K : WFormat::kQ4_K;
+  }
+};
+
+// A format whose block fits rows of `cols` values: `want`, else llama.cpp's fallbacks
+// (K formats need 256-value rows; without Q5_0 in ocular, Q8_0 stands in for both), else f16.
+WFormat Fit(WFormat want, int64_t cols) {
+  if (WFormatRowBytes(want, cols) >= 0) return want;
+  if (WFormatRowBytes(WFormat::kQ8_0, cols) >= 0 && want != WFormat::kQ4_0) return WFormat::kQ8_0;
+  if (WFormatRowBytes(WFormat::kQ4_0, cols) >= 0) return WFormat::kQ4_0;
+  return WFormat::kF16;
+}
+
+struct Planned {
+  std::string name;
+  Shape shape;
+  Matrix source;  // rows of the stored tensor (vectors too, as a [rows, last dim] matrix)
+  WFormat format, wanted;
+};
+
+bool IsFloat(WFormat f) { return f == WFormat::kF32 || f == WFormat::kBF16 || f == WFormat::kF16; }
+
+}  // namespace
+
+StatusOr<QuantizeReport> QuantizeModel(const QuantizeOptions& o) {
+  static constexpr const char* kTypes[] = {"q8_0", "q4_0", "q4_k_m", "f32", "bf16", "f16"};
+  static constexpr const char* kVision[] = {"keep", "f32", "bf16", "f16", "q8_0"};
+  if (std::find(std::begin(kTypes), std::end(kTypes), o.type) == std::end(kTypes)) {
+    return Error(StatusCode::kInvalidArgument, "quantize", "unknown --type '", o.type,
+                 "' (q8_0, q4_0, q4_k_m, f32, bf16, f16)");
+  }
+  if (std::find(std::begin(kVision), std::end(kVision), o.vision) == std::end(kVision)) {
+    return Error(StatusCode::kInvalidArgument, "quantize", "unknown --vision '", o.vision,
+                 "' (keep, f32, bf16, f16, q8_0)");
+  }
+  if (o.threads < 0 || o.threads > 1024) {
+    return Error(StatusCode::kInvalidArgument, "quantize", "threads must be in [0, 1024]");
+  }
+  OCULAR_ASSIGN_OR_RETURN(ModelFiles files, ModelFiles::Open(o.input));
+  {  // Writing over a file the model is read from (through the rename) would destroy it.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::exists(o.output, ec)) {
+      for (const auto& entry : fs::directory_iterator(o.input, ec)) {
+        if (fs::equivalent(entry.path(), o.output, ec)) {
+          return Error(StatusCode::kInvalidArgument, "quantize", o.output,
+                       ": is a file of the input model; choose another output path");
+        }
+      }
+    }
+  }
+  if (files.gguf != nullptr) {
+    return Error(StatusCode::kInvalidArgument, "quantize", o.input,
+                 ": is a GGUF file; quantize from the model's HF directory");
+  }
+  // Loading validates the whole model (config, every tensor's presence and shape).
+  OCULAR_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(o.input));
+  const ModelSpec& spec = loaded.model->spec();
+
+  Recipe recipe{o.type, o.vision, static_cast<int>(spec.layers.size())};
+  std::vector<Planned> plan;
+  QuantizeReport report;
+  OCULAR_RETURN_IF_ERROR(loaded.model->ForEachWeight(
+      [&](const std::string& name, const Shape& shape, const Matrix* m, const TensorView* v) -> Status {
+        Planned p;
+        p.name = name;
+        p.shape = shape;
+        if (m != nullptr) {
+          p.source = *m;
+        } else {
+          const int64_t cols = shape.empty() ? 1 : shape.back();
+          p.source = MatrixFromView(*v, v->numel() / cols, cols);
+        }
+        if (!IsFloat(p.source.format)) {
+          return Error(StatusCode::kInvalidArgument, "quantize", o.input, ": tensor '", name,
+                       "' is already quantized");
+        }
+        // A tensor's GGUF rows are its last dimension (a conv [D, C, P, P] has rows of P).
+        const int64_t ne0 = shape.empty() ? 1 : shape.back();
+        p.wanted = recipe.Want(name, m != nullptr, p.source.format);
+        p.format = Fit(p.wanted, ne0);
+        plan.push_back(std::move(p));
+        return Status::Ok();
+      }));
+
+  GgufWriter w;
+  w.SetString("general.architecture", spec.family);
+  w.SetString("general.name", std::filesystem::path(o.input).lexically_normal().filename().string());
+  w.SetU32("general.quantization_version", 2);
+  w.SetString("ocular.quantize.type", o.type);
+  w.SetString("ocular.quantize.vision", o.vision);
+  for (const char* name : kSideFiles) {
+    if (!files.files->Has(name)) continue;
+    OCULAR_ASSIGN_OR_RETURN(std::string bytes, files.files->Read(name, kMaxTokenizerFileBytes, "quantize"));
+    if (std::string_view(name) == "tokenizer.model") {
+      w.SetBytes(kGgufFilePrefix + std::string(name), bytes);
+    } else {
+      w.SetString(kGgufFilePrefix + std::string(name), bytes);
+    }
+  }
+  for (const Planned& p : plan) w.AddTensor(p.name, p.shape, p.format);
+
+  ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::DefaultThreadCount());
+  int done = 0;
+  Status written = w.Write(o.output, [&](size_t i, std::byte* out, size_t nbytes) -> Status {
+    const Planned& p = plan[i];
+    const Matrix& src = p.source;
+    const size_t out_row = static_cast<size_t>(WFormatRowBytes(p.format, src.cols));
+    OCULAR_CHECK(out_row * static_cast<size_t>(src.rows) == nbytes);
+    pool.ParallelFor(src.rows, [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<size_t>(src.cols));
+      for (int64_t r = r0; r < r1; ++r) {
+        quant::DequantizeRow(src.format, src.row(r), src.cols, row.data());
+        quant::QuantizeRow(p.format, row.data(), src.cols, out + r * out_row);
+      }
+    });
+    QuantizedTensor t;
+    t.name = p.name;
+    t.shape = p.shape;
+    t.format = WFormatName(p.format);
+    if (p.format != p.wanted) {
+      t.wanted = WFormatName(p.wanted);
+      ++report.fallbacks;
+    }
+    t.bytes = nbytes;
+    report.input_bytes += src.bytes();
+    report.output_bytes += nbytes;
+    report.tensors.push_back(std::move(t));
+    if (o.progress) o.progress(++done, static_cast<int>(plan.size()));
+    return Status::Ok();
+  });
+  OCULAR_RETURN_IF_ERROR(written);
+  return report;
+}
+
+}  // namespace ocular
