@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "kernels/ops.h"
 #include "kernels/quant/blocks.h"
 
 namespace ocular {
@@ -77,6 +78,10 @@ StatusOr<Matrix> GgufSource::GetMatrix(const std::string& name, const Shape& sha
   if (!WFormatFromGgml(t->type, &m.format)) {
     return Error(StatusCode::kUnimplemented, "gguf", origin(), ": tensor '", t->name, "' has type ",
                  FindGgmlType(t->type)->name, ", which ocular does not implement");
+  }
+  if (!ops::WeightFormatSupported(m.format)) {
+    return Error(StatusCode::kUnimplemented, "gguf", origin(), ": tensor '", t->name, "' is ",
+                 WFormatName(m.format), ", which ocular's kernels do not implement yet");
   }
   m.data = t->data;
   m.rows = shape.empty() ? 1 : shape[0];

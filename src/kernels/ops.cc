@@ -324,5 +324,13 @@ void ToF32(const Exec& ex, const TensorView& t, int64_t offset_elems, int64_t n,
   ex.table().to_f32(base, t.dtype, n, out);
 }
 
+bool WeightFormatSupported(WFormat f) {
+  const int i = static_cast<int>(f);
+  for (const Isa& isa : RunnableIsas()) {
+    if (isa.table->matmul[i] == nullptr || isa.table->row_to_f32[i] == nullptr) return false;
+  }
+  return true;
+}
+
 }  // namespace ops
 }  // namespace ocular

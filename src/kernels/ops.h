@@ -42,6 +42,10 @@ namespace ops {
 void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
             const TensorView* bias, float* out, int64_t ldo);
 
+// True if every ISA has MatMul and EmbedRows kernels for weights in format f: loaders
+// refuse a matrix in any other format (kUnimplemented) rather than fail at run time.
+bool WeightFormatSupported(WFormat f);
+
 // RMSNorm over each row of x[rows, dim] (contiguous): y = x * rsqrt(mean(x^2) + eps) * (1 + w)
 // (Gemma form, add_one = true) or * w (Llama form). w: [dim], any float dtype.
 // y may equal x (in place).

@@ -3,9 +3,13 @@
 // the model alone; the tokenizer and image pipeline have their own reference tests.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "ocular/quantize.h"
 #include "runtime/generator.h"
 #include "runtime/parity.h"
 #include "runtime/recorder.h"
@@ -18,13 +22,31 @@ namespace {
 struct Checkpoint {
   const char* name;
   double tolerance;  // relative error per tap (docs/testing.md)
+  // Run from a GGUF file that `ocular quantize` writes in the checkpoint's own float type:
+  // the GGUF reader, name table and embedded config/tokenizer must change nothing.
+  bool via_gguf = false;
 };
 
 // f32 models must match to 1e-5. The bf16 model runs in bf16 in HF; ocular rounds its
 // activations at the same points (kernels/bf16_emulation.h) and matches it bit for bit on
 // these shapes. 1e-3 leaves room for an accumulation-order difference flipping a bf16
 // rounding (one bf16 ulp is 2^-8 ≈ 4e-3 relative) — still 10× under the 1e-2.
-constexpr Checkpoint kCheckpoints[] = {{"pg1", 1e-5}, {"pg2", 1e-5}, {"pg2-bf16", 1e-3}};
+constexpr Checkpoint kCheckpoints[] = {
+    {"pg1", 1e-5},       {"pg2", 1e-5},       {"pg2-bf16", 1e-3},
+    {"pg1", 1e-5, true}, {"pg2", 1e-5, true}, {"pg2-bf16", 1e-3, true}};
+
+// The checkpoint as a GGUF file in a temporary folder (float weights as stored).
+std::string ToGguf(const std::string& dir, const std::string& name, bool bf16) {
+  QuantizeOptions o;
+  o.input = dir;
+  // Per process: ctest runs the ISA variants of this test at the same time.
+  o.output = (std::filesystem::temp_directory_path() /
+              ("ocular_golden_" + name + "_" + std::to_string(::getpid()) + ".gguf")).string();
+  o.type = bf16 ? "bf16" : "f32";
+  auto r = QuantizeModel(o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return o.output;
+}
 
 std::vector<int32_t> Ids(const TensorView& t) {
   std::vector<int32_t> ids(t.numel());
@@ -48,7 +70,10 @@ TEST_P(GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   ASSERT_NE(golden_ck, nullptr) << "no golden fixtures for " << ck.name;
   ASSERT_GE(golden_ck->cases.size(), 9u);
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
-  auto h = testing_support::Harness::Load(golden_ck->model_dir);
+  const std::string model = ck.via_gguf ? ToGguf(golden_ck->model_dir, ck.name, std::string(ck.name) == "pg2-bf16")
+                                        : golden_ck->model_dir;
+  auto h = testing_support::Harness::Load(model);
+  if (ck.via_gguf) std::filesystem::remove(model);  // mapped: the data stays until unmapped
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   for (const fixture::GoldenCase& c : golden_ck->cases) {
     SCOPED_TRACE(c.path);
@@ -101,6 +126,7 @@ TEST_P(GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, GoldenTest, testing::ValuesIn(kCheckpoints),
                          [](const auto& info) {
                            std::string n = info.param.name;
+                           if (info.param.via_gguf) n += "_gguf";
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
