@@ -210,6 +210,35 @@ TEST(QuantMatMulTest, ActivationQuantizationIsWithinHalfAStep) {
   }
 }
 
+// The kernels' vectorized activation quantizers write the scalar definition's bytes, ties
+// (x·id exactly half-way) included.
+TEST(QuantMatMulTest, VectorizedActivationQuantizationIsByteIdentical) {
+  const int64_t K = 2304;
+  std::vector<float> x = MakeActivations(1, K, 21);
+  for (int64_t i = 0; i < 256; ++i) x[i] = i == 0 ? 127.0f : (i % 50 - 25) + 0.5f;  // amax 127: id 1
+  std::fill(x.begin() + 512, x.begin() + 800, 0.0f);                              // zero blocks
+  for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_K}) {
+    const size_t bytes = static_cast<size_t>(quant::ActRowBytes(f, K));
+    std::vector<std::byte> want(bytes), got(bytes);
+    quant::QuantizeActRow(f, x.data(), K, want.data());
+    std::vector<quant::QuantizeActRowFn> simd = {cpu::QuantizeActRowAvx2};
+    if (cpu::QuantVnniSupported()) simd.push_back(cpu::QuantizeActRowVnni);
+    for (quant::QuantizeActRowFn fn : simd) {
+      std::fill(got.begin(), got.end(), std::byte{0});
+      fn(f, x.data(), K, got.data());
+      const quant::ActRow w = quant::ActRowAt(f, want.data(), K), g = quant::ActRowAt(f, got.data(), K);
+      for (int64_t k = 0; k < K; ++k) ASSERT_EQ(g.q[k], w.q[k]) << WFormatName(f) << " k=" << k;
+      const int64_t blocks = K / quant::ActBlock(f);
+      for (int64_t b = 0; b < blocks; ++b) ASSERT_EQ(g.d[b], w.d[b]) << b;
+      for (int64_t i = 0; i < K / 32; ++i) {
+        if (w.sum32 != nullptr) ASSERT_EQ(g.sum32[i], w.sum32[i]) << i;
+        if (w.sum16 != nullptr) ASSERT_EQ(g.sum16[2 * i], w.sum16[2 * i]) << i;
+        if (w.sum16 != nullptr) ASSERT_EQ(g.sum16[2 * i + 1], w.sum16[2 * i + 1]) << i;
+      }
+    }
+  }
+}
+
 // A row's result does not depend on the batch it is in, the thread count or the tile it lands
 // in (the batched-decode guarantee of the runtime).
 TEST(QuantMatMulTest, ResultsDoNotDependOnBatchOrThreads) {

@@ -35,6 +35,10 @@ struct Isa {
 
 #include "kernels/cpu/quant_matmul_inl.h"
 
+void QuantizeActRowAvx2(WFormat f, const float* x, int64_t K, std::byte* dst) {
+  quant_avx2::detail::QuantizeActRowSimd(f, x, K, dst);
+}
+
 }  // namespace ocular::cpu::quant_avx2
 
 #pragma GCC pop_options
@@ -44,6 +48,10 @@ namespace ocular::cpu {
 void MatMulQuantAvx2(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
                      int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch) {
   quant_avx2::MatMulQuant(a, M, K, lda, w, n0, n1, out, ldo, scratch);
+}
+
+void QuantizeActRowAvx2(WFormat f, const float* x, int64_t K, std::byte* dst) {
+  quant_avx2::detail::QuantizeActRowSimd(f, x, K, dst);
 }
 
 }  // namespace ocular::cpu

@@ -8,6 +8,7 @@
 // it only in f32 accumulation order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/matrix.h"
@@ -26,5 +27,10 @@ bool QuantVnniSupported();
 // As MatMulQuantAvx2. REQUIRES: QuantVnniSupported().
 void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
                      int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch);
+
+// The vectorized activation quantizers of the two variants (for tests): byte-identical to
+// quant::QuantizeActRow. REQUIRES: AVX2/FMA/F16C, resp. QuantVnniSupported().
+void QuantizeActRowAvx2(WFormat f, const float* x, int64_t K, std::byte* dst);
+void QuantizeActRowVnni(WFormat f, const float* x, int64_t K, std::byte* dst);
 
 }  // namespace ocular::cpu

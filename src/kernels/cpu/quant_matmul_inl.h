@@ -34,6 +34,60 @@ inline float LoadF16(const std::byte* p) {
 
 inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+inline int32_t HSumI32(__m128i v) {
+  v = _mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
+  v = _mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(v);
+}
+
+// quant::QuantizeActRow, vectorized with the same arithmetic (max of |x|, the scalar d and
+// 127 / amax, x·id clamped to ±127 and rounded half to even by vcvtps2dq), so the rows are
+// byte-identical to the scalar definition (tested).
+inline void QuantizeActRowSimd(WFormat f, const float* x, int64_t K, std::byte* dst) {
+  const int64_t block = quant::ActBlock(f);
+  const bool k_format = block == 256;
+  int8_t* q = reinterpret_cast<int8_t*>(dst);
+  float* d = reinterpret_cast<float*>(dst + K);
+  std::byte* sums = dst + K + 4 * (K / block);
+  const __m256 sign = _mm256_set1_ps(-0.0f), lo = _mm256_set1_ps(-127.0f),
+               hi = _mm256_set1_ps(127.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < K / block; ++b) {
+    const float* xb = x + b * block;
+    __m256 vmax = _mm256_setzero_ps();
+    for (int64_t i = 0; i < block; i += 8) vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + i)));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    d[b] = amax / 127.0f;
+    const __m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    for (int64_t i = 0; i < block; i += 32) {
+      __m256i v[4];
+      for (int j = 0; j < 4; ++j) {
+        const __m256 y = _mm256_mul_ps(_mm256_loadu_ps(xb + i + 8 * j), id);
+        v[j] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(y, lo), hi));
+      }
+      const __m256i packed = _mm256_permutevar8x32_epi32(
+          _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])), order);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * block + i), packed);
+      // Σq per 4 bytes per int32 lane: lanes 0-3 the first 16 values, 4-7 the next 16.
+      const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, packed), ones16);
+      const int32_t s_lo = HSumI32(_mm256_castsi256_si128(s4));
+      const int32_t s_hi = HSumI32(_mm256_extracti128_si256(s4, 1));
+      const int64_t g = (b * block + i) / 16;  // 16-value group index in the row
+      if (k_format) {
+        const int16_t pair[2] = {static_cast<int16_t>(s_lo), static_cast<int16_t>(s_hi)};
+        std::memcpy(sums + 2 * g, pair, 4);
+      } else {
+        const int32_t s32 = s_lo + s_hi;
+        std::memcpy(sums + 4 * (g / 2), &s32, 4);
+      }
+    }
+  }
+}
+
 // Quantized activation rows of one tile (quant/activations.h layout).
 template <int kM>
 struct ActTile {
@@ -209,7 +263,7 @@ void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matri
                   int64_t n1, float* out, int64_t ldo, float* scratch) {
   quant::ForEachActChunk(
       kF, a, M, K, lda, reinterpret_cast<std::byte*>(scratch),
-      kernels::MatMulScratchFloats(K) * 4,
+      kernels::MatMulScratchFloats(K) * 4, QuantizeActRowSimd,
       [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
         // Weight strips of 64 rows, so that a strip stays in L1/L2 while every activation row
         // of the chunk passes over it.

@@ -30,6 +30,10 @@ struct Isa {
 
 #include "kernels/cpu/quant_matmul_inl.h"
 
+void QuantizeActRowVnni(WFormat f, const float* x, int64_t K, std::byte* dst) {
+  quant_vnni::detail::QuantizeActRowSimd(f, x, K, dst);
+}
+
 }  // namespace ocular::cpu::quant_vnni
 
 #pragma GCC pop_options
@@ -46,6 +50,10 @@ bool QuantVnniSupported() {
 void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
                      int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch) {
   quant_vnni::MatMulQuant(a, M, K, lda, w, n0, n1, out, ldo, scratch);
+}
+
+void QuantizeActRowVnni(WFormat f, const float* x, int64_t K, std::byte* dst) {
+  quant_vnni::detail::QuantizeActRowSimd(f, x, K, dst);
 }
 
 }  // namespace ocular::cpu

@@ -13,10 +13,7 @@ bool KFormat(WFormat f) { return f == WFormat::kQ4_K || f == WFormat::kQ6_K; }
 
 // Round half to even for |v| <= 2^22 through the 1.5·2^23 trick: two f32 additions, which
 // vectorize at any ISA level (std::nearbyint does not before SSE4.1).
-inline int RoundEven(float v) {
-  const float r = (v + 12582912.0f) - 12582912.0f;
-  return static_cast<int>(r);
-}
+inline float RoundEven(float v) { return (v + 12582912.0f) - 12582912.0f; }
 }  // namespace
 
 int64_t ActBlock(WFormat f) { return KFormat(f) ? 256 : 32; }
@@ -50,8 +47,11 @@ void QuantizeActRow(WFormat f, const float* x, int64_t K, std::byte* dst) {
     for (int64_t i = 0; i < block; ++i) amax = std::max(amax, std::fabs(xb[i]));
     d[b] = amax / 127.0f;
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    // Clamped as floats (|x·id| may exceed 127 by an ulp; NaN becomes -127), then rounded:
+    // a form compilers vectorize at baseline x86-64.
     for (int64_t i = 0; i < block; ++i) {
-      qb[i] = static_cast<int8_t>(std::clamp(RoundEven(xb[i] * id), -127, 127));
+      const float v = std::min(std::max(xb[i] * id, -127.0f), 127.0f);
+      qb[i] = static_cast<int8_t>(static_cast<int>(RoundEven(v)));
     }
   }
   if (KFormat(f)) {
@@ -71,7 +71,7 @@ void QuantizeActRow(WFormat f, const float* x, int64_t K, std::byte* dst) {
 }
 
 void ForEachActChunk(WFormat f, const float* a, int64_t M, int64_t K, int64_t lda,
-                     std::byte* scratch, int64_t scratch_bytes,
+                     std::byte* scratch, int64_t scratch_bytes, QuantizeActRowFn quantize,
                      FunctionRef<void(const std::byte*, int64_t, int64_t, int64_t)> chunk) {
   const int64_t row_bytes = ActRowBytes(f, K);
   const int64_t per_chunk = std::min<int64_t>(64, scratch_bytes / row_bytes);
@@ -79,7 +79,7 @@ void ForEachActChunk(WFormat f, const float* a, int64_t M, int64_t K, int64_t ld
   for (int64_t m0 = 0; m0 < M; m0 += per_chunk) {
     const int64_t count = std::min(per_chunk, M - m0);
     for (int64_t i = 0; i < count; ++i) {
-      QuantizeActRow(f, a + (m0 + i) * lda, K, scratch + i * row_bytes);
+      quantize(f, a + (m0 + i) * lda, K, scratch + i * row_bytes);
     }
     chunk(scratch, m0, count, row_bytes);
   }

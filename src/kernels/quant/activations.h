@@ -37,13 +37,15 @@ void QuantizeActRow(WFormat f, const float* x, int64_t K, std::byte* dst);
 // The row written at `p` by QuantizeActRow.
 ActRow ActRowAt(WFormat f, const std::byte* p, int64_t K);
 
-// The quantized matmuls' outer loop: quantizes rows of a[M, K] (row stride lda) in chunks of
-// at most 64 that fit in `scratch_bytes` of `scratch` and calls
+// The quantized matmuls' outer loop: quantizes rows of a[M, K] (row stride lda) with
+// `quantize` (QuantizeActRow or a vectorized twin that writes the same bytes) in chunks of at
+// most 64 that fit in `scratch_bytes` of `scratch`, and calls
 // chunk(rows, m0, count, row_bytes) for each: quantized row m0 + i is at rows + i·row_bytes.
 // REQUIRES: scratch_bytes >= ActRowBytes(f, K) (MatMulScratchFloats(K) floats are enough
 // for 64 rows).
+using QuantizeActRowFn = void (*)(WFormat f, const float* x, int64_t K, std::byte* dst);
 void ForEachActChunk(WFormat f, const float* a, int64_t M, int64_t K, int64_t lda,
-                     std::byte* scratch, int64_t scratch_bytes,
+                     std::byte* scratch, int64_t scratch_bytes, QuantizeActRowFn quantize,
                      FunctionRef<void(const std::byte*, int64_t, int64_t, int64_t)> chunk);
 
 }  // namespace ocular::quant

@@ -108,7 +108,7 @@ void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix
   OCULAR_CHECK(dot != nullptr, "HINT: MatMulQuant takes q8_0, q4_0, q4_k or q6_k weights");
   quant::ForEachActChunk(
       f, a, M, K, lda, reinterpret_cast<std::byte*>(scratch),
-      kernels::MatMulScratchFloats(K) * 4,
+      kernels::MatMulScratchFloats(K) * 4, quant::QuantizeActRow,
       [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
         for (int64_t i = 0; i < count; ++i) {
           const quant::ActRow act = quant::ActRowAt(f, rows + i * row_bytes, K);
