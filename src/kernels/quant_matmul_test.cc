@@ -231,9 +231,12 @@ TEST(QuantMatMulTest, VectorizedActivationQuantizationIsByteIdentical) {
       const int64_t blocks = K / quant::ActBlock(f);
       for (int64_t b = 0; b < blocks; ++b) ASSERT_EQ(g.d[b], w.d[b]) << b;
       for (int64_t i = 0; i < K / 32; ++i) {
-        if (w.sum32 != nullptr) ASSERT_EQ(g.sum32[i], w.sum32[i]) << i;
-        if (w.sum16 != nullptr) ASSERT_EQ(g.sum16[2 * i], w.sum16[2 * i]) << i;
-        if (w.sum16 != nullptr) ASSERT_EQ(g.sum16[2 * i + 1], w.sum16[2 * i + 1]) << i;
+        if (w.sum32 != nullptr) {
+          ASSERT_EQ(g.sum32[i], w.sum32[i]) << i;
+        } else {
+          ASSERT_EQ(g.sum16[2 * i], w.sum16[2 * i]) << i;
+          ASSERT_EQ(g.sum16[2 * i + 1], w.sum16[2 * i + 1]) << i;
+        }
       }
     }
   }
