@@ -77,6 +77,46 @@ void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, Precision 
   state.counters["threads"] = Pool().size();
 }
 
+// Quantized weights (random valid blocks: speed does not depend on the values). GB/s counts
+// the weight bytes read per call.
+void BM_MatMulQuant(benchmark::State& state, std::string isa, WFormat format, int64_t M,
+                    int64_t K, int64_t N) {
+  if (!SetIsa(isa).ok()) {
+    state.SkipWithError("ISA not supported here");
+    return;
+  }
+  const int64_t row_bytes = WFormatRowBytes(format, K);
+  std::vector<uint8_t> bytes(static_cast<size_t>(N * row_bytes));
+  std::mt19937 rng(3);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  // Small finite f16 scales (0x2000 ≈ 0.008) where each format keeps them.
+  const int64_t block_bytes = WFormatBlockBytes(format);
+  for (size_t off = 0; off < bytes.size(); off += static_cast<size_t>(block_bytes)) {
+    const size_t d = format == WFormat::kQ6_K ? 208 : 0;
+    bytes[off + d] = 0x00;
+    bytes[off + d + 1] = 0x20;
+    if (format == WFormat::kQ4_K) {
+      bytes[off + 2] = 0x00;
+      bytes[off + 3] = 0x20;
+    }
+  }
+  const Matrix w{reinterpret_cast<const std::byte*>(bytes.data()), format, N, K,
+                 static_cast<size_t>(row_bytes)};
+  const std::vector<float> a = Random(M * K, 2);
+  std::vector<float> out(M * N);
+  BenchExec b;
+  for (auto _ : state) {
+    ops::MatMul(b.ex, a.data(), M, K, K, w, nullptr, out.data(), N);
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * M * N * K * calls * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["wGB/s"] = benchmark::Counter(static_cast<double>(w.bytes()) * calls * 1e-9,
+                                               benchmark::Counter::kIsRate);
+  state.counters["threads"] = Pool().size();
+}
+
 void BM_Attention(benchmark::State& state, std::string isa, int64_t Tq, int64_t Tk) {
   if (!SetIsa(isa).ok()) {
     state.SkipWithError("ISA not supported here");
@@ -121,6 +161,17 @@ constexpr Shape3 kShapes[] = {
     {"siglip_fc1_256x1152x4304", 256, 1152, 4304},
 };
 
+// name, M, K, N: weights [N, K].
+constexpr Shape3 kQuantShapes[] = {
+    {"decode1_gate_2304x9216", 1, 2304, 9216},   {"decode8_gate_2304x9216", 8, 2304, 9216},
+    {"prefill272_gate_2304x9216", 272, 2304, 9216},
+    {"decode1_down_9216x2304", 1, 9216, 2304},   {"decode8_down_9216x2304", 8, 9216, 2304},
+    {"prefill272_down_9216x2304", 272, 9216, 2304},
+    {"decode1_q_2304x2048", 1, 2304, 2048},      {"decode8_q_2304x2048", 8, 2304, 2048},
+    {"prefill272_q_2304x2048", 272, 2304, 2048},
+    {"decode1_lmhead_2304x256000", 1, 2304, 256000},
+};
+
 // With one thread, rates use CPU time (robust on a busy machine); otherwise wall time.
 void Timing(benchmark::internal::Benchmark* b) {
   if (Pool().size() > 1) b->UseRealTime();
@@ -143,6 +194,17 @@ int RegisterAll() {
               ->Unit(benchmark::kMillisecond)
               ->Apply(Timing);
         }
+      }
+    }
+    // PaliGemma 2 3B (Gemma 2 2B decoder): gate/up, down, q_proj, and the tied LM head.
+    for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
+      for (const Shape3& s : kQuantShapes) {
+        if (std::string(isa) == "scalar" && s.M > 1) continue;
+        benchmark::RegisterBenchmark(
+            (std::string("MatMulQuant/") + isa + "/" + WFormatName(f) + "/" + s.name).c_str(),
+            BM_MatMulQuant, isa, f, s.M, s.K, s.N)
+            ->Unit(benchmark::kMillisecond)
+            ->Apply(Timing);
       }
     }
     for (int64_t tk : {256, 1024}) {

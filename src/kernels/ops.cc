@@ -13,6 +13,7 @@
 #include "core/half.h"
 #include "kernels/cpu/bf16_dot.h"
 #include "kernels/cpu/highway_tables.h"
+#include "kernels/cpu/quant_matmul.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ref/ref_ops.h"
 
@@ -24,15 +25,28 @@ struct Isa {
   const kernels::KernelTable* table;
 };
 
-// The avx512 table plus the bf16 dot-product matmul where the CPU has AVX512_BF16.
-const kernels::KernelTable* WithBf16Dot(const kernels::KernelTable* avx512) {
-  static const kernels::KernelTable* const kTable = [avx512] {
-    if (!cpu::Bf16DotSupported()) return avx512;
-    static kernels::KernelTable t = *avx512;
-    t.matmul_bf16_dot = cpu::MatMulBF16Dot;
-    return static_cast<const kernels::KernelTable*>(&t);
-  }();
-  return kTable;
+// A Highway table completed with the hand-written kernels of cpu/: the quantized-weight
+// matmuls (AVX512-VNNI on avx512 where the CPU has it, else AVX2) with exact scalar row
+// dequantization, and on avx512 the bf16 dot-product matmul where the CPU has AVX512_BF16.
+kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512) {
+  kernels::KernelTable t = base;
+  const kernels::MatMulFn quant =
+      avx512 && cpu::QuantVnniSupported() ? cpu::MatMulQuantVnni : cpu::MatMulQuantAvx2;
+  for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
+    t.matmul[static_cast<int>(f)] = quant;
+    t.row_to_f32[static_cast<int>(f)] = ref::RowToF32Quant;
+  }
+  if (avx512 && cpu::Bf16DotSupported()) t.matmul_bf16_dot = cpu::MatMulBF16Dot;
+  return t;
+}
+
+const kernels::KernelTable* Completed(const cpu::IsaTable& isa) {
+  if (std::string_view(isa.name) == "avx512") {
+    static const kernels::KernelTable kAvx512 = Complete(*isa.table, true);
+    return &kAvx512;
+  }
+  static const kernels::KernelTable kAvx2 = Complete(*isa.table, false);
+  return &kAvx2;
 }
 
 // "scalar" first, then every Highway table this CPU and OS can run, best last.
@@ -42,8 +56,7 @@ std::vector<Isa> RunnableIsas() {
   std::vector<cpu::IsaTable> tables = cpu::HighwayTables();
   for (auto it = tables.rbegin(); it != tables.rend(); ++it) {
     if ((supported & it->hwy_target) == 0) continue;
-    const bool avx512 = std::string_view(it->name) == "avx512";
-    isas.push_back({it->name, avx512 ? WithBf16Dot(it->table) : it->table});
+    isas.push_back({it->name, Completed(*it)});
   }
   return isas;
 }

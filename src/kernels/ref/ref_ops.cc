@@ -252,8 +252,8 @@ void ToF32(const void* data, DType dtype, int64_t n, float* out) {
 const kernels::KernelTable& Table() {
   static const kernels::KernelTable table = {
       "scalar",
-      {MatMulBlock, MatMulBlock, MatMulBlock, nullptr, nullptr, nullptr, nullptr},
-      {RowToF32, RowToF32, RowToF32, nullptr, nullptr, nullptr, nullptr},
+      {MatMulBlock, MatMulBlock, MatMulBlock, MatMulQuant, MatMulQuant, MatMulQuant, MatMulQuant},
+      {RowToF32, RowToF32, RowToF32, RowToF32Quant, RowToF32Quant, RowToF32Quant, RowToF32Quant},
       nullptr,
       RmsNorm,
       LayerNorm,

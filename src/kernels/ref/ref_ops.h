@@ -19,6 +19,13 @@ float ElementAsF32(const void* data, DType dtype, int64_t i);
 void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                  int64_t n1, float* out, int64_t ldo, float* scratch = nullptr);
 void RowToF32(const Matrix& w, int64_t r, float* out);
+// Quantized weights (q8_0, q4_0, q4_k, q6_k; ref_quant.cc): int8-quantized activations
+// (quant/activations.h) times the weight blocks in exact integers, block sums in double.
+// scratch: MatMulScratchFloats(K) floats, 64-byte aligned (the activations' int8 blocks).
+void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                 int64_t n1, float* out, int64_t ldo, float* scratch);
+// The row dequantized exactly (quant::DequantizeRow), for every format.
+void RowToF32Quant(const Matrix& w, int64_t r, float* out);
 void RoundBF16(float* x, int64_t n);
 void RopeRowBF16(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);
 void RmsNorm(const float* x, int64_t rows, int64_t dim, const TensorView& w, float eps,

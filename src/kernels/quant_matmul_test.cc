@@ -1,0 +1,307 @@
+// Quantized-weight matmuls: every ISA against the scalar reference (the same integers, f32
+// accumulation), the reference against the f32 product with the dequantized weights (the
+// activation quantization's error, bounded), batch and thread independence, and the op's
+// bias/epilogue and embedding paths on quantized matrices.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "kernels/cpu/quant_matmul.h"
+#include "kernels/kernel_table.h"
+#include "kernels/ops.h"
+#include "kernels/quant/activations.h"
+#include "kernels/quant/blocks.h"
+#include "kernels/ref/ref_ops.h"
+#include "kernels/test_util.h"
+
+namespace ocular {
+namespace {
+
+using namespace ::ocular::kernel_test;  // NOLINT: test helpers
+
+constexpr WFormat kQuantFormats[] = {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ4_K,
+                                     WFormat::kQ6_K};
+
+// A [N, K] quantized matrix from random weights (one zero block per row, to exercise d = 0)
+// and its exact dequantization.
+struct QuantWeights {
+  std::vector<std::byte> bytes;
+  std::vector<float> dequant;  // [N, K]
+  Matrix m;
+};
+
+QuantWeights MakeWeights(WFormat f, int64_t N, int64_t K, uint32_t seed) {
+  QuantWeights q;
+  const int64_t row_bytes = WFormatRowBytes(f, K);
+  q.bytes.resize(static_cast<size_t>(N * row_bytes));
+  q.dequant.resize(static_cast<size_t>(N * K));
+  std::vector<float> x = RandomFloats(static_cast<size_t>(N * K), seed, -0.05f, 0.05f);
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t zero = (n * 7) % (K / 32);  // a zero 32-value block in every row
+    std::fill(x.begin() + n * K + 32 * zero, x.begin() + n * K + 32 * zero + 32, 0.0f);
+    quant::QuantizeRow(f, x.data() + n * K, K, q.bytes.data() + n * row_bytes);
+    quant::DequantizeRow(f, q.bytes.data() + n * row_bytes, K, q.dequant.data() + n * K);
+  }
+  q.m = Matrix{q.bytes.data(), f, N, K, static_cast<size_t>(row_bytes)};
+  return q;
+}
+
+// Activations with the spread real ones have: most values small, a few channels large.
+std::vector<float> MakeActivations(int64_t M, int64_t lda, uint32_t seed) {
+  std::vector<float> a = RandomFloats(static_cast<size_t>(M * lda), seed, -1.0f, 1.0f);
+  for (size_t i = 0; i < a.size(); i += 97) a[i] *= 30.0f;
+  return a;
+}
+
+// Per output: Σ_k |a_k|·2·amax(|ŵ| over k's block): the size of the terms the kernels sum
+// (a K format's d·sc·q and dmin·m are each up to about twice the block's largest value).
+std::vector<float> TermScale(const std::vector<float>& a, int64_t M, int64_t lda,
+                             const QuantWeights& w, int64_t K) {
+  const int64_t N = w.m.rows, block = quant::ActBlock(w.m.format);
+  std::vector<float> wmag(static_cast<size_t>(N * K));
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t b = 0; b < K / block; ++b) {
+      float amax = 0;
+      for (int64_t i = 0; i < block; ++i) amax = std::max(amax, std::fabs(w.dequant[n * K + b * block + i]));
+      for (int64_t i = 0; i < block; ++i) wmag[n * K + b * block + i] = 2 * amax;
+    }
+  }
+  std::vector<float> scale(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = 0; n < N; ++n) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += std::fabs(a[m * lda + k]) * wmag[n * K + k];
+      scale[m * N + n] = static_cast<float>(s);
+    }
+  }
+  return scale;
+}
+
+std::vector<float> Reference(const std::vector<float>& a, int64_t M, int64_t K, int64_t lda,
+                             const Matrix& w) {
+  std::vector<float> out(static_cast<size_t>(M * w.rows));
+  std::vector<float> scratch(static_cast<size_t>(kernels::MatMulScratchFloats(K)) + 16);
+  // 64-byte aligned, as the arena gives it.
+  float* s = scratch.data() + (16 - (reinterpret_cast<uintptr_t>(scratch.data()) % 64) / 4) % 16;
+  ref::MatMulQuant(a.data(), M, K, lda, w, 0, w.rows, out.data(), w.rows, s);
+  return out;
+}
+
+std::string What(WFormat f, int64_t M, int64_t K, int64_t N) {
+  return std::string(WFormatName(f)) + " M=" + std::to_string(M) + " K=" + std::to_string(K) +
+         " N=" + std::to_string(N);
+}
+
+TEST(QuantMatMulTest, KernelsAreInEveryTable) {
+  ForEachIsa([&](const std::string& isa) {
+    TestExec t(1);
+    for (WFormat f : kQuantFormats) {
+      EXPECT_NE(t.backend.table().matmul[static_cast<int>(f)], nullptr) << WFormatName(f);
+      EXPECT_NE(t.backend.table().row_to_f32[static_cast<int>(f)], nullptr) << WFormatName(f);
+    }
+    if (isa == "avx512") {
+      EXPECT_EQ(t.backend.table().matmul[static_cast<int>(WFormat::kQ8_0)] == cpu::MatMulQuantVnni,
+                cpu::QuantVnniSupported());
+    }
+  });
+}
+
+// Every ISA's kernel (through ops::MatMul, 3 threads) against the scalar reference on odd
+// shapes: the integers are identical, so only f32 accumulation differs — bounded by
+// 2e-5 × the sum of the terms' magnitudes (a wrong scale, nibble or offset is O(1)).
+TEST(QuantMatMulTest, EveryIsaMatchesTheScalarReferenceOnOddShapes) {
+  struct Case {
+    int64_t K, N;
+    std::vector<int64_t> Ms;
+  };
+  const Case cases[] = {
+      {32, 5, {1, 2, 3, 7, 8, 9, 64, 65, 300}},  // (K formats skip K = 32)
+      {256, 17, {1, 2, 3, 7, 8, 9, 64, 65, 300}},
+      {2304, 67, {1, 2, 3, 8, 9, 65}},
+      {4352, 21, {1, 3, 7, 8, 64}},
+  };
+  for (WFormat f : kQuantFormats) {
+    for (const Case& c : cases) {
+      if (c.K % WFormatBlockValues(f) != 0) continue;
+      const QuantWeights w = MakeWeights(f, c.N, c.K, static_cast<uint32_t>(c.K + c.N));
+      for (int64_t M : c.Ms) {
+        const int64_t lda = c.K + 3;  // padded rows, a misaligned start
+        const std::vector<float> a = MakeActivations(M, lda, static_cast<uint32_t>(M * 13 + c.K));
+        const std::vector<float> want = Reference(a, M, c.K, lda, w.m);
+        const std::vector<float> scale = TermScale(a, M, lda, w, c.K);
+        ForEachIsa([&](const std::string&) {
+          TestExec t(3);
+          std::vector<float> got(static_cast<size_t>(M * c.N), NAN);
+          ops::MatMul(t.ex, a.data(), M, c.K, lda, w.m, nullptr, got.data(), c.N);
+          ExpectClose(got.data(), want.data(), scale.data(), M * c.N, 2e-5, 0.0,
+                      What(f, M, c.K, c.N));
+        });
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// The reference against the f32 product with the dequantized weights. Its only error is the
+// activations' quantization: |a − d·q| <= d/2 per value, d = amax(block) / 127, so
+// |ref − a·ŵ| <= Σ_k d_k / 2 · |ŵ_k| (+ f32 rounding). The bound is met, and the error is a
+// visible part of it (random-sign roundings add up like √K, measured ~4 % at K = 2304).
+TEST(QuantMatMulTest, ReferenceIsTheProductWithDequantizedWeightsUpToActivationRounding) {
+  const int64_t M = 5, K = 2304, N = 19;
+  const std::vector<float> a = MakeActivations(M, K, 5);
+  for (WFormat f : kQuantFormats) {
+    const QuantWeights w = MakeWeights(f, N, K, 6);
+    const std::vector<float> got = Reference(a, M, K, K, w.m);
+    const int64_t block = quant::ActBlock(f);
+    double worst_ratio = 0;
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t n = 0; n < N; ++n) {
+        double exact = 0, bound = 0, scale = 0;
+        for (int64_t b = 0; b < K / block; ++b) {
+          float amax = 0;
+          for (int64_t i = 0; i < block; ++i) amax = std::max(amax, std::fabs(a[m * K + b * block + i]));
+          for (int64_t i = 0; i < block; ++i) {
+            const int64_t k = b * block + i;
+            exact += double(a[m * K + k]) * w.dequant[n * K + k];
+            bound += amax / 127.0 / 2 * std::fabs(w.dequant[n * K + k]);
+            scale += std::fabs(double(a[m * K + k]) * w.dequant[n * K + k]);
+          }
+        }
+        const double err = std::fabs(got[m * N + n] - exact);
+        ASSERT_LE(err, bound * 1.001 + 1e-6 * scale) << What(f, M, K, N) << " m=" << m << " n=" << n;
+        worst_ratio = std::max(worst_ratio, err / bound);
+      }
+    }
+    EXPECT_GT(worst_ratio, 0.01) << WFormatName(f) << ": the activations look unquantized";
+  }
+}
+
+TEST(QuantMatMulTest, ActivationQuantizationIsWithinHalfAStep) {
+  for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_K}) {
+    const int64_t K = 512;
+    std::vector<float> x = MakeActivations(1, K, 9);
+    std::fill(x.begin() + 256, x.begin() + 288, 0.0f);  // an all-zero block
+    std::vector<std::byte> buf(static_cast<size_t>(quant::ActRowBytes(f, K)));
+    quant::QuantizeActRow(f, x.data(), K, buf.data());
+    const quant::ActRow r = quant::ActRowAt(f, buf.data(), K);
+    const int64_t block = quant::ActBlock(f);
+    for (int64_t k = 0; k < K; ++k) {
+      const float d = r.d[k / block];
+      ASSERT_LE(std::fabs(x[k] - d * r.q[k]), d * 0.5f * (1 + 1e-5f)) << k;
+      ASSERT_LE(std::abs(r.q[k]), 127);
+    }
+    for (int64_t g = 0; g < K / 16; ++g) {
+      int s = 0;
+      for (int i = 0; i < 16; ++i) s += r.q[16 * g + i];
+      if (r.sum16 != nullptr) {
+        EXPECT_EQ(r.sum16[g], s);
+      } else if (g % 2 == 0) {
+        int s2 = s;
+        for (int i = 16; i < 32; ++i) s2 += r.q[16 * g + i];
+        EXPECT_EQ(r.sum32[g / 2], s2);
+      }
+    }
+  }
+}
+
+// The kernels' vectorized activation quantizers write the scalar definition's bytes, ties
+// (x·id exactly half-way) included.
+TEST(QuantMatMulTest, VectorizedActivationQuantizationIsByteIdentical) {
+  const int64_t K = 2304;
+  std::vector<float> x = MakeActivations(1, K, 21);
+  for (int64_t i = 0; i < 256; ++i) x[i] = i == 0 ? 127.0f : (i % 50 - 25) + 0.5f;  // amax 127: id 1
+  std::fill(x.begin() + 512, x.begin() + 800, 0.0f);                              // zero blocks
+  for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_K}) {
+    const size_t bytes = static_cast<size_t>(quant::ActRowBytes(f, K));
+    std::vector<std::byte> want(bytes), got(bytes);
+    quant::QuantizeActRow(f, x.data(), K, want.data());
+    std::vector<quant::QuantizeActRowFn> simd = {cpu::QuantizeActRowAvx2};
+    if (cpu::QuantVnniSupported()) simd.push_back(cpu::QuantizeActRowVnni);
+    for (quant::QuantizeActRowFn fn : simd) {
+      std::fill(got.begin(), got.end(), std::byte{0});
+      fn(f, x.data(), K, got.data());
+      const quant::ActRow w = quant::ActRowAt(f, want.data(), K), g = quant::ActRowAt(f, got.data(), K);
+      for (int64_t k = 0; k < K; ++k) ASSERT_EQ(g.q[k], w.q[k]) << WFormatName(f) << " k=" << k;
+      const int64_t blocks = K / quant::ActBlock(f);
+      for (int64_t b = 0; b < blocks; ++b) ASSERT_EQ(g.d[b], w.d[b]) << b;
+      for (int64_t i = 0; i < K / 32; ++i) {
+        if (w.sum32 != nullptr) {
+          ASSERT_EQ(g.sum32[i], w.sum32[i]) << i;
+        } else {
+          ASSERT_EQ(g.sum16[2 * i], w.sum16[2 * i]) << i;
+          ASSERT_EQ(g.sum16[2 * i + 1], w.sum16[2 * i + 1]) << i;
+        }
+      }
+    }
+  }
+}
+
+// A row's result does not depend on the batch it is in, the thread count or the tile it lands
+// in (the batched-decode guarantee of the runtime).
+TEST(QuantMatMulTest, ResultsDoNotDependOnBatchOrThreads) {
+  const int64_t K = 2304, N = 83, M = 9;
+  const std::vector<float> a = MakeActivations(M, K, 11);
+  for (WFormat f : kQuantFormats) {
+    const QuantWeights w = MakeWeights(f, N, K, 12);
+    ForEachIsa([&](const std::string&) {
+      TestExec one(1), four(4);
+      std::vector<float> batch(M * N), threads(M * N), single(N);
+      ops::MatMul(one.ex, a.data(), M, K, K, w.m, nullptr, batch.data(), N);
+      ops::MatMul(four.ex, a.data(), M, K, K, w.m, nullptr, threads.data(), N);
+      for (int64_t m = 0; m < M; ++m) {
+        ops::MatMul(four.ex, a.data() + m * K, 1, K, K, w.m, nullptr, single.data(), N);
+        for (int64_t n = 0; n < N; ++n) {
+          ASSERT_EQ(batch[m * N + n], single[n]) << WFormatName(f) << " m=" << m << " n=" << n;
+          ASSERT_EQ(batch[m * N + n], threads[m * N + n]) << WFormatName(f);
+        }
+      }
+    });
+  }
+}
+
+// ops::MatMul's bias and bf16 epilogue apply to quantized weights as to any other.
+TEST(QuantMatMulTest, BiasAndBf16EpilogueApply) {
+  const int64_t M = 3, K = 256, N = 37;
+  const std::vector<float> a = MakeActivations(M, K, 13);
+  std::vector<float> bias = RandomFloats(N, 14);
+  const TensorView bias_view{bias.data(), DType::kF32, {N}};
+  const QuantWeights w = MakeWeights(WFormat::kQ4_K, N, K, 15);
+  ForEachIsa([&](const std::string&) {
+    TestExec f32(2), bf16(2, Precision::kBF16), fast(2, Precision::kBF16Fast);
+    std::vector<float> plain(M * N), got(M * N), got_fast(M * N);
+    ops::MatMul(f32.ex, a.data(), M, K, K, w.m, nullptr, plain.data(), N);
+    ops::MatMul(bf16.ex, a.data(), M, K, K, w.m, &bias_view, got.data(), N);
+    ops::MatMul(fast.ex, a.data(), M, K, K, w.m, &bias_view, got_fast.data(), N);
+    for (int64_t i = 0; i < M * N; ++i) {
+      ASSERT_EQ(got[i], BF16ToF32(F32ToBF16(plain[i] + bias[i % N]))) << i;
+      ASSERT_EQ(got_fast[i], plain[i] + bias[i % N]) << i;  // bf16-fast: no quantized change
+    }
+  });
+}
+
+TEST(QuantMatMulTest, EmbedRowsDequantizesExactly) {
+  const int64_t K = 512, N = 6;
+  for (WFormat f : kQuantFormats) {
+    const QuantWeights w = MakeWeights(f, N, K, 16);
+    const int32_t ids[] = {5, 0, 3};
+    ForEachIsa([&](const std::string&) {
+      TestExec t(1);
+      std::vector<float> out(3 * K);
+      ops::EmbedRows(t.ex, w.m, ids, 3, out.data(), K);
+      for (int i = 0; i < 3; ++i) {
+        for (int64_t k = 0; k < K; ++k) {
+          ASSERT_EQ(out[i * K + k], w.dequant[ids[i] * K + k]) << WFormatName(f);
+        }
+      }
+    });
+  }
+}
+
+}  // namespace
+}  // namespace ocular

@@ -1,0 +1,126 @@
+// Scalar reference of the quantized matmuls: the definition the SIMD kernels are tested
+// against. Activations are quantized to int8 blocks (quant/activations.h), each weight block
+// is multiplied in exact integer arithmetic, and the blocks' scaled sums accumulate in double.
+// Per weight format (blocks as in quant/blocks.h; a = activation block with scale d_a, 16- or
+// 32-value sums s16 / s32):
+//   Q8_0  Σ_b d_w·d_a·Σ q_w·q_a
+//   Q4_0  Σ_b d_w·d_a·(Σ q_w·q_a − 8·s32)                       (q_w the raw nibble)
+//   Q4_K  Σ_B d_a·(d·Σ_j sc_j·Σ q_w·q_a − dmin·Σ_j m_j·(s16[2j] + s16[2j+1]))
+//   Q6_K  Σ_B d_a·d·Σ_g sc_g·(Σ q_w·q_a − 32·s16[g])            (q_w the raw 6-bit value)
+// — llama.cpp's ggml_vec_dot_{q8_0_q8_0, q4_0_q8_0, q4_K_q8_K, q6_K_q8_K} (ggml-cpu/quants.c).
+#include <cstring>
+
+#include "core/check.h"
+#include "core/half.h"
+#include "kernels/quant/activations.h"
+#include "kernels/quant/blocks.h"
+#include "kernels/ref/ref_ops.h"
+
+namespace ocular::ref {
+namespace {
+
+template <class Block>
+Block BlockAt(const std::byte* row, int64_t b) {
+  Block blk;  // rows are only byte-aligned
+  std::memcpy(&blk, row + b * sizeof(Block), sizeof(Block));
+  return blk;
+}
+
+double DotQ8_0(const std::byte* w, const quant::ActRow& a, int64_t K) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < K / 32; ++b) {
+    const auto blk = BlockAt<quant::BlockQ8_0>(w, b);
+    int32_t s = 0;
+    for (int i = 0; i < 32; ++i) s += blk.qs[i] * a.q[32 * b + i];
+    sum += static_cast<double>(F16ToF32(blk.d)) * a.d[b] * s;
+  }
+  return sum;
+}
+
+double DotQ4_0(const std::byte* w, const quant::ActRow& a, int64_t K) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < K / 32; ++b) {
+    const auto blk = BlockAt<quant::BlockQ4_0>(w, b);
+    const int8_t* q = a.q + 32 * b;
+    int32_t s = 0;
+    for (int i = 0; i < 16; ++i) s += (blk.qs[i] & 0xF) * q[i] + (blk.qs[i] >> 4) * q[i + 16];
+    sum += static_cast<double>(F16ToF32(blk.d)) * a.d[b] * (s - 8 * a.sum32[b]);
+  }
+  return sum;
+}
+
+double DotQ4_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < K / 256; ++b) {
+    const auto blk = BlockAt<quant::BlockQ4_K>(w, b);
+    const int8_t* q = a.q + 256 * b;
+    const int16_t* s16 = a.sum16 + 16 * b;
+    int32_t isum = 0, msum = 0;
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, m;
+      quant::Q4KScaleMin(blk.scales, j, &sc, &m);
+      const uint8_t* qs = blk.qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      int32_t s = 0;
+      for (int i = 0; i < 32; ++i) s += ((qs[i] >> shift) & 0xF) * q[32 * j + i];
+      isum += sc * s;
+      msum += m * (s16[2 * j] + s16[2 * j + 1]);
+    }
+    sum += static_cast<double>(a.d[b]) *
+           (static_cast<double>(F16ToF32(blk.d)) * isum -
+            static_cast<double>(F16ToF32(blk.dmin)) * msum);
+  }
+  return sum;
+}
+
+double DotQ6_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < K / 256; ++b) {
+    const auto blk = BlockAt<quant::BlockQ6_K>(w, b);
+    const int8_t* q = a.q + 256 * b;
+    int32_t isum = 0;
+    for (int g = 0; g < 16; ++g) {
+      int32_t s = 0;
+      for (int i = 0; i < 16; ++i) {
+        const int v = 16 * g + i, h = v / 128, r = v % 128;
+        const int lo = (blk.ql[64 * h + r % 64] >> (4 * (r / 64))) & 0xF;
+        const int hi = (blk.qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
+        s += (lo | (hi << 4)) * q[v];
+      }
+      isum += blk.scales[g] * (s - 32 * a.sum16[16 * b + g]);
+    }
+    sum += static_cast<double>(a.d[b]) * static_cast<double>(F16ToF32(blk.d)) * isum;
+  }
+  return sum;
+}
+
+}  // namespace
+
+void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                 int64_t n1, float* out, int64_t ldo, float* scratch) {
+  const WFormat f = w.format;
+  double (*dot)(const std::byte*, const quant::ActRow&, int64_t) =
+      f == WFormat::kQ8_0   ? DotQ8_0
+      : f == WFormat::kQ4_0 ? DotQ4_0
+      : f == WFormat::kQ4_K ? DotQ4_K
+      : f == WFormat::kQ6_K ? DotQ6_K
+                            : nullptr;
+  OCULAR_CHECK(dot != nullptr, "HINT: MatMulQuant takes q8_0, q4_0, q4_k or q6_k weights");
+  quant::ForEachActChunk(
+      f, a, M, K, lda, reinterpret_cast<std::byte*>(scratch),
+      kernels::MatMulScratchFloats(K) * 4, quant::QuantizeActRow,
+      [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
+        for (int64_t i = 0; i < count; ++i) {
+          const quant::ActRow act = quant::ActRowAt(f, rows + i * row_bytes, K);
+          for (int64_t n = n0; n < n1; ++n) {
+            out[(m0 + i) * ldo + n] = static_cast<float>(dot(w.row(n), act, K));
+          }
+        }
+      });
+}
+
+void RowToF32Quant(const Matrix& w, int64_t r, float* out) {
+  quant::DequantizeRow(w.format, w.row(r), w.cols, out);
+}
+
+}  // namespace ocular::ref
