@@ -48,7 +48,7 @@ StatusOr<ModelFiles> ModelFiles::Open(const std::string& path) {
   }
   if (!fs::exists(st)) return Error(StatusCode::kNotFound, "model", path, ": no such file or directory");
   if (!fs::is_regular_file(st) || !GgufFile::HasMagic(path)) {
-    return Error(StatusCode::kInvalidArgument, "model", path,
+    return Error(StatusCode::kIoError, "model", path,
                  ": neither a model directory (config.json + safetensors) nor a GGUF file");
   }
   OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));

@@ -21,7 +21,7 @@ struct ModelFiles {
   std::unique_ptr<FileSet> files;
   std::shared_ptr<const GgufFile> gguf;  // null for a directory
 
-  // kNotFound (nothing there), kInvalidArgument (neither a directory nor a GGUF file),
+  // kNotFound (nothing there), kIoError (neither a directory nor a GGUF file),
   // kDataLoss (a corrupt GGUF), kUnimplemented (a GGUF without ocular's embedded config,
   // e.g. one converted by llama.cpp).
   static StatusOr<ModelFiles> Open(const std::string& path);

@@ -330,6 +330,45 @@ d=$(model tokenizer_model_fifo); rm "$d/tokenizer.json" "$d/tokenizer.model"; mk
 expect_run files tokenizer_model_fifo 3 'tokenizer.model: is a FIFO' "$d"
 
 # ---------------------------------------------------------------------------------------------
+# GGUF files: a valid one written by `ocular quantize` from the tiny checkpoint, then copies
+# with one header field broken (le64/le32 write little-endian bytes at an offset).
+GGUF=$TMP/tiny.gguf
+"$OCULAR" quantize -m "$BASE" -o "$GGUF" --type q8_0 -q >/dev/null 2>&1 ||
+  { echo "FAIL: cannot write $GGUF"; fails=$((fails + 1)); }
+le64() { printf '\\x%02x' $(( $1 & 255 )) $(( ($1 >> 8) & 255 )) $(( ($1 >> 16) & 255 )) \
+  $(( ($1 >> 24) & 255 )) $(( ($1 >> 32) & 255 )) $(( ($1 >> 40) & 255 )) $(( ($1 >> 48) & 255 )) \
+  $(( ($1 >> 56) & 255 )); }
+# patched NAME OFFSET BYTES...: a copy of the valid GGUF with BYTES written at OFFSET.
+patched() {
+  local f=$TMP/$1.gguf
+  cp "$GGUF" "$f"
+  printf "$3" | dd of="$f" bs=1 seek="$2" conv=notrunc status=none
+  echo "$f"
+}
+gguf() {  # gguf NAME RC PATTERN FILE
+  expect gguf "$1" "$2" "$3" -- run -m "$4" -i "$IMG" -p "caption en" --max-tokens 2
+}
+head -c 1000 "$GGUF" >"$TMP/truncated.gguf"
+gguf truncated 4 '\[gguf\] .*truncated.gguf: ' "$TMP/truncated.gguf"
+head -c "$(( $(stat -c %s "$GGUF") - 100 ))" "$GGUF" >"$TMP/short_data.gguf"
+gguf data_past_end 4 "short_data.gguf: tensor '.*': data .* runs past the end" "$TMP/short_data.gguf"
+gguf bad_magic 3 'neither a model directory' "$(patched bad_magic 0 'GGUX')"
+gguf version_1 5 'version 1 is not supported' "$(patched version_1 4 '\x01\x00\x00\x00')"
+gguf version_9 4 'unknown version 9' "$(patched version_9 4 '\x09\x00\x00\x00')"
+gguf huge_tensor_count 4 'tensor_count .* exceeds' "$(patched huge_tensor_count 8 "$(le64 $((1 << 60)))")"
+gguf huge_kv_count 4 'metadata_kv_count .* exceeds' "$(patched huge_kv_count 16 "$(le64 $((1 << 50)))")"
+gguf huge_key_length 4 'metadata key 0: truncated' "$(patched huge_key_length 24 "$(le64 $((1 << 62)))")"
+gguf llama_cpp_file 5 "without ocular's embedded configuration" "$ROOT/testdata/gguf/small.gguf"
+mkfifo "$TMP/fifo.gguf"
+gguf fifo 3 'fifo.gguf: neither a model directory' "$TMP/fifo.gguf"
+expect gguf quantize_bad_type 2 'type' -- quantize -m "$BASE" -o "$TMP/x.gguf" --type q9_9
+expect gguf quantize_from_gguf 2 'is a GGUF file' -- quantize -m "$GGUF" -o "$TMP/x.gguf"
+expect gguf quantize_into_model 2 'refusing' -- quantize -m "$(model qdst)" -o "$TMP/models/qdst/model.safetensors"
+expect gguf quantize_no_dir 3 'does not exist' -- quantize -m "$BASE" -o "$TMP/no/such/x.gguf"
+expect gguf trace_onto_gguf 2 'refusing' -- trace -m "$GGUF" -i "$IMG" -p "caption en" -o "$GGUF"
+[[ -f $TMP/no/such/x.gguf.partial || -f $TMP/x.gguf ]] && { echo "FAIL: a failed quantize left a file"; fails=$((fails + 1)); }
+
+# ---------------------------------------------------------------------------------------------
 # Controls: inputs that look unusual but are valid must still work (exit 0), so the checks
 # above cannot pass by refusing everything.
 E=$ROOT/testdata/images/edge
@@ -351,6 +390,7 @@ done
 ok_run png_exif_rotate '"output_ids"' run -m "$BASE" -i "$E/exif6.png" -p "caption en" --max-tokens 2 --json --exif-rotate
 ok_run webp_exif_rotate '"output_ids"' run -m "$BASE" -i "$E/exif8.webp" -p "caption en" --max-tokens 2 --json --exif-rotate
 ok_run threads_max '"output_ids"' run -m "$BASE" -i "$IMG" -p "caption en" --max-tokens 2 --json --threads 1024
+ok_run gguf_q8_0 '"output_ids"' run -m "$GGUF" -i "$IMG" -p "caption en" --max-tokens 2 --json
 ok_run help_shows_defaults 'max-tokens INT:NONNEGATIVE:INT in \[0 - 1048576\]=64' run --help
 ok_run help_lists_environment 'OCULAR_THREADS' --help
 ok_run tokenize_has_no_image_options '^Options:' tokenize --help
@@ -362,7 +402,7 @@ fi
 echo
 echo "bad-input corpus: by class (passed/total)"
 total=0
-for class in config files images options accepted; do
+for class in config files images options gguf accepted; do
   echo "  $class: ${ok_class[$class]:-0}/${n_class[$class]:-0}"
   total=$((total + ${n_class[$class]:-0}))
 done

@@ -17,42 +17,16 @@ namespace {
 
 using testing_support::Harness;
 
-// Argmax of the logits at every decode position when the prompt is prefilled and then the
-// reference's tokens are fed one per decode step (as decoding runs, M = 1 rows): position s
-// chose generated[s].
+// Argmax of the logits at every decode position, teacher-forced: position s chose generated[s].
 std::vector<int32_t> TeacherForcedTop1(Harness& m, const std::vector<int32_t>& prompt,
                                        const std::vector<int32_t>& generated,
                                        const TensorView* pixels) {
-  const ModelSpec& spec = m.model->spec();
-  const int64_t T = static_cast<int64_t>(prompt.size()), H = spec.hidden_size;
-  const int64_t V = spec.vocab_size;
-  const int64_t n = T + static_cast<int64_t>(generated.size());
-  std::vector<float> features, x(T * H), logits(V);
-  int64_t rows = 0;
-  if (pixels) {
-    rows = pixels->shape[0] * spec.image_tokens;
-    features.resize(rows * H);
-    m.runner.EncodeImages(pixels->as<float>(), pixels->shape[0], features.data(), nullptr);
-  }
-  m.runner.Plan(T, n, 0);
-  const Exec& ex = m.runner.exec();
-  auto cache = m.kv.Acquire(n);
-  EXPECT_TRUE(cache.ok());
+  const std::vector<float> logits = testing_support::TeacherForcedLogits(m, prompt, generated, pixels);
+  const int64_t V = m.model->spec().vocab_size, T = static_cast<int64_t>(prompt.size());
   std::vector<int32_t> top1;
-  auto argmax = [&] {
-    top1.push_back(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
-  };
-  EXPECT_TRUE(m.model->Embed(ex, prompt, features.data(), rows, x.data(), nullptr).ok());
-  const SeqChunk prefill{cache->cache(), 0, T, T};
-  m.model->Forward(ex, Batch{std::span<const SeqChunk>(&prefill, 1), T}, x.data(), nullptr);
-  m.model->Logits(ex, x.data() + (T - 1) * H, 1, logits.data());
-  argmax();
-  for (size_t s = 0; s + 1 < generated.size(); ++s) {
-    EXPECT_TRUE(m.model->Embed(ex, std::span<const int32_t>(&generated[s], 1), nullptr, 0, x.data(), nullptr).ok());
-    const SeqChunk step{cache->cache(), T + static_cast<int64_t>(s), 1, T};
-    m.model->Forward(ex, Batch{std::span<const SeqChunk>(&step, 1), 1}, x.data(), nullptr);
-    m.model->Logits(ex, x.data(), 1, logits.data());
-    argmax();
+  for (int64_t r = T - 1; r * V < static_cast<int64_t>(logits.size()); ++r) {
+    const float* row = logits.data() + r * V;
+    top1.push_back(static_cast<int32_t>(std::max_element(row, row + V) - row));
   }
   return top1;
 }

@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "core/check.h"
 
 #include "core/thread_pool.h"
 #include "kernels/exec.h"
@@ -47,6 +50,41 @@ struct Harness {
         kv(model->spec().kv, p == Precision::kF32 ? KvDType::kF32 : KvDType::kBF16),
         runner(*model, backend, p, {.max_batch = max_batch}) {}
 };
+
+// Logits at every position when the prompt is prefilled and then `generated` is fed one token
+// per decode step (as decoding runs, one row at a time): rows [0, T) are the prompt positions
+// (row T - 1 predicts generated[0]), row T + s the step that read generated[s] (predicting
+// generated[s + 1]); T + generated.size() - 1 rows of vocab_size floats.
+inline std::vector<float> TeacherForcedLogits(Harness& m, const std::vector<int32_t>& prompt,
+                                              const std::vector<int32_t>& generated,
+                                              const TensorView* pixels) {
+  const ModelSpec& spec = m.model->spec();
+  const int64_t T = static_cast<int64_t>(prompt.size()), H = spec.hidden_size;
+  const int64_t V = spec.vocab_size, G = static_cast<int64_t>(generated.size());
+  const int64_t n = T + G;
+  std::vector<float> features, x(T * H), logits((T + G - 1) * V);
+  int64_t rows = 0;
+  if (pixels) {
+    rows = pixels->shape[0] * spec.image_tokens;
+    features.resize(rows * H);
+    m.runner.EncodeImages(pixels->as<float>(), pixels->shape[0], features.data(), nullptr);
+  }
+  m.runner.Plan(T, n, 0);
+  const Exec& ex = m.runner.exec();
+  auto cache = m.kv.Acquire(n);
+  OCULAR_CHECK(cache.ok());
+  OCULAR_CHECK(m.model->Embed(ex, prompt, features.data(), rows, x.data(), nullptr).ok());
+  const SeqChunk prefill{cache->cache(), 0, T, T};
+  m.model->Forward(ex, Batch{std::span<const SeqChunk>(&prefill, 1), T}, x.data(), nullptr);
+  m.model->Logits(ex, x.data(), T, logits.data());
+  for (int64_t s = 0; s + 1 < G; ++s) {
+    OCULAR_CHECK(m.model->Embed(ex, std::span<const int32_t>(&generated[s], 1), nullptr, 0, x.data(), nullptr).ok());
+    const SeqChunk step{cache->cache(), T + s, 1, T};
+    m.model->Forward(ex, Batch{std::span<const SeqChunk>(&step, 1), 1}, x.data(), nullptr);
+    m.model->Logits(ex, x.data(), 1, logits.data() + (T + s) * V);
+  }
+  return logits;
+}
 
 // OCULAR_ISA names an ISA this machine cannot run (the kernel layer then falls back to the
 // default, so a per-ISA test run would only repeat the default): skip.
