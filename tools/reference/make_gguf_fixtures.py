@@ -13,6 +13,12 @@ committed; the full-file test reads them from there, or from $OCULAR_GEMMA3_GGUF
       for each ggml type in the file: the raw bytes of the first two rows of one tensor
       (U8 "<type>/blocks") and gguf-py's dequantized values (F32 "<type>/values"), so CI
       checks every format of the real file without the file.
+  testdata/gguf/ocular_tiny_pg2_q4_0.json
+      what gguf-py reads in the GGUF that ocular writes for testdata/tiny/pg2 with
+      `ocular quantize --type q4_0 --vision q8_0` (built first: build/tools/cli/ocular): the
+      file's CRC-32, its metadata keys, and every tensor's type, shape and CRC-32 of its
+      dequantized values. The C++ test writes the same file and checks that it is byte-identical
+      and that ocular reads every tensor as gguf-py does.
 Deterministic: byte-identical on every run.
 """
 
@@ -20,6 +26,8 @@ import importlib
 import json
 import os
 import shutil
+import subprocess
+import tempfile
 import zlib
 
 import numpy as np
@@ -43,7 +51,36 @@ def joined_file():
     return JOINED
 
 
+def crc_of_file(path):
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def tensor_table(reader):
+    return {t.name: {"type": t.tensor_type.name, "shape": [int(n) for n in reversed(t.shape)],
+                     "crc32": zlib.crc32(quants.dequantize(t.data, t.tensor_type).astype("<f4").tobytes())}
+            for t in reader.tensors}
+
+
+def ocular_written(ocular="build/tools/cli/ocular"):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "tiny_pg2_q4_0.gguf")
+        subprocess.run([ocular, "quantize", "-m", "testdata/tiny/pg2", "-o", path, "--type", "q4_0",
+                        "--vision", "q8_0", "--threads", "1", "--quiet"], check=True)
+        reader = GGUFReader(path)
+        out = {"file_crc32": crc_of_file(path), "bytes": os.path.getsize(path),
+               "metadata_keys": [k for k in reader.fields if not k.startswith("GGUF.")],
+               "tensors": tensor_table(reader)}
+    with open(os.path.join(OUT_DIR, "ocular_tiny_pg2_q4_0.json"), "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def main():
+    ocular_written()
     path = joined_file()
     reader = GGUFReader(path)
     tensors = {}
