@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -157,6 +159,7 @@ TEST_P(Gemma3GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
       if (!(d.rel <= ck.tolerance) && first_over.empty()) first_over = name;
       ++compared;
     }
+    if (std::getenv("OCULAR_PRINT_TAPS")) std::printf("%s\n%s", file.c_str(), table.c_str());
     EXPECT_TRUE(first_over.empty()) << "first diverging tap: " << first_over << "\n" << table;
     EXPECT_GE(compared, 8);
     EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
