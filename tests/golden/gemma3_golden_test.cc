@@ -2,7 +2,6 @@
 // tools/reference/make_gemma3.py). The model is checked with the golden input_ids and
 // pixel_values; the processor separately, rebuilding both from each case's prompt and images.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "kernels/exec.h"
 #include "kernels/ops.h"
 #include "models/registry.h"
+#include "ocular/engine.h"
 #include "ocular/quantize.h"
 #include "runtime/generator.h"
 #include "runtime/kv_pool.h"
@@ -60,7 +60,8 @@ std::string ToGguf(const std::string& dir, const std::string& name, bool bf16) {
   QuantizeOptions o;
   o.input = dir;
   o.output = (fs::temp_directory_path() /
-              ("ocular_golden_" + name + "_" + std::to_string(::getpid()) + ".gguf")).string();
+              ("ocular_golden_" + name + "_" + std::to_string(::getpid()) + ".gguf"))
+                 .string();
   o.type = bf16 ? "bf16" : "f32";
   auto r = QuantizeModel(o);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -155,7 +156,8 @@ TEST_P(Gemma3GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
       ASSERT_EQ(mine->numel(), ref.numel()) << name << ": ocular " << ShapeString(mine->shape)
                                             << " vs reference " << ShapeString(ref.shape);
       const TapDiff d = CompareTensors(mine->view(), ref);
-      table += name + ": rel " + std::to_string(d.rel) + " max_abs " + std::to_string(d.max_abs) + "\n";
+      table +=
+          name + ": rel " + std::to_string(d.rel) + " max_abs " + std::to_string(d.max_abs) + "\n";
       if (!(d.rel <= ck.tolerance) && first_over.empty()) first_over = name;
       ++compared;
     }
@@ -186,8 +188,8 @@ TEST(Gemma3ProcessorTest, PromptIdsAndPixelsMatchGemma3Processor) {
       ASSERT_TRUE(taps.ok());
       const auto& meta = taps->file().metadata();
       const std::vector<std::string> images = Split(meta.at("images"));
-      auto prompt = loaded->processor->BuildPrompt(static_cast<int>(images.size()),
-                                                   meta.at("prompt"), {});
+      auto prompt =
+          loaded->processor->BuildPrompt(static_cast<int>(images.size()), meta.at("prompt"), {});
       ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
       EXPECT_EQ(prompt->ids, Ids(*taps->file().Find("input_ids")));
       const TensorView* pv = taps->file().Find("pixel_values");
@@ -221,6 +223,45 @@ TEST(Gemma3ProcessorTest, RefusesMismatchedMarkersAndImagesForTextModels) {
   auto text = LoadModel("testdata/tiny/gemma3-text");
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   EXPECT_FALSE(text->processor->BuildPrompt(1, "<start_of_image>", {}).ok());
+}
+
+// As `ocular run -m testdata/tiny/gemma3 -i photo.png -i gray.png -i rgba.png -p "..."` runs
+// it: PNG files -> processor -> model -> greedy tokens, equal to transformers' ids.
+TEST(Gemma3EngineTest, SeveralImagesFromFilesGiveTransformersTokens) {
+  auto engine = Engine::Load("testdata/tiny/gemma3", EngineOptions{.threads = 2});
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  auto taps = fixture::GoldenTaps::Open("testdata/golden/gemma3/three.safetensors");
+  ASSERT_TRUE(taps.ok()) << taps.status().ToString();
+  const auto& meta = taps->file().metadata();
+  std::vector<ImageInput> images;
+  for (const std::string& name : Split(meta.at("images"))) {
+    images.emplace_back("testdata/golden/inputs/" + name + ".png");
+  }
+  ASSERT_EQ(images.size(), 3u);
+  GenerateOptions o;
+  o.max_tokens = 16;
+  o.stop_at_eos = false;
+  auto r = (*engine)->Generate(images, meta.at("prompt"), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->prompt_ids, Ids(*taps->file().Find("input_ids")));
+  EXPECT_EQ(r->output_ids, Ids(*taps->file().Find("generated_ids")));
+  // A marker count that does not match the images is a bad request, not a crash.
+  EXPECT_FALSE((*engine)->Generate(images, "<start_of_image> only one", o).ok());
+}
+
+// Bench runs its synthetic prompts on both model types (a text model has no image encoder).
+TEST(Gemma3EngineTest, BenchRunsOnTextAndVisionModels) {
+  for (const char* dir : {"testdata/tiny/gemma3-text", "testdata/tiny/gemma3"}) {
+    SCOPED_TRACE(dir);
+    auto engine = Engine::Load(dir, EngineOptions{.threads = 2});
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    BenchOptions b;
+    b.prompt_tokens = 8;
+    b.decode_tokens = 4;
+    b.batch = 2;
+    auto r = (*engine)->Bench(b);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
 }
 
 }  // namespace

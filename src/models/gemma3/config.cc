@@ -56,8 +56,8 @@ Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* 
   std::string model_type;
   OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
   if (!model_type.empty() && model_type != "gemma3_text") {
-    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '",
-                  model_type.substr(0, 40), "' is not supported (gemma3_text)");
+    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
+                  "' is not supported (gemma3_text)");
   }
   OCULAR_RETURN_IF_ERROR(
       s.RequireDefault("attention_bias", false, "q/k/v/o projections have no bias"));
@@ -81,10 +81,10 @@ Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* 
       s.Float("query_pre_attn_scalar", 0, true, kMaxScalar, &t.query_pre_attn_scalar));
   OCULAR_RETURN_IF_ERROR(s.Int("sliding_window", 1, kMaxPositions, &t.sliding_window));
   // Gemma3TextConfig defaults both softcaps to None (0 here).
-  OCULAR_RETURN_IF_ERROR(s.Float("attn_logit_softcapping", 0, false, kMaxScalar,
-                                 &t.attn_logit_softcapping));
-  OCULAR_RETURN_IF_ERROR(s.Float("final_logit_softcapping", 0, false, kMaxScalar,
-                                 &t.final_logit_softcapping));
+  OCULAR_RETURN_IF_ERROR(
+      s.Float("attn_logit_softcapping", 0, false, kMaxScalar, &t.attn_logit_softcapping));
+  OCULAR_RETURN_IF_ERROR(
+      s.Float("final_logit_softcapping", 0, false, kMaxScalar, &t.final_logit_softcapping));
   OCULAR_RETURN_IF_ERROR(s.Int("pad_token_id", 0, kMaxVocab, &c->pad_token_id));
   OCULAR_RETURN_IF_ERROR(TokenId(s, "bos_token_id", &c->bos_token_id));
   OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id));
@@ -162,11 +162,10 @@ Status Gemma3TextConfig::Validate() const {
   if (!(rope_local_base_freq > 1) || !(rope_scaling_factor > 0)) {
     return fail("rope_local_base_freq must be > 1 and the rope_scaling factor > 0");
   }
-  for (auto [name, id] : {std::pair{"bos_token_id", bos_token_id},
-                          std::pair{"eos_token_id", eos_token_id}}) {
+  for (auto [name, id] :
+       {std::pair{"bos_token_id", bos_token_id}, std::pair{"eos_token_id", eos_token_id}}) {
     if (id < 0 || id >= gemma.vocab_size) {
-      return fail(name, " (", id, ") must be a token id below vocab_size (", gemma.vocab_size,
-                  ")");
+      return fail(name, " (", id, ") must be a token id below vocab_size (", gemma.vocab_size, ")");
     }
   }
   return Status::Ok();
@@ -188,9 +187,8 @@ Status Gemma3Config::Validate() const {
   if (side * side != mm_tokens_per_image || side < 1 || patches % side != 0) {
     // Gemma3MultiModalProjector pools patches_per_image^2 patches with kernel = stride =
     // patches // side: only an exact square grid gives mm_tokens_per_image rows.
-    return Error(StatusCode::kUnimplemented, "config", "mm_tokens_per_image (",
-                 mm_tokens_per_image, ") must be a square whose side divides the ", patches,
-                 " patches per image side");
+    return Error(StatusCode::kUnimplemented, "config", "mm_tokens_per_image (", mm_tokens_per_image,
+                 ") must be a square whose side divides the ", patches, " patches per image side");
   }
   for (auto [name, id] : {std::pair{"image_token_index", image_token_index},
                           std::pair{"boi_token_index", boi_token_index},
@@ -202,8 +200,7 @@ Status Gemma3Config::Validate() const {
   return Status::Ok();
 }
 
-StatusOr<Gemma3Config> ParseGemma3Config(const std::string& json_text,
-                                         const std::string& source) {
+StatusOr<Gemma3Config> ParseGemma3Config(const std::string& json_text, const std::string& source) {
   OCULAR_ASSIGN_OR_RETURN(Json j, ParseJson(json_text, source, "config"));
   if (!j.is_object()) return Error(StatusCode::kDataLoss, "config", source, ": not a JSON object");
   const Section top(j, source, "");
@@ -224,7 +221,8 @@ StatusOr<Gemma3Config> ParseGemma3Config(const std::string& json_text,
       OCULAR_RETURN_IF_ERROR(
           config_internal::ParseVision(Section(*vc, source, "vision_config"), &c.vision));
     }
-    OCULAR_RETURN_IF_ERROR(top.Int("mm_tokens_per_image", 1, kMaxPositions, &c.mm_tokens_per_image));
+    OCULAR_RETURN_IF_ERROR(
+        top.Int("mm_tokens_per_image", 1, kMaxPositions, &c.mm_tokens_per_image));
     for (auto [key, out] : {std::pair{"boi_token_index", &c.boi_token_index},
                             std::pair{"eoi_token_index", &c.eoi_token_index},
                             std::pair{"image_token_index", &c.image_token_index}}) {

@@ -77,10 +77,9 @@ void SelfAttention(const Exec& ex, const Gemma3TextConfig& cfg, const Gemma3Laye
     KeyRanges(s, a, begin + r, end + r);
     // A prompt attends to its fresh K/V (a sliding layer's ring may be shorter than an image
     // block that must see all of itself); later chunks read the cache.
-    const ops::KvRows kv = s.start == 0
-                               ? ops::KvRows{k + r * kvdim, v + r * kvdim, false, 0, s.count,
-                                             kvdim, kvdim}
-                               : s.cache->Rows(layer, s.start + s.count);
+    const ops::KvRows kv =
+        s.start == 0 ? ops::KvRows{k + r * kvdim, v + r * kvdim, false, 0, s.count, kvdim, kvdim}
+                     : s.cache->Rows(layer, s.start + s.count);
     ops::Attention(ex, q + r * qdim, s.count, hq, qdim, kv, hkv, d, cfg.attention_scale(),
                    c.attn_logit_softcapping, begin + r, end + r, ctx + r * qdim, qdim);
     r += s.count;

@@ -115,30 +115,31 @@ Status Gemma3::BindWeights() {
   const TensorSource& src = *source_;
   std::set<std::string> used;
   std::set<DType> matrix_dtypes;
-  Status s = ForEachTensor(cfg_, &w_, [&](const std::string& name, const Shape& shape,
-                                          WeightSlot slot, bool) -> Status {
-    for (const std::string& cand : NameCandidates(name)) {
-      if (!src.Has(cand)) continue;
-      used.insert(cand);
-      size_t bytes;
-      if (slot.matrix) {
-        OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
-        matrix_dtypes.insert(slot.matrix->format == WFormat::kBF16  ? DType::kBF16
-                             : slot.matrix->format == WFormat::kF16 ? DType::kF16
-                                                                    : DType::kF32);
-        bytes = slot.matrix->bytes();
-      } else {
-        OCULAR_ASSIGN_OR_RETURN(*slot.vector, src.Get(cand, shape));
-        bytes = slot.vector->nbytes();
-      }
-      spec_.weight_bytes += bytes;
-      if (name.find("vision_tower.") != 0 && name.find("multi_modal_projector.") != 0) {
-        spec_.text_weight_bytes += bytes;
-      }
-      return Status::Ok();
-    }
-    return Error(StatusCode::kDataLoss, "checkpoint", src.origin(), ": missing tensor '", name, "'");
-  });
+  Status s = ForEachTensor(
+      cfg_, &w_, [&](const std::string& name, const Shape& shape, WeightSlot slot, bool) -> Status {
+        for (const std::string& cand : NameCandidates(name)) {
+          if (!src.Has(cand)) continue;
+          used.insert(cand);
+          size_t bytes;
+          if (slot.matrix) {
+            OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
+            matrix_dtypes.insert(slot.matrix->format == WFormat::kBF16  ? DType::kBF16
+                                 : slot.matrix->format == WFormat::kF16 ? DType::kF16
+                                                                        : DType::kF32);
+            bytes = slot.matrix->bytes();
+          } else {
+            OCULAR_ASSIGN_OR_RETURN(*slot.vector, src.Get(cand, shape));
+            bytes = slot.vector->nbytes();
+          }
+          spec_.weight_bytes += bytes;
+          if (name.find("vision_tower.") != 0 && name.find("multi_modal_projector.") != 0) {
+            spec_.text_weight_bytes += bytes;
+          }
+          return Status::Ok();
+        }
+        return Error(StatusCode::kDataLoss, "checkpoint", src.origin(), ": missing tensor '", name,
+                     "'");
+      });
   OCULAR_RETURN_IF_ERROR(s);
   for (const std::string& name : src.Names()) {
     if (!used.count(name)) {
@@ -168,17 +169,17 @@ Status Gemma3::BindWeights() {
 
 Status Gemma3::ForEachWeight(const WeightVisitor& fn) const {
   Gemma3Weights w = w_;  // views; the visitor only reads them
-  return ForEachTensor(cfg_, &w, [&](const std::string& name, const Shape& shape, WeightSlot slot,
-                                     bool) -> Status {
-    return fn(GgufTensorName(name), shape, slot.matrix, slot.vector);
-  });
+  return ForEachTensor(
+      cfg_, &w, [&](const std::string& name, const Shape& shape, WeightSlot slot, bool) -> Status {
+        return fn(GgufTensorName(name), shape, slot.matrix, slot.vector);
+      });
 }
 
 void Gemma3::BuildSpec() {
   const GemmaTextConfig& t = cfg_.text.gemma;
   spec_.family = cfg_.model_type;
-  spec_.architecture = cfg_.has_vision ? "Gemma 3 (gemma3: SigLIP + gemma3_text)"
-                                       : "Gemma 3 text (gemma3_text)";
+  spec_.architecture =
+      cfg_.has_vision ? "Gemma 3 (gemma3: SigLIP + gemma3_text)" : "Gemma 3 text (gemma3_text)";
   spec_.hidden_size = t.hidden_size;
   spec_.vocab_size = static_cast<int>(w_.embed.rows);
   spec_.max_positions = t.max_position_embeddings;
@@ -206,7 +207,8 @@ void Gemma3::BuildSpec() {
   const double K = 3.0 * cfg_.vision.patch_size * cfg_.vision.patch_size;
   const double per_layer = 2 * N * (4 * D * D + 2 * D * I) + 2 * 2 * N * N * D;
   spec_.image_gflop = (2 * N * K * D + cfg_.vision.num_hidden_layers * per_layer +
-                       2.0 * cfg_.mm_tokens_per_image * D * t.hidden_size) / 1e9;
+                       2.0 * cfg_.mm_tokens_per_image * D * t.hidden_size) /
+                      1e9;
 }
 
 size_t Gemma3::WorkspaceBytes(const WorkspaceShape& s) const {
@@ -215,7 +217,8 @@ size_t Gemma3::WorkspaceBytes(const WorkspaceShape& s) const {
   if (cfg_.has_vision && s.images > 0) {
     const int64_t N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
     const int64_t M = cfg_.mm_tokens_per_image;
-    const size_t projector = Floats(s.images * M * D) + Floats(ops::MatMulArenaFloats(s.threads, D));
+    const size_t projector =
+        Floats(s.images * M * D) + Floats(ops::MatMulArenaFloats(s.threads, D));
     encode = Floats(s.images * N * D) +
              std::max(SiglipBytes(cfg_.vision, s.images, s.threads), projector);
   }
@@ -226,6 +229,7 @@ size_t Gemma3::WorkspaceBytes(const WorkspaceShape& s) const {
 
 void Gemma3::EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* z,
                           Tracer* tracer) const {
+  if (!cfg_.has_vision) return;  // gemma3_text: no image features (image_tokens = 0)
   const SiglipVisionConfig& v = cfg_.vision;
   const int64_t N = v.num_patches(), D = v.hidden_size, H = cfg_.text.gemma.hidden_size;
   const int64_t P = v.image_size / v.patch_size, S = cfg_.tokens_per_side(), k = cfg_.pool_kernel();
@@ -271,8 +275,8 @@ Status Gemma3::Embed(const Exec& ex, std::span<const int32_t> ids, const float* 
     if (ids[t] == image_id && features != nullptr) {
       ++n_image;
     } else if (ids[t] < 0 || ids[t] >= V) {
-      return Error(StatusCode::kInvalidArgument, "gemma3", "token id ", ids[t], " at position ",
-                   t, " is outside the vocabulary [0, ", V, ")");
+      return Error(StatusCode::kInvalidArgument, "gemma3", "token id ", ids[t], " at position ", t,
+                   " is outside the vocabulary [0, ", V, ")");
     }
   }
   if (features != nullptr && n_image != feature_rows) {

@@ -20,13 +20,13 @@
 namespace ocular::gemma3 {
 
 struct Gemma3Weights {
-  SiglipWeights vision;                   // model_type gemma3 only
-  TensorView mm_norm;                     // [D] mm_soft_emb_norm (1 + w)
-  TensorView mm_proj;                     // [D, H] mm_input_projection_weight (x @ W), as stored
-  Matrix mm_proj_t;                       // [H, D] its transpose (owned copy), for MatMul
-  Matrix embed;                           // [V, H] tied output projection
+  SiglipWeights vision;  // model_type gemma3 only
+  TensorView mm_norm;    // [D] mm_soft_emb_norm (1 + w)
+  TensorView mm_proj;    // [D, H] mm_input_projection_weight (x @ W), as stored
+  Matrix mm_proj_t;      // [H, D] its transpose (owned copy), for MatMul
+  Matrix embed;          // [V, H] tied output projection
   std::vector<Gemma3LayerWeights> layers;
-  TensorView final_norm;                  // [H]
+  TensorView final_norm;  // [H]
 };
 
 // Calls fn(hf_name, expected_shape, slot, required) for every tensor of the model in module

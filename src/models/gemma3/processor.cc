@@ -19,13 +19,14 @@ StatusOr<std::unique_ptr<Gemma3Processor>> Gemma3Processor::Load(const FileSet& 
   auto p = std::unique_ptr<Gemma3Processor>(new Gemma3Processor());
   OCULAR_ASSIGN_OR_RETURN(p->tok_, Tokenizer::Load(files));
   if (p->tok_->bos_id() < 0) {
-    return Error(StatusCode::kDataLoss, "gemma3", files.origin(), ": the tokenizer has no BOS token");
+    return Error(StatusCode::kDataLoss, "gemma3", files.origin(),
+                 ": the tokenizer has no BOS token");
   }
   p->has_vision_ = config.has_vision;
   // add_bos_token of tokenizer_config.json (GemmaTokenizerFast's default: true).
   if (files.Has("tokenizer_config.json")) {
-    OCULAR_ASSIGN_OR_RETURN(std::string tc, files.Read("tokenizer_config.json",
-                                                       kMaxTokenizerFileBytes, "tokenizer"));
+    OCULAR_ASSIGN_OR_RETURN(
+        std::string tc, files.Read("tokenizer_config.json", kMaxTokenizerFileBytes, "tokenizer"));
     OCULAR_ASSIGN_OR_RETURN(nlohmann::json j,
                             ParseJson(tc, files.Where("tokenizer_config.json"), "tokenizer"));
     if (auto it = j.find("add_bos_token"); it != j.end() && it->is_boolean()) {
@@ -33,9 +34,9 @@ StatusOr<std::unique_ptr<Gemma3Processor>> Gemma3Processor::Load(const FileSet& 
     }
   }
   if (!config.has_vision) return p;
-  for (auto [piece, id] : {std::pair{kBoi, config.boi_token_index},
-                           std::pair{kEoi, config.eoi_token_index},
-                           std::pair{kImage, config.image_token_index}}) {
+  for (auto [piece, id] :
+       {std::pair{kBoi, config.boi_token_index}, std::pair{kEoi, config.eoi_token_index},
+        std::pair{kImage, config.image_token_index}}) {
     const int32_t tok = p->tok_->TokenToId(piece);
     if (tok != id) {
       return Error(StatusCode::kDataLoss, "gemma3", files.origin(), ": config.json says ", piece,

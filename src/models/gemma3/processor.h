@@ -22,10 +22,11 @@ class Gemma3Processor final : public Processor {
                                                          const Gemma3Config& config);
 
   const Tokenizer& tokenizer() const override { return *tok_; }
-  // <bos> (if tokenizer_config.json's add_bos_token, default true) + the text with its `n_images` "<start_of_image>" markers expanded. With images and
-  // an empty text, the text is the markers joined by spaces (as HF). Errors:
-  // a marker count != n_images, images for a text-only model, the image token in the text.
-  // prefix_len is 0: Gemma 3 is causal; its image blocks come from the ids (model.h SeqChunk).
+  // <bos> (if tokenizer_config.json's add_bos_token, default true) + the text with its `n_images`
+  // "<start_of_image>" markers expanded. With images and an empty text, the text is the markers
+  // joined by spaces (as HF). Errors: a marker count != n_images, images for a text-only model, the
+  // image token in the text. prefix_len is 0: Gemma 3 is causal; its image blocks come from the ids
+  // (model.h SeqChunk).
   StatusOr<Prompt> BuildPrompt(int n_images, const std::string& text,
                                const PromptOptions& options) const override;
   StatusOr<Tensor> Pixels(const Image& image) const override;
