@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "image/image.h"
 #include "kernels/exec.h"
 #include "kernels/ops.h"
+#include "models/gemma3/config.h"
 #include "models/registry.h"
 #include "ocular/engine.h"
 #include "ocular/quantize.h"
@@ -223,6 +225,81 @@ TEST(Gemma3ProcessorTest, RefusesMismatchedMarkersAndImagesForTextModels) {
   auto text = LoadModel("testdata/tiny/gemma3-text");
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   EXPECT_FALSE(text->processor->BuildPrompt(1, "<start_of_image>", {}).ok());
+}
+
+// config.json: defaults, the layer pattern, and what is refused rather than ignored.
+TEST(Gemma3ConfigTest, DefaultsPatternAndRefusals) {
+  auto text = gemma3::ParseGemma3Config(R"({"model_type": "gemma3_text", "num_hidden_layers": 12,
+      "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "eos_token_id": [1, 106]})",
+                                        "t");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  const gemma3::Gemma3TextConfig& t = text->text;
+  EXPECT_FALSE(text->has_vision);
+  EXPECT_EQ(t.gemma.hidden_size, 2304);  // Gemma3TextConfig defaults
+  EXPECT_EQ(t.gemma.sliding_window, 4096);
+  EXPECT_FLOAT_EQ(t.gemma.rope_theta, 1e6f);
+  EXPECT_FLOAT_EQ(t.rope_local_base_freq, 1e4f);
+  EXPECT_FLOAT_EQ(t.rope_scaling_factor, 8.0f);
+  EXPECT_FLOAT_EQ(t.attention_scale(), 1.0f / 16.0f);  // query_pre_attn_scalar 256
+  EXPECT_EQ(t.eos_token_id, 1);
+  for (int i = 0; i < 12; ++i) {  // sliding unless (i + 1) % 6 == 0
+    EXPECT_EQ(t.gemma.layer_is_sliding[i], (i + 1) % 6 != 0) << i;
+  }
+  auto vlm = gemma3::ParseGemma3Config(R"({"model_type": "gemma3", "vision_config":
+      {"image_size": 896, "patch_size": 14, "hidden_size": 1152, "num_attention_heads": 16}})",
+                                       "v");
+  ASSERT_TRUE(vlm.ok()) << vlm.status().ToString();
+  EXPECT_EQ(vlm->mm_tokens_per_image, 256);
+  EXPECT_EQ(vlm->pool_kernel(), 4);  // 64 patches per side pooled to 16
+  EXPECT_EQ(vlm->image_token_index, 262144);
+  struct Bad {
+    const char* json;
+    StatusCode code;
+  };
+  const Bad bad[] = {
+      {R"({"model_type": "gemma3_text", "rope_scaling": {"rope_type": "dynamic", "factor": 2}})",
+       StatusCode::kUnimplemented},
+      {R"({"model_type": "gemma3_text", "attention_bias": true})", StatusCode::kUnimplemented},
+      {R"({"model_type": "gemma3_text", "use_bidirectional_attention": true})",
+       StatusCode::kUnimplemented},
+      {R"({"model_type": "gemma3_text", "num_hidden_layers": 2, "layer_types": ["x", "y"]})",
+       StatusCode::kUnimplemented},
+      {R"({"model_type": "gemma3_text", "num_hidden_layers": 2, "layer_types": ["full_attention"]})",
+       StatusCode::kDataLoss},
+      {R"({"model_type": "gemma3", "mm_tokens_per_image": 5})", StatusCode::kUnimplemented},
+      {R"({"model_type": "gemma4"})", StatusCode::kUnimplemented},
+  };
+  for (const Bad& b : bad) {
+    auto c = gemma3::ParseGemma3Config(b.json, "config.json");
+    ASSERT_FALSE(c.ok()) << b.json;
+    EXPECT_EQ(c.status().code(), b.code) << c.status().ToString();
+    EXPECT_NE(c.status().message().find("config.json"), std::string::npos) << c.status().ToString();
+  }
+}
+
+// Pan-and-scan crops are not implemented: a preprocessor_config.json asking for them is
+// refused at load (exit 5), never silently ignored.
+TEST(Gemma3ProcessorTest, RefusesPanAndScan) {
+  const fs::path dir = fs::temp_directory_path() / ("ocular_g3_pas_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator("testdata/tiny/gemma3")) {
+    fs::copy_file(e.path(), dir / e.path().filename(), fs::copy_options::overwrite_existing);
+  }
+  {
+    std::ifstream in("testdata/tiny/gemma3/preprocessor_config.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string json = text.str();
+    const std::string off = "\"do_pan_and_scan\": false";
+    ASSERT_NE(json.find(off), std::string::npos);
+    json.replace(json.find(off), off.size(), "\"do_pan_and_scan\": true");
+    std::ofstream(dir / "preprocessor_config.json") << json;
+  }
+  auto m = LoadModel(dir.string());
+  fs::remove_all(dir);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented) << m.status().ToString();
+  EXPECT_NE(m.status().message().find("do_pan_and_scan"), std::string::npos);
 }
 
 // As `ocular run -m testdata/tiny/gemma3 -i photo.png -i gray.png -i rgba.png -p "..."` runs

@@ -285,10 +285,10 @@ def make_goldens():
                   f"gen={taps['generated_ids'].tolist()}")
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-tiny", action="store_true", help="goldens only")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     common.set_determinism()
     if not args.no_tiny:
         make_tiny()
