@@ -69,8 +69,8 @@ int PrintPrompt(const Engine& engine, int n_images, const std::string& prompt,
   const ModelInfo info = engine.Info();
   const size_t n = p->ids.size();
   std::cout << "# " << n << " tokens: " << n_images << " image(s) x " << info.image_tokens
-            << " image tokens, then BOS, the prompt and its separator; positions [0, "
-            << p->prefix_len << ") attend bidirectionally\n";
+            << " image tokens, BOS, the prompt, the separator; the first " << p->prefix_len
+            << " attend bidirectionally (the prefix)\n";
   std::cout << "# position\tid\tpiece\n";
   for (size_t i = 0; i < n;) {
     size_t j = i + 1;

@@ -211,8 +211,9 @@ void AddRun(CLI::App& app, int* rc) {
                 "print the summary line (tokens, tok/s, image ms, peak RSS) on stderr even when "
                 "it is not a terminal");
   cmd->footer(
-      "On a terminal, stderr shows progress for work over ~1 s and a summary after each "
-      "answer; elsewhere only with --progress / --stats.");
+      "On a terminal, stderr shows progress for work over ~1 s and a summary after each\n"
+      "answer; elsewhere only with --progress / --stats. Output formats: docs/cli.md.\n\n" +
+      cmd->get_footer());
   cmd->callback([=] {
     if (Status s = CheckRunArgs(*a, prompt->count() > 0); !s.ok()) {
       *rc = Fail(s);

@@ -74,8 +74,9 @@ std::string TokenEvent(int index, const std::string& text) {
 }
 
 std::string DoneEvent(json result) {
-  result["event"] = "done";
-  return Dump(result);
+  json event = {{"event", "done"}};
+  event.update(result);
+  return Dump(event);
 }
 
 std::string ErrorEvent(const Status& s, int exit_code) {
