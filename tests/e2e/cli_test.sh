@@ -207,6 +207,9 @@ grep '"id": 22,' $M/heldout.jsonl >"$TMP/set.jsonl"
 "$OCULAR" eval -m $M --set "$TMP/set.jsonl" --images "$TMP/heldout" >"$TMP/eval.json" 2>"$TMP/err"
 check "eval on a held-out image" 0 $?
 contains "eval scores it" "$TMP/eval.json" '"num_examples": 1'
+[[ ! -s "$TMP/err" ]] && echo "ok: eval: no progress off a terminal" || { echo "FAIL: eval stderr:"; cat "$TMP/err"; fails=$((fails + 1)); }
+"$OCULAR" eval -m $M --set "$TMP/set.jsonl" --images "$TMP/heldout" --progress >/dev/null 2>"$TMP/err"
+contains "eval --progress" "$TMP/err" "^ocular: eval 1/1$"
 contains "README says how to make the held-out images" README.md "tools.demo_model.shapes --heldout --out"
 
 echo "$fails failure(s)"

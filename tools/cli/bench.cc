@@ -1,7 +1,11 @@
 // ocular bench / eval: speed on synthetic inputs, accuracy on a held-out set.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -64,6 +68,11 @@ void AddEval(CLI::App& app, int* rc) {
       ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--predictions", o->predictions, "write per-example predictions (JSONL)")
       ->default_str("off");
+  auto quiet = std::make_shared<bool>(false);
+  auto progress = std::make_shared<bool>(false);
+  cmd->add_flag("--quiet,-q", *quiet, "no progress, even on a terminal");
+  cmd->add_flag("--progress", *progress,
+                "show progress on stderr even when it is not a terminal (a line every 25 examples)");
   cmd->callback([=] {
     if (!o->predictions.empty()) {
       Status s = CheckOutputIsNotAnInput("--predictions", o->predictions, m->model,
@@ -78,9 +87,20 @@ void AddEval(CLI::App& app, int* rc) {
       *rc = Fail(engine.status());
       return;
     }
-    auto s = Evaluate(**engine, *o, [](int done, int total) {
-      if (done % 25 == 0 || done == total) std::cerr << "eval: " << done << "/" << total << "\n";
-    });
+    const bool live = ::isatty(STDERR_FILENO) != 0;
+    std::function<void(int, int)> report = nullptr;
+    if (!*quiet && (live || *progress)) {
+      report = [live](int done, int total) {
+        if (live) {
+          std::fprintf(stderr, "\r\033[Keval: %d/%d examples", done, total);
+          if (done == total) std::fputs("\r\033[K", stderr);
+          std::fflush(stderr);
+        } else if (done % 25 == 0 || done == total) {
+          std::fprintf(stderr, "ocular: eval %d/%d\n", done, total);
+        }
+      };
+    }
+    auto s = Evaluate(**engine, *o, report);
     if (!s.ok()) {
       *rc = Fail(s.status());
       return;

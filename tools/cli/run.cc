@@ -78,8 +78,8 @@ int RunOne(Engine& engine, const RunArgs& a, const RunContext& ctx,
     };
   }
   StatusOr<GenerateResult> r = engine.Generate(images, prompt, gen, on_text);
+  reporter.Clear();  // the progress line goes before anything else is printed
   if (!r.ok()) {
-    reporter.Clear();
     if (a.json_stream) std::cout << ErrorEvent(r.status(), ExitCode(r.status())) << std::endl;
     if (!a.json && !a.json_stream && pieces > 0) std::cout << "\n";  // end the partial answer
     return Fail(r.status());
@@ -225,7 +225,8 @@ void AddRun(CLI::App& app, int* rc) {
       *rc = Fail(images.status());
       return;
     }
-    Reporter reporter(ChooseReports(a->quiet, a->progress, a->stats, !a->json && !a->json_stream));
+    // Streamed text and stream events show the decode progress themselves.
+    Reporter reporter(ChooseReports(a->quiet, a->progress, a->stats, !a->json));
     reporter.BeginLoad();
     auto engine = LoadEngine(a->model);
     reporter.EndLoad();
