@@ -65,9 +65,9 @@ const char* StageName(Stage stage);  // "images", "encode", "prefill", "decode"
 
 struct Progress {
   Stage stage = Stage::kImages;
-  int64_t done = 0;        // units of this stage finished
-  int64_t total = 0;       // units of the whole stage (decode may finish early: eos, stop)
-  double elapsed_ms = 0;   // since the stage began
+  int64_t done = 0;       // units of this stage finished
+  int64_t total = 0;      // units of the whole stage (decode may finish early: eos, stop)
+  double elapsed_ms = 0;  // since the stage began
 };
 
 // Called on the request's thread when a stage begins (done == 0) and after each unit of it

@@ -22,10 +22,14 @@ namespace ocular {
 
 const char* StageName(Stage stage) {
   switch (stage) {
-    case Stage::kImages: return "images";
-    case Stage::kEncode: return "encode";
-    case Stage::kPrefill: return "prefill";
-    case Stage::kDecode: return "decode";
+    case Stage::kImages:
+      return "images";
+    case Stage::kEncode:
+      return "encode";
+    case Stage::kPrefill:
+      return "prefill";
+    case Stage::kDecode:
+      return "decode";
   }
   return "";
 }
@@ -149,8 +153,8 @@ class StopFilter {
   }
 
   std::vector<std::string> stops_;
-  std::string text_;   // everything decoded so far
-  size_t shown_ = 0;   // text_[0, shown_) has been returned by Put
+  std::string text_;  // everything decoded so far
+  size_t shown_ = 0;  // text_[0, shown_) has been returned by Put
   bool stopped_ = false;
 };
 

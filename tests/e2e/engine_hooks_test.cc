@@ -69,8 +69,8 @@ TEST(EngineHooks, ProgressReportsEveryStageInOrderAndEachToken) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const int64_t T = static_cast<int64_t>(r->prompt_ids.size());
   std::vector<std::tuple<Stage, int64_t, int64_t>> want = {
-      {Stage::kImages, 0, 2}, {Stage::kImages, 1, 2}, {Stage::kImages, 2, 2},
-      {Stage::kEncode, 0, 2}, {Stage::kEncode, 2, 2}, {Stage::kPrefill, 0, T},
+      {Stage::kImages, 0, 2},  {Stage::kImages, 1, 2}, {Stage::kImages, 2, 2},
+      {Stage::kEncode, 0, 2},  {Stage::kEncode, 2, 2}, {Stage::kPrefill, 0, T},
       {Stage::kPrefill, T, T}, {Stage::kDecode, 0, 8}};
   for (int64_t k = 1; k <= 8; ++k) want.emplace_back(Stage::kDecode, k, 8);
   ASSERT_EQ(seen.size(), want.size());
@@ -131,7 +131,7 @@ TEST(EngineHooks, StopStringsCutTheAnswerAndAreNeverStreamed) {
   };
   const Case cases[] = {
       {{" and"}, "a red square", "stop"},
-      {{"d s"}, "a re", "stop"},  // spans the pieces " red" and " square"
+      {{"d s"}, "a re", "stop"},                 // spans the pieces " red" and " square"
       {{"square and an", " red"}, "a", "stop"},  // the earliest stop wins
       {{"a red square and an orange triangle!"}, full->text, "eos"},  // held back, then flushed
       {{"zebra", ""}, full->text, "eos"},

@@ -8,11 +8,10 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "ocular/engine.h"
@@ -61,7 +60,8 @@ void AddEval(CLI::App& app, int* rc) {
   auto m = std::make_shared<ModelArgs>();
   auto o = std::make_shared<EvalOptions>();
   AddModelArgs(cmd, m.get(), kCompute | kImages);
-  cmd->add_option("--set", o->eval_set, "held-out JSONL (e.g. models/shapes-paligemma/heldout.jsonl)")
+  cmd->add_option("--set", o->eval_set,
+                  "held-out JSONL (e.g. models/shapes-paligemma/heldout.jsonl)")
       ->required();
   cmd->add_option("--images", o->images_dir, "folder with the set's images")->required();
   cmd->add_option("--limit", o->limit, "first N examples only (0 = all)")
@@ -71,12 +71,12 @@ void AddEval(CLI::App& app, int* rc) {
   auto quiet = std::make_shared<bool>(false);
   auto progress = std::make_shared<bool>(false);
   cmd->add_flag("--quiet,-q", *quiet, "no progress, even on a terminal");
-  cmd->add_flag("--progress", *progress,
-                "show progress on stderr even when it is not a terminal (a line every 25 examples)");
+  cmd->add_flag(
+      "--progress", *progress,
+      "show progress on stderr even when it is not a terminal (a line every 25 examples)");
   cmd->callback([=] {
     if (!o->predictions.empty()) {
-      Status s = CheckOutputIsNotAnInput("--predictions", o->predictions, m->model,
-                                         {o->eval_set});
+      Status s = CheckOutputIsNotAnInput("--predictions", o->predictions, m->model, {o->eval_set});
       if (!s.ok()) {
         *rc = Fail(s);
         return;

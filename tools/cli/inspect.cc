@@ -1,10 +1,9 @@
 // ocular trace / tokenize: look inside a run (activations, the prompt's tokens).
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "ocular/engine.h"
@@ -77,8 +76,7 @@ int PrintPrompt(const Engine& engine, int n_images, const std::string& prompt,
     while (j < n && p->ids[j] == p->ids[i]) ++j;
     const std::string piece = Quoted(engine.TokenPiece(p->ids[i]));
     if (j - i > 1) {
-      std::cout << i << "-" << j - 1 << "\t" << p->ids[i] << "\t" << piece << " x" << j - i
-                << "\n";
+      std::cout << i << "-" << j - 1 << "\t" << p->ids[i] << "\t" << piece << " x" << j - i << "\n";
     } else {
       std::cout << i << "\t" << p->ids[i] << "\t" << piece << "\n";
     }

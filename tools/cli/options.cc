@@ -20,7 +20,8 @@ void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
                     "auto (bf16 for bf16 checkpoints, else f32), f32, bf16 (as torch's bf16 "
                     "run), bf16-fast (no intermediate rounding)")
         ->check(CLI::IsMember({"auto", "f32", "bf16", "bf16-fast"}));
-    cmd->add_option("--kv-cache", a->kv_cache, "KV cache storage (auto: bf16 under bf16 precisions)")
+    cmd->add_option("--kv-cache", a->kv_cache,
+                    "KV cache storage (auto: bf16 under bf16 precisions)")
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));
   }
   if (groups & kImages) {

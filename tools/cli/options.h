@@ -2,11 +2,10 @@
 // or on stdin ("-i -"), and loading an Engine.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "ocular/engine.h"
 #include "ocular/status.h"

@@ -63,9 +63,7 @@ void Reporter::Begin(const char* text) {
   Set(text);
 }
 
-void Reporter::Set(const char* text) {
-  std::snprintf(text_, sizeof(text_), "%s", text);
-}
+void Reporter::Set(const char* text) { std::snprintf(text_, sizeof(text_), "%s", text); }
 
 void Reporter::DrawLocked() {
   if (!active_) return;

@@ -63,9 +63,9 @@ class Reporter {
   std::condition_variable wake_;
   std::thread ticker_;
   bool stop_ = false;
-  bool active_ = false;  // an activity (load or run) is under way and may be shown
-  bool drawn_ = false;   // a live line is on screen
-  Clock::time_point start_{};       // of the activity shown
+  bool active_ = false;        // an activity (load or run) is under way and may be shown
+  bool drawn_ = false;         // a live line is on screen
+  Clock::time_point start_{};  // of the activity shown
   Clock::time_point load_start_{};
   char text_[160] = {};
   double load_ms_ = 0;

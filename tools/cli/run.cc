@@ -43,9 +43,11 @@ constexpr char kChatHelp[] =
 // Options that cannot work together, found before anything is loaded.
 Status CheckRunArgs(const RunArgs& a, bool prompt_given) {
   auto bad = [](const char* what) { return Error(StatusCode::kInvalidArgument, "cli", what); };
-  if (!a.chat && !prompt_given) return bad("--prompt is required (or --chat to read prompts from stdin)");
+  if (!a.chat && !prompt_given)
+    return bad("--prompt is required (or --chat to read prompts from stdin)");
   if (a.chat && ReadsStdin(a.images)) {
-    return bad("--chat reads prompts from stdin, so -i - cannot read an image from it; use /image PATH");
+    return bad(
+        "--chat reads prompts from stdin, so -i - cannot read an image from it; use /image PATH");
   }
   if (a.chat && !a.draw.empty()) return bad("--draw works with one prompt, not --chat");
   if (!a.draw.empty()) {
@@ -111,7 +113,8 @@ int SetChatImages(const std::string& args, std::vector<std::string>* images, boo
   for (const std::string& p : paths) {
     std::error_code ec;
     if (p == "-") {
-      return Fail(Error(StatusCode::kInvalidArgument, "cli", "/image -: stdin carries the prompts"));
+      return Fail(
+          Error(StatusCode::kInvalidArgument, "cli", "/image -: stdin carries the prompts"));
     }
     if (!std::filesystem::is_regular_file(p, ec)) {
       return Fail(Error(StatusCode::kNotFound, "cli", "/image ", p, ": no such file"));
@@ -148,8 +151,8 @@ int Chat(Engine& engine, const RunArgs& a, RunContext ctx, Reporter& reporter) {
     if (line[0] != '/') {
       ctx.image_sources = images;
       StatusOr<std::vector<ImageInput>> inputs = ReadImages(images);
-      const int code = inputs.ok() ? RunOne(engine, a, ctx, *inputs, line, reporter)
-                                   : Fail(inputs.status());
+      const int code =
+          inputs.ok() ? RunOne(engine, a, ctx, *inputs, line, reporter) : Fail(inputs.status());
       if (code != 0) rc = code;
       continue;
     }
@@ -195,8 +198,7 @@ void AddRun(CLI::App& app, int* rc) {
   cmd->add_option("--seed", a->gen.seed, "sampling seed");
   cmd->add_flag("--separate-newline", a->gen.separate_newline,
                 "tokenize the prompt's trailing \\n separately (big_vision style)");
-  cmd->add_option("--draw", a->draw,
-                  "write the first image with the detected boxes to this PNG")
+  cmd->add_option("--draw", a->draw, "write the first image with the detected boxes to this PNG")
       ->default_str("off");
   auto* json = cmd->add_flag("--json", a->json,
                              "print the result as one JSON object (schema ocular.run/1, "
@@ -220,7 +222,8 @@ void AddRun(CLI::App& app, int* rc) {
       return;
     }
     // Images given on stdin are read now, before the model, so a bad pipe costs no load.
-    StatusOr<std::vector<ImageInput>> images = ReadImages(a->chat ? std::vector<std::string>{} : a->images);
+    StatusOr<std::vector<ImageInput>> images =
+        ReadImages(a->chat ? std::vector<std::string>{} : a->images);
     if (!images.ok()) {
       *rc = Fail(images.status());
       return;

@@ -3,10 +3,9 @@
 // version when a field changes meaning or goes away (adding a field keeps it).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ocular/detection.h"
 #include "ocular/engine.h"
@@ -25,8 +24,9 @@ struct RunContext {
 };
 
 // The result object. `boxes`: parsed from the answer, in pixels of the first image.
-nlohmann::ordered_json RunJson(const RunContext& c, const std::string& prompt, const GenerateResult& r,
-                       const std::vector<Detection>& boxes, size_t peak_rss_bytes);
+nlohmann::ordered_json RunJson(const RunContext& c, const std::string& prompt,
+                               const GenerateResult& r, const std::vector<Detection>& boxes,
+                               size_t peak_rss_bytes);
 
 // One top-level member per line, each value on one line (the ids stay greppable and short).
 std::string FormatRunJson(const nlohmann::ordered_json& j);
