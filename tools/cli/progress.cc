@@ -6,13 +6,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "options.h"
-
 namespace ocular::cli {
 
 namespace {
 
-constexpr double kShowAfterMs = 1000;  // a live line appears only for work this long
 constexpr auto kRedraw = std::chrono::milliseconds(150);
 
 double PerSecond(int64_t n, double ms) { return ms > 0 ? n / (ms / 1000.0) : 0.0; }
@@ -68,10 +65,10 @@ void Reporter::Set(const char* text) { std::snprintf(text_, sizeof(text_), "%s",
 void Reporter::DrawLocked() {
   if (!active_) return;
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
-  if (ms < kShowAfterMs) return;
+  if (ms < o_.show_after_ms) return;
   std::fflush(stdout);
-  std::fprintf(stderr, "\r\033[K%s  %.1f s", text_, ms / 1000.0);
-  std::fflush(stderr);
+  std::fprintf(o_.out, "\r\033[K%s  %.1f s", text_, ms / 1000.0);
+  std::fflush(o_.out);
   drawn_ = true;
 }
 
@@ -79,8 +76,8 @@ void Reporter::ClearLocked() {
   active_ = false;
   if (!drawn_) return;
   std::fflush(stdout);
-  std::fputs("\r\033[K", stderr);
-  std::fflush(stderr);
+  std::fputs("\r\033[K", o_.out);
+  std::fflush(o_.out);
   drawn_ = false;
 }
 
@@ -101,7 +98,7 @@ void Reporter::EndLoad() {
   ClearLocked();
   if (o_.progress && !o_.live) {
     std::fflush(stdout);
-    std::fprintf(stderr, "ocular: loaded the model in %.0f ms\n", load_ms_);
+    std::fprintf(o_.out, "ocular: loaded the model in %.0f ms\n", load_ms_);
   }
 }
 
@@ -117,7 +114,7 @@ void Reporter::OnProgress(const Progress& p) {
     // Plain lines: one per finished stage (decode's end is in the summary).
     if (p.stage == Stage::kDecode || p.done != p.total) return;
     std::fflush(stdout);
-    std::fprintf(stderr, "ocular: %s %lld/%lld in %.0f ms\n", stage, done, total, p.elapsed_ms);
+    std::fprintf(o_.out, "ocular: %s %lld/%lld in %.0f ms\n", stage, done, total, p.elapsed_ms);
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -146,7 +143,11 @@ void Reporter::OnProgress(const Progress& p) {
 
 void Reporter::Finish(const GenerateResult& r) {
   Clear();
-  if (o_.stats) Note(SummaryLine(r, PeakRssBytes()));
+  if (o_.stats) {
+    std::fflush(stdout);
+    std::fprintf(o_.out, "%s\n", SummaryLine(r, PeakRssBytes()).c_str());
+    std::fflush(o_.out);
+  }
 }
 
 std::string SummaryLine(const GenerateResult& r, size_t peak_rss_bytes) {

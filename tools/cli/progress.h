@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -18,10 +19,12 @@
 namespace ocular::cli {
 
 struct ReportOptions {
-  bool progress = false;     // show progress (on a terminal: a live line; else plain lines)
-  bool stats = false;        // a summary line after each run
-  bool live = false;         // stderr is a terminal: redraw the progress line in place
-  bool text_on_tty = false;  // the answer streams to a terminal: it is the decode progress
+  bool progress = false;        // show progress (on a terminal: a live line; else plain lines)
+  bool stats = false;           // a summary line after each run
+  bool live = false;            // `out` is a terminal: redraw the progress line in place
+  bool text_on_tty = false;     // the answer streams to a terminal: it is the decode progress
+  std::FILE* out = stderr;      // where progress and the summary go (stdout is flushed first)
+  double show_after_ms = 1000;  // a live line appears once an activity has run this long
 };
 
 // Chooses from the flags and from whether stderr / stdout are terminals.
