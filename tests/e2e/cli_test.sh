@@ -160,6 +160,10 @@ printf 'caption en\n' | "$OCULAR" run -m $M --chat -i $IMG --json >"$TMP/chat.js
 contains "chat --json" "$TMP/chat.json" '"answer": "a red square and an orange triangle"'
 echo "caption en" | "$OCULAR" run -m $M --chat -i - 2>"$TMP/err"
 check "chat with -i - -> 2" 2 $?
+cp $IMG "$TMP/with space.png"
+printf '%s\n' "/image $TMP/with space.png" "answer en what color is the star?" |
+  "$OCULAR" run -m $M --chat >"$TMP/chat.out"
+same "chat: /image of a name with a space" "$TMP/chat.out" <(echo blue)
 printf '/image %s\n' "$TMP/missing.png" | "$OCULAR" run -m $M --chat 2>"$TMP/err"
 check "chat: /image of a missing file -> 3" 3 $?
 "$OCULAR" run -m $M -i $IMG 2>"$TMP/err"

@@ -108,10 +108,14 @@ int RunOne(Engine& engine, const RunArgs& a, const RunContext& ctx,
 // /image PATH...: the images of the next prompts; returns an exit code (0: set).
 int SetChatImages(const std::string& args, std::vector<std::string>* images, bool interactive) {
   std::vector<std::string> paths;
-  std::istringstream in(args);
-  for (std::string p; in >> p;) paths.push_back(p);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(args, ec)) {
+    paths.push_back(args);  // one file whose name has spaces
+  } else {
+    std::istringstream in(args);
+    for (std::string p; in >> p;) paths.push_back(p);
+  }
   for (const std::string& p : paths) {
-    std::error_code ec;
     if (p == "-") {
       return Fail(
           Error(StatusCode::kInvalidArgument, "cli", "/image -: stdin carries the prompts"));
