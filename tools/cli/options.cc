@@ -12,7 +12,9 @@ constexpr size_t kMaxStdinImageBytes = size_t{256} << 20;
 }  // namespace
 
 void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
-  cmd->add_option("--model,-m", a->model, "HF PaliGemma directory")->required();
+  cmd->add_option("--model,-m", a->model,
+                  "HF PaliGemma directory, or a GGUF file (ocular quantize)")
+      ->required();
   if (groups & kCompute) {
     // Bounds and help text: TightenOptions.
     cmd->add_option("--threads,-t", a->threads);
