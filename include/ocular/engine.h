@@ -128,7 +128,8 @@ struct ModelInfo {
   int image_size = 0;
   int image_tokens = 0;
   int vocab_size = 0;
-  std::string weight_dtype;
+  std::string weight_dtype;    // "BF16", "F32", ... (F32 for quantized or mixed matrices)
+  std::string weight_formats;  // every weight matrix format: "bf16", "q4_k+q6_k+bf16", ...
   size_t weight_bytes = 0;
   int threads = 0;
   std::string isa;

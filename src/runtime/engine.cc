@@ -179,6 +179,7 @@ class EngineImpl : public Engine {
     i.image_tokens = s.image_tokens;
     i.vocab_size = s.vocab_size;
     i.weight_dtype = DTypeName(s.weight_dtype);
+    i.weight_formats = s.weight_formats;
     i.weight_bytes = s.weight_bytes;
     i.threads = pool_.size();
     i.isa = backend_.isa();

@@ -140,6 +140,7 @@ void AddBench(CLI::App& app, int* rc) {
     nlohmann::json j = {{"model", m->model},
                         {"architecture", info.architecture},
                         {"weight_dtype", info.weight_dtype},
+                        {"weight_formats", info.weight_formats},
                         {"weight_bytes", info.weight_bytes},
                         {"threads", info.threads},
                         {"isa", info.isa},
