@@ -54,6 +54,29 @@ struct ImageInput {
   bool from_bytes = false;
 };
 
+// The stages of a request, in order, as a ProgressCallback sees them.
+enum class Stage : uint8_t {
+  kImages,   // decode + preprocess the input images; units: images
+  kEncode,   // vision encoder + projector over all images (one pass); units: images
+  kPrefill,  // the decoder over the image + prompt block (one pass); units: prompt tokens
+  kDecode,   // generation; units: tokens generated so far, out of max_tokens
+};
+const char* StageName(Stage stage);  // "images", "encode", "prefill", "decode"
+
+struct Progress {
+  Stage stage = Stage::kImages;
+  int64_t done = 0;       // units of this stage finished
+  int64_t total = 0;      // units of the whole stage (decode may finish early: eos, stop)
+  double elapsed_ms = 0;  // since the stage began
+};
+
+// Called on the request's thread when a stage begins (done == 0) and after each unit of it
+// finishes (an image decoded, a generated token; the encode and the prefill are one pass each,
+// so they report their begin and end only). Stages with no work (no images) are skipped.
+// It runs inside the decode loop: it must be cheap, must not allocate if the caller counts on
+// an allocation-free decode step, must not throw and must not call back into the Engine.
+using ProgressCallback = std::function<void(const Progress& progress)>;
+
 struct GenerateOptions {
   int max_tokens = 64;
   float temperature = 0.0f;  // 0: greedy
@@ -66,6 +89,10 @@ struct GenerateOptions {
   bool separate_newline = false;
   // Never emit ids >= image_token_index (PaliGemma's untrained padding rows). Off = HF parity.
   bool suppress_padding_tokens = false;
+  // Generation also ends when the answer text contains one of these strings (finish_reason
+  // "stop"); the answer is cut before it. Empty strings are ignored.
+  std::vector<std::string> stop;
+  ProgressCallback on_progress;  // optional; see ProgressCallback
 };
 
 struct Timings {
@@ -78,7 +105,9 @@ struct Timings {
 
 struct GenerateResult {
   std::string text;                  // decoded answer, special tokens skipped
-  std::string finish_reason;         // "eos", "length" (max_tokens reached) or "cancelled"
+  // "eos", "length" (max_tokens reached), "stop" (a GenerateOptions::stop string) or
+  // "cancelled" (the token callback returned false).
+  std::string finish_reason;
   std::string raw_text;              // decoded with special tokens (loc/seg visible)
   std::vector<int32_t> prompt_ids;   // the full prefix, image tokens included
   std::vector<int32_t> output_ids;   // generated ids (EOS included if produced)
@@ -89,8 +118,9 @@ struct GenerateResult {
   Timings timings;
 };
 
-// Called with each newly decoded piece of text (never half a UTF-8 character). Returning
-// false stops generation after this piece (finish_reason "cancelled").
+// Called with each newly decoded piece of text (never half a UTF-8 character; with
+// GenerateOptions::stop, never any part of a stop string: the pieces add up to the answer).
+// Returning false stops generation after this piece (finish_reason "cancelled").
 using TokenCallback = std::function<bool(const std::string& piece)>;
 
 struct ModelInfo {
@@ -98,7 +128,8 @@ struct ModelInfo {
   int image_size = 0;
   int image_tokens = 0;
   int vocab_size = 0;
-  std::string weight_dtype;
+  std::string weight_dtype;    // "BF16", "F32", ... (F32 for quantized or mixed matrices)
+  std::string weight_formats;  // every weight matrix format: "bf16", "q4_k+q6_k+bf16", ...
   size_t weight_bytes = 0;
   int threads = 0;
   std::string isa;
@@ -156,6 +187,16 @@ class Engine {
   // Times the vision encoder, prefill and decode on synthetic inputs (no files needed): one
   // image per sequence, `batch` sequences prefilled one by one, then decoded together.
   virtual StatusOr<BenchResult> Bench(const BenchOptions& options) = 0;
+
+  // The prompt Generate builds for `n_images` images and `prompt` under `options`
+  // (separate_newline): image tokens, BOS, the prompt's tokens and the separator, and the
+  // length of its bidirectional prefix. Error: text is not valid UTF-8.
+  struct PromptTokens {
+    std::vector<int32_t> ids;
+    int64_t prefix_len = 0;
+  };
+  virtual StatusOr<PromptTokens> BuildPrompt(int n_images, const std::string& prompt,
+                                             const GenerateOptions& options) const = 0;
 
   // Tokenizer access for debugging prompt formats.
   // Error: text is not valid UTF-8.

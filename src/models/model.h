@@ -45,7 +45,8 @@ struct ModelSpec {
   double image_gflop = 0;     // matmul + attention FLOPs (2 per MAC) to encode one image
   int32_t image_token_id = -1;
   int32_t eos_id = -1;
-  DType weight_dtype = DType::kF32;   // of the weight matrices
+  DType weight_dtype = DType::kF32;   // of the weight matrices (F32 if mixed or quantized)
+  std::string weight_formats;         // every matrix format, "+"-joined: "bf16", "q4_k+q6_k+f32"
   size_t weight_bytes = 0;
   size_t text_weight_bytes = 0;       // what one decode step streams (decoder + output projection)
 };

@@ -4,6 +4,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <mutex>
@@ -18,6 +19,20 @@
 #include "text/tokenizer.h"
 
 namespace ocular {
+
+const char* StageName(Stage stage) {
+  switch (stage) {
+    case Stage::kImages:
+      return "images";
+    case Stage::kEncode:
+      return "encode";
+    case Stage::kPrefill:
+      return "prefill";
+    case Stage::kDecode:
+      return "decode";
+  }
+  return "";
+}
 
 namespace {
 
@@ -71,6 +86,78 @@ StatusOr<KvDType> ChooseKv(const std::string& name, Precision p) {
                "' (auto, f32, bf16)");
 }
 
+// Cuts streamed text at the first stop string (GenerateOptions::stop). Text that could be the
+// beginning of a stop string is held back until the next piece decides, so what is streamed
+// never includes any part of a stop string and always equals the final answer's prefix.
+class StopFilter {
+ public:
+  explicit StopFilter(const std::vector<std::string>& stops) {
+    for (const std::string& s : stops) {
+      if (!s.empty()) stops_.push_back(s);
+    }
+  }
+  bool active() const { return !stops_.empty(); }
+  bool stopped() const { return stopped_; }
+
+  // Adds a decoded piece; returns the text that may be shown now. After a stop string is
+  // found, stopped() is true and nothing more is shown.
+  std::string Put(const std::string& piece) {
+    if (stopped_) return {};
+    text_ += piece;
+    size_t max_len = 0;
+    for (const std::string& s : stops_) max_len = std::max(max_len, s.size());
+    // A stop string cannot begin inside what was shown: that part was never held back.
+    const size_t from = shown_ > max_len ? shown_ - max_len : 0;
+    size_t cut = std::string::npos;
+    for (const std::string& s : stops_) cut = std::min(cut, text_.find(s, from));
+    size_t end = text_.size();
+    if (cut != std::string::npos) {
+      stopped_ = true;
+      end = cut;
+    } else {
+      end -= HeldBack();
+    }
+    std::string out = end > shown_ ? text_.substr(shown_, end - shown_) : std::string();
+    shown_ = std::max(shown_, end);
+    return out;
+  }
+  // The text held back at the end of generation (it turned out not to be a stop string).
+  std::string Finish() {
+    if (stopped_) return {};
+    std::string out = text_.substr(shown_);
+    shown_ = text_.size();
+    return out;
+  }
+  // Cuts `text` (the whole answer decoded at once) before its first stop string.
+  std::string Cut(std::string text) const {
+    size_t cut = std::string::npos;
+    for (const std::string& s : stops_) cut = std::min(cut, text.find(s));
+    if (cut != std::string::npos) text.resize(cut);
+    return text;
+  }
+
+ private:
+  // Length of the longest suffix of the unshown text that is a proper prefix of a stop string.
+  size_t HeldBack() const {
+    const size_t unshown = text_.size() - shown_;
+    size_t keep = 0;
+    for (const std::string& s : stops_) {
+      for (size_t k = std::min(s.size() - 1, unshown); k > keep; --k) {
+        if (text_.compare(text_.size() - k, k, s, 0, k) == 0) {
+          keep = k;
+          break;
+        }
+      }
+    }
+    return keep;
+  }
+
+  std::vector<std::string> stops_;
+  std::string text_;  // everything decoded so far
+  size_t shown_ = 0;  // text_[0, shown_) has been returned by Put
+  bool stopped_ = false;
+};
+
 class EngineImpl : public Engine {
  public:
   EngineImpl(LoadedModel loaded, const EngineOptions& opts, Precision precision, KvDType kv)
@@ -92,6 +179,7 @@ class EngineImpl : public Engine {
     i.image_tokens = s.image_tokens;
     i.vocab_size = s.vocab_size;
     i.weight_dtype = DTypeName(s.weight_dtype);
+    i.weight_formats = s.weight_formats;
     i.weight_bytes = s.weight_bytes;
     i.threads = pool_.size();
     i.isa = backend_.isa();
@@ -187,6 +275,17 @@ class EngineImpl : public Engine {
     return r;
   }
 
+  StatusOr<PromptTokens> BuildPrompt(int n_images, const std::string& prompt,
+                                     const GenerateOptions& o) const override {
+    if (n_images < 0) {
+      return Error(StatusCode::kInvalidArgument, "engine", "n_images must be >= 0, got ", n_images);
+    }
+    PromptOptions po;
+    po.separate_newline = o.separate_newline;
+    OCULAR_ASSIGN_OR_RETURN(Prompt p, processor_->BuildPrompt(n_images, prompt, po));
+    return PromptTokens{std::move(p.ids), p.prefix_len};
+  }
+
   StatusOr<std::vector<int32_t>> Tokenize(const std::string& text) const override {
     return processor_->tokenizer().Encode(text);
   }
@@ -198,10 +297,14 @@ class EngineImpl : public Engine {
  private:
   // Decodes and preprocesses every image into pixels [n, 3, R, R].
   Status LoadPixels(const std::vector<ImageInput>& images, Tensor* pixels,
-                    std::vector<GenerateResult::ImageSize>* sizes) const {
+                    std::vector<GenerateResult::ImageSize>* sizes,
+                    const ProgressCallback& progress) const {
     const int R = model_->spec().image_size;
     sizes->clear();
     if (images.empty()) return Status::Ok();
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t n = static_cast<int64_t>(images.size());
+    if (progress) progress({Stage::kImages, 0, n, 0.0});
     *pixels = Tensor({static_cast<int64_t>(images.size()), 3, R, R});
     DecodeOptions d;
     d.max_pixels = opts_.max_image_pixels;
@@ -216,6 +319,7 @@ class EngineImpl : public Engine {
       sizes->push_back({img->width, img->height});
       OCULAR_ASSIGN_OR_RETURN(Tensor px, processor_->Pixels(*img));
       std::copy(px.data.begin(), px.data.end(), pixels->data.begin() + i * px.numel());
+      if (progress) progress({Stage::kImages, static_cast<int64_t>(i) + 1, n, MsSince(t0)});
     }
     return Status::Ok();
   }
@@ -228,7 +332,7 @@ class EngineImpl : public Engine {
     auto t0 = std::chrono::steady_clock::now();
     GenerateResult r;
     Tensor pixels;
-    OCULAR_RETURN_IF_ERROR(LoadPixels(images, &pixels, &r.image_sizes));
+    OCULAR_RETURN_IF_ERROR(LoadPixels(images, &pixels, &r.image_sizes, o.on_progress));
     const double load_ms = MsSince(t0);
     PromptOptions po;
     po.separate_newline = o.separate_newline;
@@ -245,27 +349,32 @@ class EngineImpl : public Engine {
     req.eos_id = o.stop_at_eos ? tok.eos_id() : -1;
     req.record_prompt_logits = tracer != nullptr;
     req.record_decode_logits = tracer != nullptr;
+    req.progress = o.on_progress ? &o.on_progress : nullptr;
     StreamingDecoder stream(tok, /*skip_special=*/true);
+    StopFilter stop(o.stop);
     TokenSink sink = nullptr;
-    if (on_text) {
+    if (on_text || stop.active()) {
       sink = [&](int32_t id) {
         if (id == req.eos_id) return true;
         std::string piece = stream.Put(id);
-        return piece.empty() || on_text(piece);
+        if (stop.active()) piece = stop.Put(piece);
+        const bool go_on = piece.empty() || !on_text || on_text(piece);
+        return go_on && !stop.stopped();
       };
     }
     OCULAR_ASSIGN_OR_RETURN(GenerationOutput out, ocular::Generate(runner_, kv_, req, tracer, sink));
-    if (on_text && out.finish != FinishReason::kCancelled) {
+    if (sink && out.finish != FinishReason::kCancelled) {
       std::string rest = stream.Finish();
-      if (!rest.empty()) on_text(rest);
+      if (stop.active()) rest = stop.Put(rest) + stop.Finish();
+      if (on_text && !rest.empty()) on_text(rest);
     }
     if (tracer) tracer->Add("decode_logits", std::move(out.decode_logits));
     r.output_ids = out.generated;
-    r.finish_reason = FinishReasonName(out.finish);
+    r.finish_reason = stop.stopped() ? "stop" : FinishReasonName(out.finish);
     std::vector<int32_t> answer = out.generated;
     if (!answer.empty() && answer.back() == tok.eos_id() && o.stop_at_eos) answer.pop_back();
-    r.text = tok.Decode(answer, /*skip_special=*/true);
-    r.raw_text = tok.Decode(answer, /*skip_special=*/false);
+    r.text = stop.Cut(tok.Decode(answer, /*skip_special=*/true));
+    r.raw_text = stop.Cut(tok.Decode(answer, /*skip_special=*/false));
     r.timings.image_ms = load_ms + out.image_ms;
     r.timings.prefill_ms = out.prefill_ms;
     r.timings.decode_ms = out.decode_ms;

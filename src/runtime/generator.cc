@@ -8,6 +8,12 @@ namespace {
 double MsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// Reports one stage's progress if anyone listens (no allocation: Progress is plain data).
+void Report(const ProgressCallback* progress, Stage stage, int64_t done, int64_t total,
+            std::chrono::steady_clock::time_point begin) {
+  if (progress != nullptr && *progress) (*progress)({stage, done, total, MsSince(begin)});
+}
 }  // namespace
 
 StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const GenerationRequest& req,
@@ -35,9 +41,11 @@ StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const Generation
     const int64_t n = req.pixel_values->dim(0);
     feature_rows = n * spec.image_tokens;
     encoded.resize(static_cast<size_t>(feature_rows * spec.hidden_size));
+    Report(req.progress, Stage::kEncode, 0, n, t0);
     runner.EncodeImages(req.pixel_values->data.data(), n, encoded.data(), tracer);
     features = encoded.data();
     out.image_ms = MsSince(t0);
+    Report(req.progress, Stage::kEncode, n, n, t0);
   }
 
   t0 = std::chrono::steady_clock::now();
@@ -50,19 +58,25 @@ StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const Generation
   OCULAR_ASSIGN_OR_RETURN(KvHandle cache, kv.Acquire(capacity));
   Sequence seq(std::move(p), std::move(cache), runner.vocab());
   std::vector<float> prompt_logits;
+  // The prefix is bidirectional, so it runs as one pass: begin and end are all there is.
+  Report(req.progress, Stage::kPrefill, 0, T, t0);
   OCULAR_RETURN_IF_ERROR(runner.Prefill(seq, features, feature_rows, tracer,
                                         req.record_prompt_logits ? &prompt_logits : nullptr));
   out.prefill_ms = MsSince(t0);
+  Report(req.progress, Stage::kPrefill, T, T, t0);
 
   t0 = std::chrono::steady_clock::now();
   const int64_t V = runner.vocab();
   std::vector<float> decode_logits;
   Sequence* batch[] = {&seq};
   // Each iteration hands out the latest token; a failed step adds none.
+  Report(req.progress, Stage::kDecode, 0, req.max_new_tokens, t0);
   while (!seq.generated().empty() && seq.finish_reason() != FinishReason::kFailed) {
     if (req.record_decode_logits) {
       decode_logits.insert(decode_logits.end(), runner.last_logits(0), runner.last_logits(0) + V);
     }
+    Report(req.progress, Stage::kDecode, static_cast<int64_t>(seq.generated().size()),
+           req.max_new_tokens, t0);
     if (on_token && !on_token(seq.last_token())) seq.Cancel();
     if (seq.done()) break;
     runner.DecodeStep(batch);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "ocular/engine.h"
 #include "runtime/kv_pool.h"
 #include "runtime/runner.h"
 #include "runtime/sampler.h"
@@ -23,6 +24,9 @@ struct GenerationRequest {
   int32_t eos_id = -1;                 // stop after emitting this id; -1: never stop early
   bool record_prompt_logits = false;   // logits of every prompt position (tracing)
   bool record_decode_logits = false;   // the logits row that chose each generated token
+  // Told when the encode, prefill and decode stages begin and end, and after each generated
+  // token (ProgressCallback's contract; called allocation-free). Null: no reports.
+  const ProgressCallback* progress = nullptr;
 };
 
 struct GenerationOutput {

@@ -391,7 +391,7 @@ ok_run png_exif_rotate '"output_ids"' run -m "$BASE" -i "$E/exif6.png" -p "capti
 ok_run webp_exif_rotate '"output_ids"' run -m "$BASE" -i "$E/exif8.webp" -p "caption en" --max-tokens 2 --json --exif-rotate
 ok_run threads_max '"output_ids"' run -m "$BASE" -i "$IMG" -p "caption en" --max-tokens 2 --json --threads 1024
 ok_run gguf_q8_0 '"output_ids"' run -m "$GGUF" -i "$IMG" -p "caption en" --max-tokens 2 --json
-ok_run help_shows_defaults 'max-tokens INT:NONNEGATIVE:INT in \[0 - 1048576\]=64' run --help
+ok_run help_shows_defaults 'max-tokens INT:INT in \[0 - 1048576\]=64' run --help
 ok_run help_lists_environment 'OCULAR_THREADS' --help
 ok_run tokenize_has_no_image_options '^Options:' tokenize --help
 if grep -q -- '--max-pixels' "$TMP/out"; then

@@ -80,5 +80,141 @@ contains "unsupported architecture is named" "$TMP/err" "llava"
 "$OCULAR" run -m testdata/tiny/pg1 -p x --max-tokens -3 2>"$TMP/err"
 check "bad option -> 2" 2 $?
 
+# ---- The CLI experience (docs/cli.md) on the shapes model: fast, and a real answer. ----
+M=models/shapes-paligemma
+IMG=$M/sample.png
+lacks() {  # lacks "description" file pattern
+  if grep -q -- "$3" "$2"; then echo "FAIL: $1: '$3' in output:"; cat "$2"; fails=$((fails + 1)); else echo "ok: $1"; fi
+}
+same() {  # same "description" file_a file_b
+  if cmp -s "$2" "$3"; then echo "ok: $1"; else echo "FAIL: $1:"; diff "$2" "$3" | head -20; fails=$((fails + 1)); fi
+}
+
+# --json: schema ocular.run/1, one member per line, ids on one line, the image sizes boxes use.
+"$OCULAR" run -m $M -i $IMG -p "detect star" --json >"$TMP/det.json" 2>"$TMP/err"
+check "run --json" 0 $?
+contains "json names its schema first" "$TMP/det.json" '^  "schema": "ocular.run/1",$'
+contains "json finish_reason eos" "$TMP/det.json" '^  "finish_reason": "eos",$'
+contains "json ids on one line" "$TMP/det.json" '^  "output_ids": \[[0-9,]*\],$'
+contains "json prompt ids on one line" "$TMP/det.json" '^  "prompt_ids": \[[0-9,]*\],$'
+contains "json image size of the boxes" "$TMP/det.json" '"images": \[{"source":"[^"]*sample.png","width":261,"height":193}\]'
+contains "json model facts" "$TMP/det.json" '"model": {"path":"models/shapes-paligemma","architecture":"[^"]*","weight_dtype":"F32","threads":[0-9]*,"isa":"[a-z0-9]*","precision":"f32"'
+contains "json timings" "$TMP/det.json" '"timings": {"load_ms":[0-9.e+-]*,"image_ms":[0-9.e+-]*,"prefill_ms"'
+contains "json detections in image pixels" "$TMP/det.json" '"detections": \[{"label":"star","x0":180.8'
+[[ $(wc -l <"$TMP/det.json") == 14 ]] && echo "ok: json has 12 members, one per line" || { echo "FAIL: json member count"; cat "$TMP/det.json"; fails=$((fails + 1)); }
+lacks "no stats on a non-terminal" "$TMP/err" "stats:"
+"$OCULAR" run -m $M -i $IMG -p "caption en" --max-tokens 2 --json >"$TMP/len.json"
+contains "finish_reason length" "$TMP/len.json" '"finish_reason": "length"'
+"$OCULAR" run -m $M -i $IMG -p "caption en" --stop " and" --json >"$TMP/stop.json"
+contains "finish_reason stop" "$TMP/stop.json" '"finish_reason": "stop"'
+contains "--stop cuts the answer" "$TMP/stop.json" '"answer": "a red square",'
+
+# --json-stream: NDJSON, a start event, token events, then the result.
+"$OCULAR" run -m $M -i $IMG -p "caption en" --json-stream >"$TMP/stream.ndjson"
+check "run --json-stream" 0 $?
+contains "stream starts with its schema" <(head -1 "$TMP/stream.ndjson") '^{"event":"start","schema":"ocular.run/1","prompt":"caption en"}$'
+contains "stream has token events" "$TMP/stream.ndjson" '^{"event":"token","index":1,"text":" red"}$'
+contains "stream ends with the result" <(tail -1 "$TMP/stream.ndjson") '^{"event":"done","schema":"ocular.run/1",.*"finish_reason":"eos"'
+[[ $(grep -vc '^{"event":"[a-z]*",.*}$' "$TMP/stream.ndjson") == 0 ]] && echo "ok: every line is one event object" || { echo "FAIL: stream lines"; fails=$((fails + 1)); }
+"$OCULAR" run -m $M -i $IMG -p x --json --json-stream >/dev/null 2>&1
+check "--json and --json-stream exclude each other -> 2" 2 $?
+"$OCULAR" run -m $M -i "$TMP/missing.png" -p x --json-stream >"$TMP/stream.ndjson" 2>/dev/null
+check "stream: missing image -> 3" 3 $?
+contains "stream reports the error as an event" "$TMP/stream.ndjson" '^{"event":"error","exit_code":3,"message":'
+
+# Progress and summary: only on a terminal, unless asked; --quiet wins.
+"$OCULAR" run -m $M -i $IMG -p "caption en" >"$TMP/out" 2>"$TMP/err"
+same "text answer" "$TMP/out" <(echo "a red square and an orange triangle")
+[[ ! -s "$TMP/err" ]] && echo "ok: nothing on stderr off a terminal" || { echo "FAIL: stderr not empty:"; cat "$TMP/err"; fails=$((fails + 1)); }
+"$OCULAR" run -m $M -i $IMG -p "caption en" --stats --progress >"$TMP/out" 2>"$TMP/err"
+contains "--stats summary" "$TMP/err" '^stats: prompt 68 tok | prefill [0-9.]* tok/s | decode 8 tok, [0-9.]* tok/s | image [0-9]* ms | peak RSS [0-9]* MiB | eos$'
+contains "--progress: loading" "$TMP/err" '^ocular: loaded the model in'
+contains "--progress: image decode, encode, prefill" "$TMP/err" '^ocular: prefill 68/68 in'
+"$OCULAR" run -m $M -i $IMG -p "caption en" --stats --progress -q >"$TMP/out" 2>"$TMP/err"
+[[ ! -s "$TMP/err" ]] && echo "ok: --quiet silences stderr" || { echo "FAIL: --quiet:"; cat "$TMP/err"; fails=$((fails + 1)); }
+if command -v script >/dev/null; then  # a pseudo-terminal: the summary comes by itself
+  script -qec "$OCULAR run -m $M -i $IMG -p 'caption en'" /dev/null >"$TMP/tty" </dev/null
+  contains "terminal: summary after the answer" "$TMP/tty" '^stats: prompt 68 tok'
+  script -qec "$OCULAR run -m $M -i $IMG -p 'caption en' --quiet" /dev/null >"$TMP/tty" </dev/null
+  lacks "terminal: --quiet" "$TMP/tty" 'stats:'
+fi
+
+# Images from stdin: the same answer as from the file.
+"$OCULAR" run -m $M -i - -p "caption en" <$IMG >"$TMP/stdin.txt"
+check "run -i -" 0 $?
+same "-i - answers as the file does" "$TMP/stdin.txt" <(echo "a red square and an orange triangle")
+"$OCULAR" run -m $M -i - -p "caption en" </dev/null 2>"$TMP/err"
+check "-i - with empty stdin -> 2" 2 $?
+
+# --chat: one load, prompts line by line, /image, /help, unknown commands, works piped.
+printf '%s\n' "answer en what color is the star?" "/image $IMG" "caption en" "/bogus" "" \
+  "/help" "answer en what color is the star?" "/image" "/quit" "caption en" |
+  "$OCULAR" run -m $M --chat >"$TMP/chat.out" 2>&1
+check "chat: an unknown command makes the exit code 2" 2 $?
+sed -n 2p "$TMP/chat.out" | grep -qx "a red square and an orange triangle" && echo "ok: chat: /image applies" || { echo "FAIL: chat /image:"; cat "$TMP/chat.out"; fails=$((fails + 1)); }
+# stdout is flushed before each stderr message, so the error follows the answer before it.
+sed -n 3p "$TMP/chat.out" | grep -q "^error: \[cli\] unknown command /bogus" && echo "ok: chat: stdout flushed before stderr" || { echo "FAIL: chat order:"; cat "$TMP/chat.out"; fails=$((fails + 1)); }
+contains "chat: /help" "$TMP/chat.out" "^  /image PATH"
+sed -n '$p' "$TMP/chat.out" | grep -qx "blue" && echo "ok: chat: answers with the image, stops at /quit" || { echo "FAIL: chat end:"; cat "$TMP/chat.out"; fails=$((fails + 1)); }
+printf 'caption en\n' | "$OCULAR" run -m $M --chat -i $IMG --json >"$TMP/chat.json"
+contains "chat --json" "$TMP/chat.json" '"answer": "a red square and an orange triangle"'
+echo "caption en" | "$OCULAR" run -m $M --chat -i - 2>"$TMP/err"
+check "chat with -i - -> 2" 2 $?
+cp $IMG "$TMP/with space.png"
+printf '%s\n' "/image $TMP/with space.png" "answer en what color is the star?" |
+  "$OCULAR" run -m $M --chat >"$TMP/chat.out"
+same "chat: /image of a name with a space" "$TMP/chat.out" <(echo blue)
+printf '/image %s\n' "$TMP/missing.png" | "$OCULAR" run -m $M --chat 2>"$TMP/err"
+check "chat: /image of a missing file -> 3" 3 $?
+"$OCULAR" run -m $M -i $IMG 2>"$TMP/err"
+check "run without --prompt or --chat -> 2" 2 $?
+
+# --draw is checked before generating (nothing printed) and never overwrites an input.
+"$OCULAR" run -m $M -i $IMG -p "detect star" --draw "$TMP/no/dir/x.png" >"$TMP/out" 2>"$TMP/err"
+check "--draw into a missing folder -> 3" 3 $?
+[[ ! -s "$TMP/out" ]] && echo "ok: --draw checked before generating" || { echo "FAIL: generated before checking --draw"; fails=$((fails + 1)); }
+cp $IMG "$TMP/in.png"
+"$OCULAR" run -m $M -i "$TMP/in.png" -p "detect star" --draw "$TMP/in.png" >"$TMP/out" 2>"$TMP/err"
+check "--draw onto the input -> 2" 2 $?
+same "--draw left the input alone" $IMG "$TMP/in.png"
+"$OCULAR" run -m $M -i $IMG -p "detect star" --draw "$TMP/d.png" >"$TMP/out" 2>&1
+sed -n 2p "$TMP/out" | grep -q "^wrote $TMP/d.png (1 boxes)" && echo "ok: --draw message after the answer" || { echo "FAIL: --draw order:"; cat "$TMP/out"; fails=$((fails + 1)); }
+
+# tokenize --prompt: the whole prompt run builds, token by token.
+"$OCULAR" tokenize -m $M --prompt "caption en" -i x.png >"$TMP/tok.txt"
+check "tokenize --prompt" 0 $?
+contains "tokenize --prompt: image tokens" "$TMP/tok.txt" $'^0-63\t1600\t"<image>" x64$'
+contains "tokenize --prompt: BOS" "$TMP/tok.txt" $'^64\t2\t"<bos>"$'
+contains "tokenize --prompt: newline separator" "$TMP/tok.txt" $'^67\t14\t"<0x0A>"$'
+contains "tokenize --prompt: as many tokens as run's prompt" "$TMP/tok.txt" "^# 68 tokens"
+"$OCULAR" tokenize -m $M --prompt "caption en" >"$TMP/tok.txt"
+contains "tokenize --prompt, no image: BOS first" "$TMP/tok.txt" $'^0\t2\t"<bos>"$'
+"$OCULAR" tokenize -m $M 2>"$TMP/err"
+check "tokenize without text -> 2" 2 $?
+
+# --help: defaults, only the options that apply, the environment.
+"$OCULAR" run --help >"$TMP/help.txt"
+contains "run --help shows defaults" "$TMP/help.txt" "--max-tokens INT:INT in \[0 - 1048576\]=64"
+contains "run --help lists OCULAR_ISA" "$TMP/help.txt" "OCULAR_ISA="
+contains "run --help lists OCULAR_THREADS" "$TMP/help.txt" "OCULAR_THREADS="
+"$OCULAR" tokenize --help >"$TMP/help.txt"
+lacks "tokenize --help: no compute options" "$TMP/help.txt" "--precision"
+lacks "tokenize --help: no image options" "$TMP/help.txt" "--max-pixels"
+"$OCULAR" bench --help >"$TMP/help.txt"
+lacks "bench --help: no image options" "$TMP/help.txt" "--exif-rotate"
+contains "bench --help: threads" "$TMP/help.txt" "--threads"
+
+# README's eval example, on the one held-out image shipped (sample.png is scene 22).
+mkdir -p "$TMP/heldout"
+cp $IMG "$TMP/heldout/0022.png"
+grep '"id": 22,' $M/heldout.jsonl >"$TMP/set.jsonl"
+"$OCULAR" eval -m $M --set "$TMP/set.jsonl" --images "$TMP/heldout" >"$TMP/eval.json" 2>"$TMP/err"
+check "eval on a held-out image" 0 $?
+contains "eval scores it" "$TMP/eval.json" '"num_examples": 1'
+[[ ! -s "$TMP/err" ]] && echo "ok: eval: no progress off a terminal" || { echo "FAIL: eval stderr:"; cat "$TMP/err"; fails=$((fails + 1)); }
+"$OCULAR" eval -m $M --set "$TMP/set.jsonl" --images "$TMP/heldout" --progress >/dev/null 2>"$TMP/err"
+contains "eval --progress" "$TMP/err" "^ocular: eval 1/1$"
+contains "README says how to make the held-out images" README.md "tools.demo_model.shapes --heldout --out"
+
 echo "$fails failure(s)"
 [[ $fails == 0 ]]

@@ -29,8 +29,8 @@ Status CheckOutputIsNotAnInput(const char* flag, const std::string& out,
                                const std::vector<std::string>& inputs);
 
 // Bounds, finiteness checks and help text for the options the subcommands define, applied by
-// option name after every subcommand is registered; removes --max-pixels and --exif-rotate
-// from the commands that read no images.
+// option name after every subcommand is registered (each command defines only the options that
+// apply to it: options.h).
 void TightenOptions(CLI::App& app);
 
 // Each registers a subcommand whose callback stores the process exit code in *rc.

@@ -112,24 +112,18 @@ void TightenOptions(CLI::App& app) {
       o->check(CLI::Range(0, kMaxThreads))
           ->description("worker threads; 0 = $OCULAR_THREADS, else the physical cores");
     }
-    // Only the commands that read image files offer the image options.
-    const bool reads_images =
-        cmd->get_name() == "run" || cmd->get_name() == "trace" || cmd->get_name() == "eval";
-    for (const char* name : {"--max-pixels", "--exif-rotate"}) {
-      CLI::Option* o = option(name);
-      if (o != nullptr && !reads_images) cmd->remove_option(o);
-    }
-    if (CLI::Option* o = reads_images ? option("--max-pixels") : nullptr) {
+    if (CLI::Option* o = option("--max-pixels")) {
       o->check(CLI::Range(int64_t{1}, kMaxPixelsLimit))
           ->description("refuse images with more pixels than this (exit 6)");
     }
-    if (CLI::Option* o = reads_images ? option("--exif-rotate") : nullptr) {
+    if (CLI::Option* o = option("--exif-rotate")) {
       o->description(
           "apply EXIF orientation (JPEG, PNG, WebP) as transformers' load_image does; off = "
           "pixels as stored, like Image.open");
     }
-    for (const char* name : {"--max-tokens", "--prompt-tokens", "--decode-tokens"}) {
-      if (CLI::Option* o = option(name)) o->check(CLI::Range(0, kMaxTokens));
+    if (CLI::Option* o = option("--max-tokens")) o->check(CLI::Range(0, kMaxTokens));
+    for (const char* name : {"--prompt-tokens", "--decode-tokens"}) {
+      if (CLI::Option* o = option(name)) o->check(CLI::Range(1, kMaxTokens));
     }
     // CLI::Range and NonNegativeNumber let NaN through: these must be finite.
     if (CLI::Option* o = option("--temperature")) o->check(FiniteRange(0.0, 100.0));

@@ -23,8 +23,7 @@ void AddQuantize(CLI::App& app, int* rc) {
   cmd->add_option("--vision", o->vision,
                   "vision tower and projector: keep (as stored), f32, bf16, f16, q8_0")
       ->check(CLI::IsMember({"keep", "f32", "bf16", "f16", "q8_0"}));
-  cmd->add_option("--threads,-t", o->threads, "worker threads (default: physical cores)")
-      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--threads,-t", o->threads);  // range and help: TightenOptions
   cmd->add_flag("--quiet,-q", *quiet, "no progress and no per-format summary");
   cmd->callback([=] {
     Status checked = CheckOutputIsNotAnInput("--output", o->output, o->input, {});

@@ -71,6 +71,7 @@ Status PaliGemma::BindWeights() {
   const TensorSource& src = *source_;
   std::set<std::string> used;
   std::set<DType> matrix_dtypes;
+  std::set<std::string> formats;
   Status s = ForEachTensor(cfg_, &w_, [&](const std::string& name, const Shape& shape,
                                           WeightSlot slot, bool required) -> Status {
     for (const std::string& cand : NameCandidates(name)) {
@@ -79,6 +80,7 @@ Status PaliGemma::BindWeights() {
       size_t bytes;
       if (slot.matrix) {
         OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
+        formats.insert(WFormatName(slot.matrix->format));
         matrix_dtypes.insert(slot.matrix->format == WFormat::kBF16  ? DType::kBF16
                              : slot.matrix->format == WFormat::kF16 ? DType::kF16
                                                                     : DType::kF32);
@@ -112,6 +114,7 @@ Status PaliGemma::BindWeights() {
     spec_.text_weight_bytes -= w_.text.embed.bytes();  // only looked up, a row per token
   }
   spec_.weight_dtype = matrix_dtypes.size() == 1 ? *matrix_dtypes.begin() : DType::kF32;
+  for (const std::string& f : formats) spec_.weight_formats += (spec_.weight_formats.empty() ? "" : "+") + f;
   return Status::Ok();
 }
 

@@ -1,0 +1,88 @@
+#include "options.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace ocular::cli {
+
+namespace {
+constexpr size_t kMaxStdinImageBytes = size_t{256} << 20;
+}  // namespace
+
+void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
+  cmd->add_option("--model,-m", a->model,
+                  "HF PaliGemma directory, or a GGUF file (ocular quantize)")
+      ->required();
+  if (groups & kCompute) {
+    // Bounds and help text: TightenOptions.
+    cmd->add_option("--threads,-t", a->threads);
+    cmd->add_option("--precision", a->precision,
+                    "auto (bf16 for bf16 checkpoints, else f32), f32, bf16 (as torch's bf16 "
+                    "run), bf16-fast (no intermediate rounding)")
+        ->check(CLI::IsMember({"auto", "f32", "bf16", "bf16-fast"}));
+    cmd->add_option("--kv-cache", a->kv_cache,
+                    "KV cache storage (auto: bf16 under bf16 precisions)")
+        ->check(CLI::IsMember({"auto", "f32", "bf16"}));
+  }
+  if (groups & kImages) {
+    cmd->add_option("--max-pixels", a->max_pixels);
+    cmd->add_flag("--exif-rotate", a->exif_rotate);
+  }
+}
+
+StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch) {
+  EngineOptions o;
+  o.max_batch = max_batch;
+  o.threads = a.threads;
+  o.max_image_pixels = a.max_pixels;
+  o.exif_rotate = a.exif_rotate;
+  o.precision = a.precision;
+  o.kv_cache = a.kv_cache;
+  return Engine::Load(a.model, o);
+}
+
+bool ReadsStdin(const std::vector<std::string>& paths) {
+  return std::find(paths.begin(), paths.end(), "-") != paths.end();
+}
+
+StatusOr<std::vector<ImageInput>> ReadImages(const std::vector<std::string>& paths) {
+  std::vector<ImageInput> out;
+  bool stdin_used = false;
+  for (const std::string& p : paths) {
+    if (p != "-") {
+      out.emplace_back(p);
+      continue;
+    }
+    if (stdin_used) {
+      return Error(StatusCode::kInvalidArgument, "cli", "-i - (stdin) can be given only once");
+    }
+    stdin_used = true;
+    if (::isatty(STDIN_FILENO)) {
+      return Error(StatusCode::kInvalidArgument, "cli",
+                   "-i -: stdin is a terminal; pipe the image in (ocular run -i - ... < cat.jpg)");
+    }
+    std::vector<uint8_t> bytes;
+    uint8_t buf[1 << 16];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof(buf), stdin)) > 0) {
+      if (bytes.size() + n > kMaxStdinImageBytes) {
+        return Error(StatusCode::kResourceExhausted, "cli", "-i -: the image on stdin is over ",
+                     kMaxStdinImageBytes >> 20, " MiB");
+      }
+      bytes.insert(bytes.end(), buf, buf + n);
+    }
+    if (std::ferror(stdin)) return Error(StatusCode::kIoError, "cli", "-i -: reading stdin failed");
+    if (bytes.empty()) return Error(StatusCode::kInvalidArgument, "cli", "-i -: stdin is empty");
+    out.push_back(ImageInput::FromBytes(std::move(bytes), "<stdin>"));
+  }
+  return out;
+}
+
+void Note(const std::string& message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s\n", message.c_str());
+}
+
+}  // namespace ocular::cli

@@ -1,0 +1,48 @@
+// Options and input handling the subcommands share: the model options, images given as files
+// or on stdin ("-i -"), and loading an Engine.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ocular/engine.h"
+#include "ocular/status.h"
+
+namespace ocular::cli {
+
+struct ModelArgs {
+  std::string model;
+  int threads = 0;
+  int64_t max_pixels = 50'000'000;
+  bool exif_rotate = false;
+  std::string precision = "auto";
+  std::string kv_cache = "auto";
+};
+
+// Which groups of model options a subcommand offers (--help lists only what applies).
+enum ModelOptionGroups : unsigned {
+  kModelOnly = 0,
+  kCompute = 1,  // --threads, --precision, --kv-cache: the command runs the model
+  kImages = 2,   // --max-pixels, --exif-rotate: the command decodes images
+};
+
+void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups);
+
+// Loads the model directory with the options given. max_batch: sequences decoded together.
+StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch = 8);
+
+// The images of a request: each path is a file, except "-", which reads the encoded image
+// from stdin (at most once; refused when stdin is a terminal). Errors: kInvalidArgument,
+// kIoError, kResourceExhausted (over 256 MiB on stdin).
+StatusOr<std::vector<ImageInput>> ReadImages(const std::vector<std::string>& paths);
+
+// True if `paths` names stdin ("-").
+bool ReadsStdin(const std::vector<std::string>& paths);
+
+// Writes a message to stderr after flushing stdout, so that what a command printed so far
+// comes first when both go to the same place.
+void Note(const std::string& message);
+
+}  // namespace ocular::cli
