@@ -71,8 +71,8 @@ void SelfAttention(const Exec& ex, const Gemma3TextConfig& cfg, const Gemma3Laye
   ops::Rope(ex, k, rows, hkv, d, kvdim, pos, a.rope_theta, a.rope_divisor);
   r = 0;
   for (const SeqChunk& s : batch.seqs) {
-    // An image run must be whole within one pass (the runner prefills a prompt at once).
-    OCULAR_CHECK(s.start == 0 || s.ids == nullptr || s.count == 1);
+    // Ids (image runs) come with a prompt's first pass only, so a run is never split.
+    OCULAR_CHECK(s.ids == nullptr || s.start == 0, "HINT: SeqChunk::ids is for a prefill");
     s.cache->Store(layer, s.start, s.count, k + r * kvdim, v + r * kvdim, kvdim);
     KeyRanges(s, a, begin + r, end + r);
     // A prompt attends to its fresh K/V (a sliding layer's ring may be shorter than an image
