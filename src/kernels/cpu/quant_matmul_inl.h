@@ -32,6 +32,8 @@ inline float LoadF16(const std::byte* p) {
   return _cvtsh_ss(h);
 }
 
+constexpr int kPrefetchBytes = 512;
+
 inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 inline int32_t HSumI32(__m128i v) {
@@ -112,6 +114,7 @@ void Tile32(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_
     __m256 wd[kN];
     for (int n = 0; n < kN; ++n) {
       const std::byte* blk = w + n * row_bytes + b * kBlockBytes;
+      if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes, _MM_HINT_T0);
       wd[n] = _mm256_set1_ps(LoadF16(blk));
       if constexpr (kF == WFormat::kQ8_0) {
         wv[n] = Isa::PrepQ8(Load256(blk + 2));
@@ -173,30 +176,36 @@ void TileK(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t
     // min twice, so that madd with the 16-value sums gives m_j·Σ_32), and the f16 scales.
     __m256i corr16[kN];
     float d[kN], dmin[kN];
-    alignas(16) uint8_t scm[kN][16];   // Q4_K: sc[0..7], m[0..7]
-    alignas(16) int8_t sc6[kN][16];    // Q6_K: the sixteen int8 scales
+    alignas(32) int16_t sc[kN][16];    // Q4_K: sc[0..7] (then the mins); Q6_K: 16 scales
     for (int n = 0; n < kN; ++n) {
       blk[n] = w + n * row_bytes + b * kBlockBytes;
+      // kN rows stream at once: help the hardware prefetcher (as cpu/bf16_dot.cc does).
+      for (size_t off = 0; off < kBlockBytes; off += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(blk[n]) + kPrefetchBytes + off, _MM_HINT_T0);
+      }
       if constexpr (kF == WFormat::kQ4_K) {
         d[n] = LoadF16(blk[n]);
         dmin[n] = LoadF16(blk[n] + 2);
-        Q4KScalesMins(reinterpret_cast<const uint8_t*>(blk[n] + 4), scm[n]);
-        const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scm[n] + 8));
-        corr16[n] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+        alignas(16) uint8_t scm[16];
+        Q4KScalesMins(reinterpret_cast<const uint8_t*>(blk[n] + 4), scm);
+        const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(scm));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(sc[n]), _mm256_cvtepu8_epi16(v));
+        corr16[n] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v));  // m0 m0 m1 m1 ... m7 m7
       } else {
         d[n] = LoadF16(blk[n] + 208);
         dmin[n] = 0.0f;
-        std::memcpy(sc6[n], blk[n] + 192, 16);
-        corr16[n] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc6[n])));
+        corr16[n] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[n] + 192)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(sc[n]), corr16[n]);
       }
     }
-    for (int c = 0; c < 8; ++c) {  // 32-value chunks
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {  // 32-value chunks (unrolled: shifts and offsets constant)
       __m256i wv[kN], sc16[kN];
       for (int n = 0; n < kN; ++n) {
         if constexpr (kF == WFormat::kQ4_K) {
           const __m256i x = Load256(blk[n] + 16 + 32 * (c / 2));
           wv[n] = _mm256_and_si256(c % 2 ? _mm256_srli_epi16(x, 4) : x, low4);
-          sc16[n] = _mm256_set1_epi16(scm[n][c]);
+          sc16[n] = _mm256_set1_epi16(sc[n][c]);
         } else {  // ql at 0 (low 4 bits), qh at 128 (high 2 bits); layout in quant/blocks.h
           const int h = c / 4, s = c % 4;
           const __m256i lo = Load256(blk[n] + 64 * h + 32 * (s & 1));
@@ -204,7 +213,7 @@ void TileK(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t
           wv[n] = _mm256_or_si256(
               _mm256_and_si256(_mm256_srli_epi16(lo, 4 * (s >> 1)), low4),
               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hi, 2 * s), low2), 4));
-          sc16[n] = _mm256_set_m128i(_mm_set1_epi16(sc6[n][2 * c + 1]), _mm_set1_epi16(sc6[n][2 * c]));
+          sc16[n] = _mm256_set_m128i(_mm_set1_epi16(sc[n][2 * c + 1]), _mm_set1_epi16(sc[n][2 * c]));
         }
       }
       for (int m = 0; m < kM; ++m) {
