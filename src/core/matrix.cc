@@ -37,6 +37,18 @@ bool WFormatFromDType(DType t, WFormat* out) {
   }
 }
 
+Matrix MatrixFromBlocks(const std::byte* data, WFormat f, int64_t rows, int64_t cols) {
+  const int64_t row_bytes = WFormatRowBytes(f, cols);
+  OCULAR_CHECK(row_bytes >= 0 && rows >= 0, "HINT: cols must be a multiple of the block size");
+  Matrix m;
+  m.data = data;
+  m.format = f;
+  m.rows = rows;
+  m.cols = cols;
+  m.row_bytes = static_cast<size_t>(row_bytes);
+  return m;
+}
+
 Matrix MatrixFromView(const TensorView& view, int64_t rows, int64_t cols) {
   Matrix m;
   OCULAR_CHECK(WFormatFromDType(view.dtype, &m.format), "HINT: a float tensor");

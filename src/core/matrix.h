@@ -2,9 +2,10 @@
 //
 // A linear layer's weight is HF's [out_features, in_features] = [rows, cols]; row r (one
 // output feature) starts at data + r * row_bytes. The format says how a row's cols values are
-// encoded: plain floats today, ggml-style quantized blocks (32 or 256 values per block) next,
-// which is why a row is addressed in bytes rather than elements. Kernels keep one entry per
-// format (kernels/kernel_table.h); a format with no kernel is refused at load time.
+// encoded: plain floats, or ggml's quantized blocks (32 or 256 values per block; layouts in
+// kernels/quant/blocks.h), which is why a row is addressed in bytes rather than elements.
+// Kernels keep one entry per format (kernels/kernel_table.h); a format with no kernel is
+// refused at load time. Data needs no alignment.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +37,10 @@ struct Matrix {
   size_t bytes() const { return static_cast<size_t>(rows) * row_bytes; }
   bool empty() const { return data == nullptr; }
 };
+
+// A [rows, cols] matrix of format f over rows * WFormatRowBytes(f, cols) bytes at data (a GGUF
+// tensor, say). REQUIRES: cols is a multiple of WFormatBlockValues(f) (checked by the loader).
+Matrix MatrixFromBlocks(const std::byte* data, WFormat f, int64_t rows, int64_t cols);
 
 // A [rows, cols] matrix over a float tensor view (F32/BF16/F16). REQUIRES: view.numel() ==
 // rows * cols and a float dtype (checked by the loader before calling).

@@ -164,6 +164,9 @@ namespace ops {
 void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
             const TensorView* bias, float* out, int64_t ldo) {
   OCULAR_CHECK(w.cols == K, "HINT: w must be [N, K]");
+  OCULAR_CHECK(K % WFormatBlockValues(w.format) == 0 &&
+                   w.row_bytes == static_cast<size_t>(WFormatRowBytes(w.format, K)),
+               "HINT: a quantized w has whole blocks per row (MatrixFromBlocks)");
   OCULAR_CHECK(M >= 0 && K >= 0 && lda >= K, "HINT: a is [M, K] with row stride lda >= K");
   const int64_t N = w.rows;
   OCULAR_CHECK(ldo >= N, "HINT: out is [M, N] with row stride ldo >= N");

@@ -48,7 +48,7 @@ QuantWeights MakeWeights(WFormat f, int64_t N, int64_t K, uint32_t seed) {
     quant::QuantizeRow(f, x.data() + n * K, K, q.bytes.data() + n * row_bytes);
     quant::DequantizeRow(f, q.bytes.data() + n * row_bytes, K, q.dequant.data() + n * K);
   }
-  q.m = Matrix{q.bytes.data(), f, N, K, static_cast<size_t>(row_bytes)};
+  q.m = MatrixFromBlocks(q.bytes.data(), f, N, K);
   return q;
 }
 
