@@ -18,6 +18,7 @@
 namespace ocular::cpu::quant_avx2 {
 
 struct Isa {
+  static constexpr bool kWideTiles = false;
   static constexpr int kQ8Offset = 0;
   static __m256i DotU8(__m256i acc, __m256i w, __m256i a) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)));

@@ -10,6 +10,7 @@
 //   static constexpr int kQ8Offset;    // 0 or 128 (then -kQ8Offset·Σa is folded into acc)
 //   static __m256i DotScaled(__m256i acc, __m256i w, __m256i a, __m256i sc16)
 //       acc + Σ over int16 lanes of (w[2i]·a[2i] + w[2i+1]·a[2i+1])·sc16[i].
+//   static constexpr bool kWideTiles;  // 4×4 tiles (32 vector registers), else 4×2
 //
 // Numerics: the scalar reference (ref/ref_quant.cc) defines each format's sum; here every
 // integer is the same, each block's integer sum is converted to f32 and scaled in f32, one
@@ -143,17 +144,20 @@ void Tile32(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_
 
 // ------------------------------------------------------------------ Q4_K and Q6_K
 
-// Q4_K's eight 6-bit scales and mins as bytes: sc[0..7] then m[0..7].
-inline void Q4KScalesMins(const uint8_t* packed, uint8_t* out16) {
-  uint32_t u[4];
-  std::memcpy(u, packed, 12);
-  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
-  const uint32_t mins_lo = u[1] & k6;
-  u[3] = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);  // m[4..7]
-  u[1] = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);         // sc[4..7]
-  u[2] = mins_lo;                                           // m[0..3]
-  u[0] &= k6;                                               // sc[0..3]
-  std::memcpy(out16, u, 16);
+// Q4_K's eight 6-bit scales and eight mins (12 packed bytes at p; 16 readable) as bytes
+// sc[0..7], m[0..7] — ggml's get_scale_min_k4 for all j at once:
+//   j < 4:  sc = s[j] & 63,                       m = s[j+4] & 63
+//   j >= 4: sc = (s[j+4] & 15) | (s[j-4] >> 6) << 4, m = (s[j+4] >> 4) | (s[j] >> 6) << 4
+inline __m128i Q4KScalesMins(const std::byte* p) {
+  const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  // a = [s0-3, s8-11, s4-7, s8-11], b = [0, s0-3, 0, s4-7]
+  const __m128i a = _mm_shuffle_epi8(s, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i b = _mm_shuffle_epi8(s, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i lo = _mm_or_si128(
+      _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+      _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+  // (x >> 6) << 4 = (x >> 2) & 0x30 per byte (the 16-bit shift's spill-over is masked off).
+  return _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30)));
 }
 
 template <WFormat kF, int kM, int kN>
@@ -186,9 +190,7 @@ void TileK(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t
       if constexpr (kF == WFormat::kQ4_K) {
         d[n] = LoadF16(blk[n]);
         dmin[n] = LoadF16(blk[n] + 2);
-        alignas(16) uint8_t scm[16];
-        Q4KScalesMins(reinterpret_cast<const uint8_t*>(blk[n] + 4), scm);
-        const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(scm));
+        const __m128i v = Q4KScalesMins(blk[n] + 4);
         _mm256_store_si256(reinterpret_cast<__m256i*>(sc[n]), _mm256_cvtepu8_epi16(v));
         corr16[n] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v));  // m0 m0 m1 m1 ... m7 m7
       } else {
@@ -259,7 +261,7 @@ void TileF(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t
 template <WFormat kF, int kM>
 void Rows(const std::byte* rows, int64_t row_bytes, int64_t i0, int64_t K, const Matrix& w,
           int64_t n0, int64_t n1, float* out, int64_t ldo) {
-  constexpr int kN = kM <= 2 ? 4 : 2;
+  constexpr int kN = kM <= 2 || Isa::kWideTiles ? 4 : 2;
   ActTile<kM> act;
   for (int m = 0; m < kM; ++m) act.row[m] = quant::ActRowAt(kF, rows + (i0 + m) * row_bytes, K);
   int64_t n = n0;

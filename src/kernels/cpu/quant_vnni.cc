@@ -19,6 +19,7 @@
 namespace ocular::cpu::quant_vnni {
 
 struct Isa {
+  static constexpr bool kWideTiles = true;
   static constexpr int kQ8Offset = 128;
   static __m256i DotU8(__m256i acc, __m256i w, __m256i a) { return _mm256_dpbusd_epi32(acc, w, a); }
   static __m256i PrepQ8(__m256i w) { return _mm256_xor_si256(w, _mm256_set1_epi8(-128)); }
