@@ -59,7 +59,8 @@ inline void QuantizeActRowSimd(WFormat f, const float* x, int64_t K, std::byte* 
   for (int64_t b = 0; b < K / block; ++b) {
     const float* xb = x + b * block;
     __m256 vmax = _mm256_setzero_ps();
-    for (int64_t i = 0; i < block; i += 8) vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + i)));
+    for (int64_t i = 0; i < block; i += 8)
+      vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + i)));
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
@@ -73,7 +74,8 @@ inline void QuantizeActRowSimd(WFormat f, const float* x, int64_t K, std::byte* 
         v[j] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(y, lo), hi));
       }
       const __m256i packed = _mm256_permutevar8x32_epi32(
-          _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])), order);
+          _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])),
+          order);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * block + i), packed);
       // Σq per 4 bytes per int32 lane: lanes 0-3 the first 16 values, 4-7 the next 16.
       const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, packed), ones16);
@@ -103,8 +105,8 @@ struct ActTile {
 template <WFormat kF, int kM, int kN>
 void Tile32(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t K, float* out,
             int64_t ldo) {
-  constexpr size_t kBlockBytes = kF == WFormat::kQ8_0 ? sizeof(quant::BlockQ8_0)
-                                                       : sizeof(quant::BlockQ4_0);
+  constexpr size_t kBlockBytes =
+      kF == WFormat::kQ8_0 ? sizeof(quant::BlockQ8_0) : sizeof(quant::BlockQ4_0);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[kM][kN];
   for (int m = 0; m < kM; ++m) {
@@ -115,7 +117,8 @@ void Tile32(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_
     __m256 wd[kN];
     for (int n = 0; n < kN; ++n) {
       const std::byte* blk = w + n * row_bytes + b * kBlockBytes;
-      if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes, _MM_HINT_T0);
+      if (b % 2 == 0)
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes, _MM_HINT_T0);
       wd[n] = _mm256_set1_ps(LoadF16(blk));
       if constexpr (kF == WFormat::kQ8_0) {
         wv[n] = Isa::PrepQ8(Load256(blk + 2));
@@ -131,8 +134,8 @@ void Tile32(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_
       const int offset = kF == WFormat::kQ8_0 ? Isa::kQ8Offset : 8;
       const __m256i corr = _mm256_set1_epi32(-(offset / 8) * act.row[m].sum32[b]);
       for (int n = 0; n < kN; ++n) {
-        const __m256i dot = kF == WFormat::kQ8_0 ? Isa::DotQ8(corr, wv[n], av)
-                                                 : Isa::DotU8(corr, wv[n], av);
+        const __m256i dot =
+            kF == WFormat::kQ8_0 ? Isa::DotQ8(corr, wv[n], av) : Isa::DotU8(corr, wv[n], av);
         acc[m][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(wd[n], ad), acc[m][n]);
       }
     }
@@ -151,11 +154,14 @@ void Tile32(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_
 inline __m128i Q4KScalesMins(const std::byte* p) {
   const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   // a = [s0-3, s8-11, s4-7, s8-11], b = [0, s0-3, 0, s4-7]
-  const __m128i a = _mm_shuffle_epi8(s, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-  const __m128i b = _mm_shuffle_epi8(s, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i a =
+      _mm_shuffle_epi8(s, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i b =
+      _mm_shuffle_epi8(s, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
   const __m128i lo = _mm_or_si128(
       _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
-      _mm_and_si128(_mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+      _mm_and_si128(_mm_srli_epi16(a, 4),
+                    _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
   // (x >> 6) << 4 = (x >> 2) & 0x30 per byte (the 16-bit shift's spill-over is masked off).
   return _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30)));
 }
@@ -163,8 +169,8 @@ inline __m128i Q4KScalesMins(const std::byte* p) {
 template <WFormat kF, int kM, int kN>
 void TileK(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t K, float* out,
            int64_t ldo) {
-  constexpr size_t kBlockBytes = kF == WFormat::kQ4_K ? sizeof(quant::BlockQ4_K)
-                                                       : sizeof(quant::BlockQ6_K);
+  constexpr size_t kBlockBytes =
+      kF == WFormat::kQ4_K ? sizeof(quant::BlockQ4_K) : sizeof(quant::BlockQ6_K);
   const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(0x03);
   __m256 acc[kM][kN];
   for (int m = 0; m < kM; ++m) {
@@ -180,7 +186,7 @@ void TileK(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t
     // min twice, so that madd with the 16-value sums gives m_j·Σ_32), and the f16 scales.
     __m256i corr16[kN];
     float d[kN], dmin[kN];
-    alignas(32) int16_t sc[kN][16];    // Q4_K: sc[0..7] (then the mins); Q6_K: 16 scales
+    alignas(32) int16_t sc[kN][16];  // Q4_K: sc[0..7] (then the mins); Q6_K: 16 scales
     for (int n = 0; n < kN; ++n) {
       blk[n] = w + n * row_bytes + b * kBlockBytes;
       // kN rows stream at once: help the hardware prefetcher (as cpu/bf16_dot.cc does).
@@ -196,7 +202,8 @@ void TileK(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t
       } else {
         d[n] = LoadF16(blk[n] + 208);
         dmin[n] = 0.0f;
-        corr16[n] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[n] + 192)));
+        corr16[n] =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[n] + 192)));
         _mm256_store_si256(reinterpret_cast<__m256i*>(sc[n]), corr16[n]);
       }
     }
@@ -215,7 +222,8 @@ void TileK(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t
           wv[n] = _mm256_or_si256(
               _mm256_and_si256(_mm256_srli_epi16(lo, 4 * (s >> 1)), low4),
               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hi, 2 * s), low2), 4));
-          sc16[n] = _mm256_set_m128i(_mm_set1_epi16(sc[n][2 * c + 1]), _mm_set1_epi16(sc[n][2 * c]));
+          sc16[n] =
+              _mm256_set_m128i(_mm_set1_epi16(sc[n][2 * c + 1]), _mm_set1_epi16(sc[n][2 * c]));
         }
       }
       for (int m = 0; m < kM; ++m) {
@@ -229,14 +237,14 @@ void TileK(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t
       for (int n = 0; n < kN; ++n) {
         const __m256i corr = _mm256_madd_epi16(corr16[n], s16);
         if constexpr (kF == WFormat::kQ4_K) {  // d·Σ sc·q·a − dmin·Σ m·Σa
-          acc[m][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][n]), _mm256_set1_ps(d[n] * ad),
-                                      acc[m][n]);
-          acc[m][n] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(corr), _mm256_set1_ps(dmin[n] * ad),
-                                       acc[m][n]);
+          acc[m][n] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m][n]), _mm256_set1_ps(d[n] * ad), acc[m][n]);
+          acc[m][n] =
+              _mm256_fnmadd_ps(_mm256_cvtepi32_ps(corr), _mm256_set1_ps(dmin[n] * ad), acc[m][n]);
         } else {  // d·Σ sc·(Σ q·a − 32·Σa)
           const __m256i total = _mm256_sub_epi32(isum[m][n], _mm256_slli_epi32(corr, 5));
-          acc[m][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(d[n] * ad),
-                                      acc[m][n]);
+          acc[m][n] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_set1_ps(d[n] * ad), acc[m][n]);
         }
       }
     }
@@ -273,9 +281,8 @@ template <WFormat kF>
 void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                   int64_t n1, float* out, int64_t ldo, float* scratch) {
   quant::ForEachActChunk(
-      kF, a, M, K, lda, reinterpret_cast<std::byte*>(scratch),
-      kernels::MatMulScratchFloats(K) * 4, QuantizeActRowSimd,
-      [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
+      kF, a, M, K, lda, reinterpret_cast<std::byte*>(scratch), kernels::MatMulScratchFloats(K) * 4,
+      QuantizeActRowSimd, [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
         // Weight strips of 64 rows, so that a strip stays in L1/L2 while every activation row
         // of the chunk passes over it.
         for (int64_t s0 = n0; s0 < n1; s0 += 64) {
@@ -286,10 +293,17 @@ void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matri
           }
           float* o = out + (m0 + i) * ldo;
           switch (count - i) {
-            case 3: Rows<kF, 3>(rows, row_bytes, i, K, w, s0, s1, o, ldo); break;
-            case 2: Rows<kF, 2>(rows, row_bytes, i, K, w, s0, s1, o, ldo); break;
-            case 1: Rows<kF, 1>(rows, row_bytes, i, K, w, s0, s1, o, ldo); break;
-            default: break;
+            case 3:
+              Rows<kF, 3>(rows, row_bytes, i, K, w, s0, s1, o, ldo);
+              break;
+            case 2:
+              Rows<kF, 2>(rows, row_bytes, i, K, w, s0, s1, o, ldo);
+              break;
+            case 1:
+              Rows<kF, 1>(rows, row_bytes, i, K, w, s0, s1, o, ldo);
+              break;
+            default:
+              break;
           }
         }
       });
@@ -300,10 +314,15 @@ void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matri
 void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                  int64_t n1, float* out, int64_t ldo, float* scratch) {
   switch (w.format) {
-    case WFormat::kQ8_0: return detail::MatMulFormat<WFormat::kQ8_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ4_0: return detail::MatMulFormat<WFormat::kQ4_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ4_K: return detail::MatMulFormat<WFormat::kQ4_K>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ6_K: return detail::MatMulFormat<WFormat::kQ6_K>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    default: OCULAR_CHECK(false, "HINT: quantized weights only");
+    case WFormat::kQ8_0:
+      return detail::MatMulFormat<WFormat::kQ8_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
+    case WFormat::kQ4_0:
+      return detail::MatMulFormat<WFormat::kQ4_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
+    case WFormat::kQ4_K:
+      return detail::MatMulFormat<WFormat::kQ4_K>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
+    case WFormat::kQ6_K:
+      return detail::MatMulFormat<WFormat::kQ6_K>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
+    default:
+      OCULAR_CHECK(false, "HINT: quantized weights only");
   }
 }

@@ -48,8 +48,8 @@ bool QuantVnniSupported() {
          __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                     int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch) {
+void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                     int64_t n1, float* out, int64_t ldo, float* scratch) {
   quant_vnni::MatMulQuant(a, M, K, lda, w, n0, n1, out, ldo, scratch);
 }
 

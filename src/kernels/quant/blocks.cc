@@ -68,7 +68,9 @@ void QuantizeQ8_0(const float* x, int64_t blocks, BlockQ8_0* y) {
     y[b].d = F32ToF16(d);
     for (int j = 0; j < kQK8_0; ++j) {
       const float q = std::round(x[j] * id);
-      y[b].qs[j] = static_cast<int8_t>(q >= 127.0f ? 127 : q <= -128.0f ? -128 : static_cast<int>(q));
+      y[b].qs[j] = static_cast<int8_t>(q >= 127.0f    ? 127
+                                       : q <= -128.0f ? -128
+                                                      : static_cast<int>(q));
     }
   }
 }
@@ -194,7 +196,8 @@ void QuantizeQ4_K(const float* x, int64_t blocks, BlockQ4_K* y) {
     const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
     const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
     for (int j = 0; j < kQK_K / 32; ++j) {
-      const uint8_t ls = std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_scale * scales[j])));
+      const uint8_t ls =
+          std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_scale * scales[j])));
       const uint8_t lm = std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_min * mins[j])));
       if (j < 4) {
         blk.scales[j] = ls;
@@ -354,7 +357,8 @@ void DequantizeQ4_K(const BlockQ4_K* x, int64_t blocks, float* y) {
       const float dl = d * sc, ml = dmin * m;
       const uint8_t* q = x[b].qs + 32 * (j / 2);
       const int shift = 4 * (j % 2);
-      for (int l = 0; l < 32; ++l) y[32 * j + l] = dl * static_cast<float>((q[l] >> shift) & 0xF) - ml;
+      for (int l = 0; l < 32; ++l)
+        y[32 * j + l] = dl * static_cast<float>((q[l] >> shift) & 0xF) - ml;
     }
   }
 }

@@ -25,28 +25,28 @@
 
 namespace ocular::quant {
 
-inline constexpr int kQK8_0 = 32;   // values per Q8_0 / Q4_0 block
-inline constexpr int kQK_K = 256;   // values per K-format super-block
+inline constexpr int kQK8_0 = 32;  // values per Q8_0 / Q4_0 block
+inline constexpr int kQK_K = 256;  // values per K-format super-block
 
 struct BlockQ8_0 {
   uint16_t d;  // f16 scale
   int8_t qs[kQK8_0];
 };
 struct BlockQ4_0 {
-  uint16_t d;                // f16 scale
-  uint8_t qs[kQK8_0 / 2];    // value j: qs[j] & 15; value 16 + j: qs[j] >> 4
+  uint16_t d;              // f16 scale
+  uint8_t qs[kQK8_0 / 2];  // value j: qs[j] & 15; value 16 + j: qs[j] >> 4
 };
 struct BlockQ4_K {
-  uint16_t d, dmin;          // f16 super-block scale for the scales and for the mins
-  uint8_t scales[12];        // 6-bit scales and mins of the eight 32-value sub-blocks
-  uint8_t qs[kQK_K / 2];     // 64-value chunk c: value 64c + l = qs[32c + l] & 15,
-                             //                   value 64c + 32 + l = qs[32c + l] >> 4
+  uint16_t d, dmin;       // f16 super-block scale for the scales and for the mins
+  uint8_t scales[12];     // 6-bit scales and mins of the eight 32-value sub-blocks
+  uint8_t qs[kQK_K / 2];  // 64-value chunk c: value 64c + l = qs[32c + l] & 15,
+                          //                   value 64c + 32 + l = qs[32c + l] >> 4
 };
 struct BlockQ6_K {
-  uint8_t ql[kQK_K / 2];     // low 4 bits (layout: ggml's dequantize_row_q6_K)
-  uint8_t qh[kQK_K / 4];     // high 2 bits
-  int8_t scales[kQK_K / 16]; // scale of each 16-value group
-  uint16_t d;                // f16 super-block scale
+  uint8_t ql[kQK_K / 2];      // low 4 bits (layout: ggml's dequantize_row_q6_K)
+  uint8_t qh[kQK_K / 4];      // high 2 bits
+  int8_t scales[kQK_K / 16];  // scale of each 16-value group
+  uint16_t d;                 // f16 super-block scale
 };
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ6_K) == 210);

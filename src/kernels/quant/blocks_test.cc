@@ -17,7 +17,7 @@
 namespace ocular::quant {
 namespace {
 
-constexpr WFormat kAll[] = {WFormat::kF32, WFormat::kBF16, WFormat::kF16, WFormat::kQ8_0,
+constexpr WFormat kAll[] = {WFormat::kF32,  WFormat::kBF16, WFormat::kF16, WFormat::kQ8_0,
                             WFormat::kQ4_0, WFormat::kQ4_K, WFormat::kQ6_K};
 
 // A fixture tensor; fails the test (and returns an empty view) when it is missing.
@@ -112,8 +112,10 @@ TEST(BlocksTest, QuantizationErrorIsBounded) {
     WFormat f;
     double gaussian;
   };
-  const Bound bounds[] = {{WFormat::kQ8_0, 0.007}, {WFormat::kQ4_0, 0.11},
-                          {WFormat::kQ4_K, 0.09},  {WFormat::kQ6_K, 0.022}};
+  const Bound bounds[] = {{WFormat::kQ8_0, 0.007},
+                          {WFormat::kQ4_0, 0.11},
+                          {WFormat::kQ4_K, 0.09},
+                          {WFormat::kQ6_K, 0.022}};
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   for (const Bound& b : bounds) {
@@ -153,17 +155,16 @@ TEST(BlocksTest, OddRowsQuantizeSanely) {
                             : f == WFormat::kQ4_0 ? amax / 8.0 * 1.01
                             : f == WFormat::kQ4_K ? amax / 15.0 * 1.5
                                                   : amax / 31.0 * 1.5) +
-                            amax * 1e-3 +
-                            // f16 scales are absolute to 2^-25 (subnormals), times the
-                            // largest multiplier: |q| <= 128, or sc·q + m <= 63·16
-                            std::ldexp(1.0, -25) * (bv == 32 ? 128 : 63 * 16);
+                           amax * 1e-3 +
+                           // f16 scales are absolute to 2^-25 (subnormals), times the
+                           // largest multiplier: |q| <= 128, or sc·q + m <= 63·16
+                           std::ldexp(1.0, -25) * (bv == 32 ? 128 : 63 * 16);
         for (int64_t i = 0; i < bv; ++i) {
           const int64_t k = b * bv + i;
           if (r == 5 && (f == WFormat::kQ8_0 || f == WFormat::kQ4_0)) break;  // f16 d overflows
           ASSERT_TRUE(std::isfinite(y[k])) << WFormatName(f) << " row " << r << " value " << k;
-          ASSERT_LE(std::fabs(y[k] - xr[k]), tol)
-              << WFormatName(f) << " row " << r << " value " << k << ": x " << xr[k] << " got "
-              << y[k];
+          ASSERT_LE(std::fabs(y[k] - xr[k]), tol) << WFormatName(f) << " row " << r << " value "
+                                                  << k << ": x " << xr[k] << " got " << y[k];
         }
       }
     }

@@ -66,9 +66,8 @@ double DotQ4_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
       isum += sc * s;
       msum += m * (s16[2 * j] + s16[2 * j + 1]);
     }
-    sum += static_cast<double>(a.d[b]) *
-           (static_cast<double>(F16ToF32(blk.d)) * isum -
-            static_cast<double>(F16ToF32(blk.dmin)) * msum);
+    sum += static_cast<double>(a.d[b]) * (static_cast<double>(F16ToF32(blk.d)) * isum -
+                                          static_cast<double>(F16ToF32(blk.dmin)) * msum);
   }
   return sum;
 }
@@ -99,24 +98,22 @@ double DotQ6_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
 void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                  int64_t n1, float* out, int64_t ldo, float* scratch) {
   const WFormat f = w.format;
-  double (*dot)(const std::byte*, const quant::ActRow&, int64_t) =
-      f == WFormat::kQ8_0   ? DotQ8_0
-      : f == WFormat::kQ4_0 ? DotQ4_0
-      : f == WFormat::kQ4_K ? DotQ4_K
-      : f == WFormat::kQ6_K ? DotQ6_K
-                            : nullptr;
+  double (*dot)(const std::byte*, const quant::ActRow&, int64_t) = f == WFormat::kQ8_0   ? DotQ8_0
+                                                                   : f == WFormat::kQ4_0 ? DotQ4_0
+                                                                   : f == WFormat::kQ4_K ? DotQ4_K
+                                                                   : f == WFormat::kQ6_K ? DotQ6_K
+                                                                                         : nullptr;
   OCULAR_CHECK(dot != nullptr, "HINT: MatMulQuant takes q8_0, q4_0, q4_k or q6_k weights");
-  quant::ForEachActChunk(
-      f, a, M, K, lda, reinterpret_cast<std::byte*>(scratch),
-      kernels::MatMulScratchFloats(K) * 4, quant::QuantizeActRow,
-      [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
-        for (int64_t i = 0; i < count; ++i) {
-          const quant::ActRow act = quant::ActRowAt(f, rows + i * row_bytes, K);
-          for (int64_t n = n0; n < n1; ++n) {
-            out[(m0 + i) * ldo + n] = static_cast<float>(dot(w.row(n), act, K));
-          }
-        }
-      });
+  quant::ForEachActChunk(f, a, M, K, lda, reinterpret_cast<std::byte*>(scratch),
+                         kernels::MatMulScratchFloats(K) * 4, quant::QuantizeActRow,
+                         [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
+                           for (int64_t i = 0; i < count; ++i) {
+                             const quant::ActRow act = quant::ActRowAt(f, rows + i * row_bytes, K);
+                             for (int64_t n = n0; n < n1; ++n) {
+                               out[(m0 + i) * ldo + n] = static_cast<float>(dot(w.row(n), act, K));
+                             }
+                           }
+                         });
 }
 
 void RowToF32Quant(const Matrix& w, int64_t r, float* out) {
