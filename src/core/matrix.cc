@@ -10,10 +10,11 @@ struct FormatInfo {
   int64_t block_values, block_bytes;
 };
 // ggml's block sizes (QK8_0 = QK4_0 = 32, QK_K = 256): a Q8_0 block is an f16 scale + 32 int8,
-// Q4_0 an f16 scale + 16 bytes of nibbles, Q4_K 144 bytes, Q6_K 210 bytes per 256 values.
+// Q4_0 an f16 scale + 16 bytes of nibbles, Q4_K 144 bytes, Q6_K 210 bytes per 256 values,
+// Q5_0 an f16 scale + 4 bytes of fifth bits + 16 bytes of nibbles.
 constexpr FormatInfo kInfo[kNumWFormats] = {
     {"f32", 1, 4}, {"bf16", 1, 2}, {"f16", 1, 2}, {"q8_0", 32, 34},
-    {"q4_0", 32, 18}, {"q4_k", 256, 144}, {"q6_k", 256, 210},
+    {"q4_0", 32, 18}, {"q4_k", 256, 144}, {"q6_k", 256, 210}, {"q5_0", 32, 22},
 };
 const FormatInfo& Info(WFormat f) { return kInfo[static_cast<int>(f)]; }
 }  // namespace

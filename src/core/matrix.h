@@ -15,8 +15,10 @@
 
 namespace ocular {
 
-enum class WFormat : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
-inline constexpr int kNumWFormats = 7;
+// kQ5_0 comes last so the others keep their indices (llama.cpp's fallback for Q4_K rows that
+// are not a multiple of 256, e.g. in Gemma 3 270M's Q4_K_M file).
+enum class WFormat : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ5_0 };
+inline constexpr int kNumWFormats = 8;
 
 const char* WFormatName(WFormat f);  // "f32", "bf16", "f16", "q8_0", ...
 // Values per block (1 for float formats) and bytes per block.

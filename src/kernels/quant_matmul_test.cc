@@ -26,7 +26,7 @@ namespace {
 
 using namespace ::ocular::kernel_test;  // NOLINT: test helpers
 
-constexpr WFormat kQuantFormats[] = {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ4_K,
+constexpr WFormat kQuantFormats[] = {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K,
                                      WFormat::kQ6_K};
 
 // A [N, K] quantized matrix from random weights (one zero block per row, to exercise d = 0)

@@ -105,9 +105,14 @@ struct ActTile {
 template <WFormat kF, int kM, int kN>
 void Tile32(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t K, float* out,
             int64_t ldo) {
-  constexpr size_t kBlockBytes =
-      kF == WFormat::kQ8_0 ? sizeof(quant::BlockQ8_0) : sizeof(quant::BlockQ4_0);
+  constexpr size_t kBlockBytes = kF == WFormat::kQ8_0   ? sizeof(quant::BlockQ8_0)
+                                 : kF == WFormat::kQ4_0 ? sizeof(quant::BlockQ4_0)
+                                                        : sizeof(quant::BlockQ5_0);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
+  // Q5_0: byte j of a 32-bit qh picks qh byte j / 8 and tests bit j % 8.
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                          2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   __m256 acc[kM][kN];
   for (int m = 0; m < kM; ++m) {
     for (int n = 0; n < kN; ++n) acc[m][n] = _mm256_setzero_ps();
@@ -123,15 +128,23 @@ void Tile32(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_
       if constexpr (kF == WFormat::kQ8_0) {
         wv[n] = Isa::PrepQ8(Load256(blk + 2));
       } else {  // nibbles: value j low, value 16 + j high — the activations' order
-        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+        constexpr int kQs = kF == WFormat::kQ4_0 ? 2 : 6;
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQs));
         wv[n] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), low4);
+        if constexpr (kF == WFormat::kQ5_0) {  // | 16 where bit j of qh is set
+          int32_t qh;
+          std::memcpy(&qh, blk + 2, 4);
+          const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(qh), spread);
+          const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+          wv[n] = _mm256_or_si256(wv[n], _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+        }
       }
     }
     for (int m = 0; m < kM; ++m) {
       const __m256i av = Load256(act.row[m].q + 32 * b);
       const __m256 ad = _mm256_set1_ps(act.row[m].d[b]);
-      // The weights' offset (Q4_0: 8; Q8_0 under VNNI: 128) times Σa, spread over 8 lanes.
-      const int offset = kF == WFormat::kQ8_0 ? Isa::kQ8Offset : 8;
+      // The weights' offset (Q4_0: 8, Q5_0: 16; Q8_0 under VNNI: 128) times Σa, over 8 lanes.
+      const int offset = kF == WFormat::kQ8_0 ? Isa::kQ8Offset : kF == WFormat::kQ4_0 ? 8 : 16;
       const __m256i corr = _mm256_set1_epi32(-(offset / 8) * act.row[m].sum32[b]);
       for (int n = 0; n < kN; ++n) {
         const __m256i dot =
@@ -257,7 +270,7 @@ void TileK(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t
 template <WFormat kF, int kM, int kN>
 void TileF(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t K, float* out,
            int64_t ldo) {
-  if constexpr (kF == WFormat::kQ8_0 || kF == WFormat::kQ4_0) {
+  if constexpr (kF == WFormat::kQ8_0 || kF == WFormat::kQ4_0 || kF == WFormat::kQ5_0) {
     Tile32<kF, kM, kN>(w, row_bytes, act, K, out, ldo);
   } else {
     TileK<kF, kM, kN>(w, row_bytes, act, K, out, ldo);
@@ -318,6 +331,8 @@ void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix
       return detail::MatMulFormat<WFormat::kQ8_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
     case WFormat::kQ4_0:
       return detail::MatMulFormat<WFormat::kQ4_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
+    case WFormat::kQ5_0:
+      return detail::MatMulFormat<WFormat::kQ5_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
     case WFormat::kQ4_K:
       return detail::MatMulFormat<WFormat::kQ4_K>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
     case WFormat::kQ6_K:
