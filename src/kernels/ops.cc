@@ -32,7 +32,8 @@ kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512) {
   kernels::KernelTable t = base;
   const kernels::MatMulFn quant =
       avx512 && cpu::QuantVnniSupported() ? cpu::MatMulQuantVnni : cpu::MatMulQuantAvx2;
-  for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
+  for (WFormat f :
+       {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
     t.matmul[static_cast<int>(f)] = quant;
     t.row_to_f32[static_cast<int>(f)] = ref::RowToF32Quant;
   }
