@@ -1,9 +1,9 @@
 """Regenerates every fixture this package owns, in dependency order (`make fixtures`).
 
 tokenizer -> tiny checkpoints (use the tokenizer) -> goldens (run the checkpoints), then the
-image-pipeline fixtures (PIL / SiglipImageProcessor), the tokenizer fixtures (HF tokenizers /
-sentencepiece on the tiny and real vocabularies) and the ggml block-format fixtures (gguf-py).
-The shapes demo model has its own recipe (tools/demo_model, MODEL_CARD.md).
+image-pipeline fixtures (PIL / SiglipImageProcessor) and the tokenizer fixtures (HF tokenizers /
+sentencepiece on the tiny and real vocabularies), and the ggml block-format fixtures (gguf-py). The shapes demo model has its own recipe
+(tools/demo_model, MODEL_CARD.md).
 Deterministic: running it twice gives byte-identical files (docs/testing.md).
 """
 
