@@ -191,9 +191,10 @@ void TileK(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t
     for (int n = 0; n < kN; ++n) acc[m][n] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < K / 256; ++b) {
-    __m256i isum[kM][kN];
+    // Two integer accumulators per output (even and odd chunks): half the dependency chain.
+    __m256i isum[kM][kN], isum_odd[kM][kN];
     for (int m = 0; m < kM; ++m) {
-      for (int n = 0; n < kN; ++n) isum[m][n] = _mm256_setzero_si256();
+      for (int n = 0; n < kN; ++n) isum[m][n] = isum_odd[m][n] = _mm256_setzero_si256();
     }
     const std::byte* blk[kN];
     // Per weight row: the per-16 scales as int16 for the offset/min correction (Q4_K: each
@@ -242,8 +243,14 @@ void TileK(const std::byte* w, size_t row_bytes, const ActTile<kM>& act, int64_t
       }
       for (int m = 0; m < kM; ++m) {
         const __m256i av = Load256(act.row[m].q + 256 * b + 32 * c);
-        for (int n = 0; n < kN; ++n) isum[m][n] = Isa::DotScaled(isum[m][n], wv[n], av, sc16[n]);
+        for (int n = 0; n < kN; ++n) {
+          __m256i& acc_c = c % 2 ? isum_odd[m][n] : isum[m][n];
+          acc_c = Isa::DotScaled(acc_c, wv[n], av, sc16[n]);
+        }
       }
+    }
+    for (int m = 0; m < kM; ++m) {
+      for (int n = 0; n < kN; ++n) isum[m][n] = _mm256_add_epi32(isum[m][n], isum_odd[m][n]);
     }
     for (int m = 0; m < kM; ++m) {
       const __m256i s16 = Load256(act.row[m].sum16 + 16 * b);
