@@ -687,9 +687,9 @@ void ToF32(const void* data, DType dtype, int64_t n, float* out) {
 
 const kernels::KernelTable kTable = {
     HWY_TARGET == HWY_AVX3 ? "avx512" : (HWY_TARGET == HWY_AVX2 ? "avx2" : "baseline"),
-    // Quantized formats: set by ops.cc (cpu/quant_matmul.h).
-    {MatMulFormat<float>, MatMulFormat<BF16>, MatMulFormat<hwy::float16_t>},
-    {RowToF32<float>, RowToF32<BF16>, RowToF32<hwy::float16_t>},
+    {MatMulFormat<float>, MatMulFormat<BF16>, MatMulFormat<hwy::float16_t>, nullptr, nullptr,
+     nullptr, nullptr},
+    {RowToF32<float>, RowToF32<BF16>, RowToF32<hwy::float16_t>, nullptr, nullptr, nullptr, nullptr},
     nullptr,  // set by ops.cc on AVX512_BF16 CPUs (cpu/bf16_dot.h)
     RmsNorm,
     LayerNorm,
