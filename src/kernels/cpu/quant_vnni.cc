@@ -19,6 +19,7 @@
 namespace ocular::cpu::quant_vnni {
 
 struct Isa {
+  static constexpr bool kWideTiles = true;
   static constexpr int kQ8Offset = 128;
   static __m256i DotU8(__m256i acc, __m256i w, __m256i a) { return _mm256_dpbusd_epi32(acc, w, a); }
   static __m256i PrepQ8(__m256i w) { return _mm256_xor_si256(w, _mm256_set1_epi8(-128)); }
@@ -47,8 +48,8 @@ bool QuantVnniSupported() {
          __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                     int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch) {
+void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                     int64_t n1, float* out, int64_t ldo, float* scratch) {
   quant_vnni::MatMulQuant(a, M, K, lda, w, n0, n1, out, ldo, scratch);
 }
 
