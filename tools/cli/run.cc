@@ -114,9 +114,13 @@ void AddRun(CLI::App& app, int* rc) {
   auto g = std::make_shared<GenArgs>();
   auto json = std::make_shared<bool>(false);
   auto draw = std::make_shared<std::string>();
+  auto seg_model = std::make_shared<std::string>();
   AddModelArgs(cmd, m.get());
   AddGenArgs(cmd, g.get());
   cmd->add_option("--draw", *draw, "write the first image with the detected boxes to this PNG");
+  cmd->add_option("--seg-model", *seg_model,
+                  "mask model for `segment` answers: vae-oid.npz or a safetensors copy "
+                  "(default: vae-oid.npz / vae.safetensors in the model directory)");
   cmd->add_option("--temperature", g->opts.temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
   cmd->add_option("--top-k", g->opts.top_k, "sample among the k most likely (0 = off)")
       ->check(CLI::NonNegativeNumber);
@@ -154,6 +158,14 @@ void AddRun(CLI::App& app, int* rc) {
     std::vector<Detection> boxes;
     if (!r->image_sizes.empty()) {
       boxes = ParseDetections(r->text, r->image_sizes[0].width, r->image_sizes[0].height);
+      // <seg> codes → masks (docs/segmentation.md); the mask model is loaded only for them.
+      auto warning = AttachMasks(&boxes, *seg_model, m->model, r->image_sizes[0].width,
+                                 r->image_sizes[0].height);
+      if (!warning.ok()) {
+        *rc = Fail(warning.status());
+        return;
+      }
+      if (!warning->empty()) std::cerr << *warning << "\n";
     }
     if (*json) {
       nlohmann::json j = {{"answer", r->text},
@@ -224,7 +236,11 @@ void AddEval(CLI::App& app, int* rc) {
   cmd->add_option("--images", o->images_dir, "folder with the set's images")->required();
   cmd->add_option("--limit", o->limit, "first N examples only")->check(CLI::NonNegativeNumber);
   cmd->add_option("--predictions", o->predictions, "write per-example predictions (JSONL)");
+  cmd->add_option("--seg-model", o->seg_model,
+                  "mask model for segment examples (default: vae-oid.npz / vae.safetensors in "
+                  "the model directory)");
   cmd->callback([=] {
+    o->model_dir = m->model;
     if (!o->predictions.empty()) {
       Status s = CheckOutputIsNotAnInput("--predictions", o->predictions, m->model,
                                          {o->eval_set});
