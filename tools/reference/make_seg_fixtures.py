@@ -30,6 +30,8 @@ Writes testdata/seg/:
   vae-small.safetensors the same tensors as vae-small.npz (safetensors.numpy.save_file)
   logits.safetensors    <variant>.codes [n, 16] I64 and <variant>.logits [n, 64, 64] F32: the
                         decoder output, computed in float64 from the f32 weights (the exact math)
+  tiny.npz              two small arrays, one stored and one deflated: the fuzz seed of
+                        fuzz/npz_fuzz.cc
   cases.json            answer strings on a test image size → per object: the loc tokens, the
                         pixel box and the mask as COCO RLE, placed as big_vision's evaluator does
                         (int(loc / 1023 · size) edges, PIL BILINEAR resize of the float logits,
@@ -163,17 +165,22 @@ def check_flax_equivalence(sd, embed_dim, dim):
 
 
 def write_npz(path, arrays, compressed):
+    """See write_npz_members; every member stored or every member deflated."""
+    write_npz_members(path, {k: (v, compressed) for k, v in arrays.items()})
+
+
+def write_npz_members(path, members):
     """np.savez / np.savez_compressed's archive (members NAME.npy written by
     np.lib.format.write_array, zip64 extras as numpy forces them), with a fixed timestamp so
     the file is byte-identical on every run."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    method = zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED
-    with zipfile.ZipFile(path, "w", compression=method) as zf:
-        for name in sorted(arrays):
+    with zipfile.ZipFile(path, "w") as zf:
+        for name in sorted(members):
+            array, compressed = members[name]
             info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = method
+            info.compress_type = zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED
             buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[name]), allow_pickle=False)
+            np.lib.format.write_array(buf, np.ascontiguousarray(array), allow_pickle=False)
             with zf.open(info, "w", force_zip64=True) as f:
                 f.write(buf.getvalue())
 
@@ -281,6 +288,9 @@ def main():
               f"smallest |resized logit| {margin:.2e}, positive share "
               f"{float((ref > 0).mean()):.2f}")
     save_file(tensors, os.path.join(OUT, "logits.safetensors"))
+    write_npz_members(os.path.join(OUT, "tiny.npz"), {
+        "a": (np.arange(6, dtype=np.float32).reshape(2, 3), False),
+        "b": (np.array([1, 2, 3, 4], np.int64), True)})
     common.write_bytes(os.path.join(OUT, "cases.json"),
                        (json.dumps(cases, separators=(",", ":")) + "\n").encode())
     for name in sorted(os.listdir(OUT)):
