@@ -77,7 +77,7 @@ struct EvalOptions {
   std::string predictions;  // if set, one JSON line per example is written here
   // Mask model for "segment" examples (MaskDecoder::Load); empty: FindMaskModel(model dir).
   std::string seg_model;
-  std::string model_dir;    // where FindMaskModel looks
+  std::string model_dir;  // where FindMaskModel looks
 };
 
 // Runs every example through `engine` (greedy) and scores it like

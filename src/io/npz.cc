@@ -78,7 +78,8 @@ class Literal {
 bool ParseDescr(const std::string& descr, DType* out, bool* unsupported) {
   const char order = descr.empty() ? '\0' : descr[0];
   // A valid byte-order mark: a numpy type, if not one we read (u2, c8, M8, O, ...).
-  *unsupported = descr.size() >= 2 && (order == '<' || order == '>' || order == '|' || order == '=');
+  *unsupported =
+      descr.size() >= 2 && (order == '<' || order == '>' || order == '|' || order == '=');
   if (descr.size() < 3) return false;
   const std::string kind = descr.substr(1);
   struct Entry {
@@ -188,7 +189,8 @@ StatusOr<NpyHeader> ParseNpyHeader(std::string_view npy, std::string_view where)
   for (char c : lit.rest()) {
     if (c != ' ') return bad("text after the dict");
   }
-  if (!have_descr || !have_order || !have_shape) return bad("missing descr, fortran_order or shape");
+  if (!have_descr || !have_order || !have_shape)
+    return bad("missing descr, fortran_order or shape");
   NpyHeader h;
   bool unsupported = false;
   if (!ParseDescr(descr, &h.dtype, &unsupported)) {
@@ -254,11 +256,12 @@ StatusOr<NpzFile> NpzFile::FromBytes(std::string_view bytes, const std::string& 
     zip_error_fini(&err);
     return s;
   }
-  std::unique_ptr<zip_t, ZipDiscard> za(zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &err));
+  std::unique_ptr<zip_t, ZipDiscard> za(
+      zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &err));
   if (za == nullptr) {
     zip_source_free(src);
-    Status s = Error(StatusCode::kDataLoss, "npz", name, ": not a readable .npz (zip) archive: ",
-                     zip_error_strerror(&err));
+    Status s = Error(StatusCode::kDataLoss, "npz", name,
+                     ": not a readable .npz (zip) archive: ", zip_error_strerror(&err));
     zip_error_fini(&err);
     return s;
   }
@@ -293,8 +296,8 @@ StatusOr<NpzFile> NpzFile::FromBytes(std::string_view bytes, const std::string& 
     std::unique_ptr<zip_file_t, ZipFileClose> f(
         zip_fopen_index(za.get(), static_cast<zip_uint64_t>(i), 0));
     if (f == nullptr) {
-      return Error(StatusCode::kDataLoss, "npz", where, ": cannot open member: ",
-                   zip_strerror(za.get()));
+      return Error(StatusCode::kDataLoss, "npz", where,
+                   ": cannot open member: ", zip_strerror(za.get()));
     }
     std::string data(static_cast<size_t>(st.size), '\0');
     size_t got = 0;
@@ -316,8 +319,7 @@ StatusOr<NpzFile> NpzFile::FromBytes(std::string_view bytes, const std::string& 
     OCULAR_ASSIGN_OR_RETURN(NpyArray array, ParseNpy(data, where));
     const std::string array_name = member.substr(0, member.size() - 4);
     if (!out.arrays_.emplace(array_name, std::move(array)).second) {
-      return Error(StatusCode::kDataLoss, "npz", where, ": array '", array_name,
-                   "' appears twice");
+      return Error(StatusCode::kDataLoss, "npz", where, ": array '", array_name, "' appears twice");
     }
   }
   return out;

@@ -27,7 +27,7 @@ namespace ocular {
 
 // Caps: far above the PaliGemma mask VAE (vae-oid.npz, ~10 MB), low enough that a crafted
 // archive cannot exhaust memory before a clear error (kResourceExhausted).
-inline constexpr int64_t kMaxNpzFileBytes = int64_t{1} << 30;       // the archive on disk
+inline constexpr int64_t kMaxNpzFileBytes = int64_t{1} << 30;          // the archive on disk
 inline constexpr int64_t kMaxNpzUncompressedBytes = int64_t{1} << 30;  // all members together
 inline constexpr int kMaxNpzMembers = 4096;
 inline constexpr int kMaxNpyDims = 32;  // numpy's NPY_MAXDIMS (64 in numpy 2) is the real cap

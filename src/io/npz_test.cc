@@ -39,13 +39,17 @@ TEST(Npy, ParsesTheHeadersNumpyWrites) {
     int major;
   };
   const Case cases[] = {
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (128, 512), }", DType::kF32,
-       {128, 512}, 1},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (128, 512), }",
+       DType::kF32,
+       {128, 512},
+       1},
       {"{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", DType::kF64, {3}, 1},
       {"{'descr': '<i8', 'fortran_order': False, 'shape': (), }", DType::kI64, {}, 2},
       {"{'descr': '|u1', 'fortran_order': False, 'shape': (2, 0, 4), }", DType::kU8, {2, 0, 4}, 3},
-      {"{'shape': (1, 1, 1, 1), 'fortran_order': False, 'descr': '<f2'}", DType::kF16,
-       {1, 1, 1, 1}, 1},
+      {"{'shape': (1, 1, 1, 1), 'fortran_order': False, 'descr': '<f2'}",
+       DType::kF16,
+       {1, 1, 1, 1},
+       1},
       {"{\"descr\": \"|b1\", \"fortran_order\": False, \"shape\": (5L,)}", DType::kBool, {5}, 1},
   };
   for (const Case& c : cases) {
@@ -80,24 +84,24 @@ TEST(Npy, RefusesMalformedHeadersWithClearErrors) {
        StatusCode::kDataLoss, "unknown key 'x'"},
       {Npy("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", 8),
        StatusCode::kDataLoss, "descr"},
-      {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", 8),
-       StatusCode::kDataLoss, "non-negative"},
+      {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", 8), StatusCode::kDataLoss,
+       "non-negative"},
       {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, }", 8), StatusCode::kDataLoss,
        "shape"},
-      {Npy("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", 8),
-       StatusCode::kDataLoss, "True/False"},
+      {Npy("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", 8), StatusCode::kDataLoss,
+       "True/False"},
       {Npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8),
        StatusCode::kUnimplemented, "'>f4' is not supported"},
       {Npy("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", 8),
        StatusCode::kUnimplemented, "not supported"},
-      {Npy("{'descr': 'hello', 'fortran_order': False, 'shape': (2,), }", 8),
-       StatusCode::kDataLoss, "not a numpy dtype"},
+      {Npy("{'descr': 'hello', 'fortran_order': False, 'shape': (2,), }", 8), StatusCode::kDataLoss,
+       "not a numpy dtype"},
       {Npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", 8),
        StatusCode::kUnimplemented, "Fortran-order"},
       {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000, 1000000), }", 0),
        StatusCode::kResourceExhausted, "limit"},
-      {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), } x", 8),
-       StatusCode::kDataLoss, "text after the dict"},
+      {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), } x", 8), StatusCode::kDataLoss,
+       "text after the dict"},
   };
   for (const Case& c : cases) {
     auto a = ParseNpy(c.npy, "vae.npz:x.npy");
@@ -123,7 +127,7 @@ TEST(Npz, ReadsStoredAndDeflatedArchives) {
     EXPECT_EQ(emb->dtype, DType::kF32);
     EXPECT_EQ(emb->shape[0], 128);
     EXPECT_NE(npz->Find("decoder.12.bias"), nullptr);
-    EXPECT_EQ(npz->Find("decoder.12.bias.npy"), nullptr);  // names lose ".npy"
+    EXPECT_EQ(npz->Find("decoder.12.bias.npy"), nullptr);           // names lose ".npy"
     EXPECT_EQ(npz->arrays().size(), 1u + 2 * (1 + 6 + 4 + 1) + 2);  // + the encoder stand-ins
   }
   auto full = NpzFile::Open("testdata/seg/vae-full.npz");
@@ -149,8 +153,8 @@ TEST(Npz, RefusesMissingAndCorruptArchives) {
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kDataLoss) << f.status().ToString();
   // Every truncation is an error, never a crash.
-  for (size_t cut : {size_t{0}, size_t{4}, size_t{100}, full.size() / 2, full.size() - 22,
-                     full.size() - 1}) {
+  for (size_t cut :
+       {size_t{0}, size_t{4}, size_t{100}, full.size() / 2, full.size() - 22, full.size() - 1}) {
     auto t = NpzFile::FromBytes(std::string_view(full).substr(0, cut), "cut.npz");
     EXPECT_FALSE(t.ok()) << cut;
   }

@@ -158,14 +158,14 @@ StatusOr<InstanceMask> MaskFromCocoRle(const std::vector<int64_t>& counts, int i
   int64_t sum = 0;
   for (int64_t c : counts) {
     if (c < 0 || c > total - sum) {
-      return Error(StatusCode::kDataLoss, "mask", "RLE counts are negative or exceed the ",
-                   image_w, "x", image_h, " image");
+      return Error(StatusCode::kDataLoss, "mask", "RLE counts are negative or exceed the ", image_w,
+                   "x", image_h, " image");
     }
     sum += c;
   }
   if (sum != total) {
-    return Error(StatusCode::kDataLoss, "mask", "RLE counts sum to ", sum, ", the ", image_w,
-                 "x", image_h, " image has ", total, " pixels");
+    return Error(StatusCode::kDataLoss, "mask", "RLE counts sum to ", sum, ", the ", image_w, "x",
+                 image_h, " image has ", total, " pixels");
   }
   InstanceMask m;
   m.image_width = m.width = image_w;

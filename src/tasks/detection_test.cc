@@ -117,8 +117,12 @@ TEST(ParseDetections, MatchesShapesWorldGroundTruth) {
 // `segment` answers: 16 <seg> codes after the box are kept (in order) with the raw locs.
 TEST(ParseDetections, KeepsSegCodesAndRawLocs) {
   std::string seg;
-  for (int k = 0; k < 16; ++k) seg += "<seg" + std::string(k * 7 < 10 ? "00" : k * 7 < 100 ? "0" : "") +
-                                      std::to_string(k * 7) + ">";
+  for (int k = 0; k < 16; ++k)
+    seg += "<seg" +
+           std::string(k * 7 < 10    ? "00"
+                       : k * 7 < 100 ? "0"
+                                     : "") +
+           std::to_string(k * 7) + ">";
   auto d = ParseDetections("<loc0900><loc0100><loc0200><loc0400> " + seg + " cat ; " +
                                "<loc0001><loc0002><loc0003><loc0004> dog ; " +
                                "<loc0001><loc0002><loc0003><loc0004><seg001><seg002> short",
@@ -129,7 +133,7 @@ TEST(ParseDetections, KeepsSegCodesAndRawLocs) {
   EXPECT_EQ(d[0].seg[0], 0);
   EXPECT_EQ(d[0].seg[15], 105);
   EXPECT_EQ(d[0].loc, (std::array<int, 4>{900, 100, 200, 400}));  // as emitted, not reordered
-  EXPECT_FLOAT_EQ(d[0].y0, 200.0f / 1023.0f * 100.0f);             // the box is ordered
+  EXPECT_FLOAT_EQ(d[0].y0, 200.0f / 1023.0f * 100.0f);            // the box is ordered
   EXPECT_TRUE(d[1].seg.empty());
   EXPECT_EQ(d[1].label, "dog");
   // Fewer than 16 codes are not a mask: no codes, and the parse stops at the '<'.

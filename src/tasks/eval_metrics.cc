@@ -57,9 +57,8 @@ float BoxIoU(const Detection& a, const Detection& b) {
 
 std::vector<BoxMatch> MatchDetections(const std::vector<Detection>& predictions,
                                       const std::vector<Detection>& ground_truth) {
-  return GreedyMatch(predictions, ground_truth, [](const Detection& p, const Detection& g) {
-    return BoxIoU(p, g);
-  });
+  return GreedyMatch(predictions, ground_truth,
+                     [](const Detection& p, const Detection& g) { return BoxIoU(p, g); });
 }
 
 float MaskIoU(const InstanceMask& a, const InstanceMask& b) {
@@ -82,10 +81,10 @@ void SegmentationMetrics::Add(const std::vector<Detection>& predictions,
                               const std::vector<Detection>& ground_truth) {
   num_predictions_ += static_cast<int>(predictions.size());
   num_ground_truth_ += static_cast<int>(ground_truth.size());
-  const auto matches = GreedyMatch(predictions, ground_truth,
-                                   [](const Detection& p, const Detection& g) {
-                                     return p.mask && g.mask ? MaskIoU(*p.mask, *g.mask) : 0.0f;
-                                   });
+  const auto matches =
+      GreedyMatch(predictions, ground_truth, [](const Detection& p, const Detection& g) {
+        return p.mask && g.mask ? MaskIoU(*p.mask, *g.mask) : 0.0f;
+      });
   for (const BoxMatch& m : matches) ious_.push_back(m.iou);
 }
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace ocular {
 namespace {
@@ -113,7 +113,7 @@ TEST(SegmentationMetrics, MatchesByMaskIoUWithinLabels) {
   const std::vector<Detection> gt = {det("a", Rect(20, 20, 0, 0, 10, 10)),
                                      det("b", Rect(20, 20, 10, 10, 10, 10))};
   const std::vector<Detection> pred = {det("a", Rect(20, 20, 5, 0, 10, 10)),   // IoU 1/3
-                                       det("b", std::nullopt),                  // no mask
+                                       det("b", std::nullopt),                 // no mask
                                        det("a", Rect(20, 20, 0, 0, 10, 10))};  // IoU 1
   SegmentationMetrics m;
   m.Add(pred, gt);

@@ -1,8 +1,8 @@
 #include "tasks/eval_set.h"
 
 #include <cmath>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/file_io.h"
 #include "tasks/eval_metrics.h"
@@ -15,7 +15,8 @@ using nlohmann::json;
 // "masks": [{"size": [h, w], "counts": [...]}, ...], one per box, sized like the image.
 Status ParseMasks(const json& j, EvalExample* ex) {
   if (!j.contains("masks") || !j["masks"].is_array() || j["masks"].size() != ex->boxes.size()) {
-    return Status(StatusCode::kDataLoss, "segment example without a 'masks' array of one mask per box");
+    return Status(StatusCode::kDataLoss,
+                  "segment example without a 'masks' array of one mask per box");
   }
   for (size_t i = 0; i < ex->boxes.size(); ++i) {
     const json& m = j["masks"][i];
@@ -25,13 +26,14 @@ Status ParseMasks(const json& j, EvalExample* ex) {
       return Status(StatusCode::kDataLoss, "a mask is not {\"size\": [h, w], \"counts\": [...]}");
     }
     if (m["size"][0].get<int64_t>() != ex->height || m["size"][1].get<int64_t>() != ex->width) {
-      return Status(StatusCode::kDataLoss, StrCat("a mask's size ", ShortJson(m["size"]),
-                                                  " is not the image's [", ex->height, ", ",
-                                                  ex->width, "]"));
+      return Status(StatusCode::kDataLoss,
+                    StrCat("a mask's size ", ShortJson(m["size"]), " is not the image's [",
+                           ex->height, ", ", ex->width, "]"));
     }
     std::vector<int64_t> counts;
     for (const json& c : m["counts"]) {
-      if (!c.is_number_integer()) return Status(StatusCode::kDataLoss, "a mask count is not an integer");
+      if (!c.is_number_integer())
+        return Status(StatusCode::kDataLoss, "a mask count is not an integer");
       counts.push_back(c.get<int64_t>());
     }
     StatusOr<InstanceMask> mask = MaskFromCocoRle(counts, ex->width, ex->height);

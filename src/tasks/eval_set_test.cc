@@ -104,9 +104,13 @@ TEST(DetectionsJson, ListsBoxesAndSurvivesBadUtf8) {
 TEST(EvalSet, ScoresSegmentExamplesByMaskIoU) {
   std::ifstream f("testdata/seg/cases.json");
   const auto c = nlohmann::json::parse(f)["variants"]["small"];
-  nlohmann::json ex = {{"id", 7}, {"image", "x.png"}, {"width", c["image"][0]},
-                       {"height", c["image"][1]}, {"kind", "segment"},
-                       {"prefix", "segment cat ; big dog"}, {"suffix", c["answer"]}};
+  nlohmann::json ex = {{"id", 7},
+                       {"image", "x.png"},
+                       {"width", c["image"][0]},
+                       {"height", c["image"][1]},
+                       {"kind", "segment"},
+                       {"prefix", "segment cat ; big dog"},
+                       {"suffix", c["answer"]}};
   nlohmann::json boxes = nlohmann::json::array(), masks = nlohmann::json::array();
   for (const auto& o : c["objects"]) {
     if (!o.contains("mask")) continue;
@@ -132,7 +136,8 @@ TEST(EvalSet, ScoresSegmentExamplesByMaskIoU) {
   EXPECT_DOUBLE_EQ(s->mask_miou, 1.0);
   EXPECT_NE(EvalSummaryJson(*s).find("\"mask_miou\""), std::string::npos);
   // The same answer with the other variant's codes decodes other masks: IoU below 1.
-  const auto other = nlohmann::json::parse(std::ifstream("testdata/seg/cases.json"))["variants"]["full"];
+  const auto other =
+      nlohmann::json::parse(std::ifstream("testdata/seg/cases.json"))["variants"]["full"];
   auto s2 = ScoreEvalSet(*set, {other["answer"].get<std::string>()}, decoder->get());
   ASSERT_TRUE(s2.ok());
   EXPECT_LT(s2->mask_miou, 1.0);
@@ -142,8 +147,8 @@ TEST(EvalSet, ScoresSegmentExamplesByMaskIoU) {
   for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
            {"masks", nlohmann::json::array()},
            {"masks", nlohmann::json::array({masks[0], {{"size", {1, 1}}, {"counts", {1}}}})},
-           {"masks", nlohmann::json::array({masks[0], {{"size", masks[1]["size"]},
-                                                       {"counts", {1, 2, 3}}}})}}) {
+           {"masks", nlohmann::json::array(
+                         {masks[0], {{"size", masks[1]["size"]}, {"counts", {1, 2, 3}}}})}}) {
     nlohmann::json bad = ex;
     bad[key] = value;
     auto r = LoadEvalSet(WriteTemp("badseg.jsonl", bad.dump() + "\n"));

@@ -305,14 +305,14 @@ std::vector<float> DecodeMaskLogits(const MaskDecoder::Weights& w, const int* co
                 &x[static_cast<size_t>(k) * w.embed_dim]);
   }
   int s = kGrid;
-  x = Conv2d(x, s, s, w.conv_in);  // x = Conv(dim, 1×1)(x)
-  Relu(&x);                        // x = relu(x)
-  for (const auto& rb : w.res) {   // x = ResBlock(dim)(x), twice:
-    std::vector<float> h = Conv2d(x, s, s, rb[0]);  //   h = Conv(3×3)(x)
-    Relu(&h);                                        //   h = relu(h)
-    h = Conv2d(h, s, s, rb[1]);                      //   h = Conv(3×3)(h)
-    Relu(&h);                                        //   h = relu(h)
-    h = Conv2d(h, s, s, rb[2]);                      //   h = Conv(1×1)(h)
+  x = Conv2d(x, s, s, w.conv_in);                        // x = Conv(dim, 1×1)(x)
+  Relu(&x);                                              // x = relu(x)
+  for (const auto& rb : w.res) {                         // x = ResBlock(dim)(x), twice:
+    std::vector<float> h = Conv2d(x, s, s, rb[0]);       //   h = Conv(3×3)(x)
+    Relu(&h);                                            //   h = relu(h)
+    h = Conv2d(h, s, s, rb[1]);                          //   h = Conv(3×3)(h)
+    Relu(&h);                                            //   h = relu(h)
+    h = Conv2d(h, s, s, rb[2]);                          //   h = Conv(1×1)(h)
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];  // x = h + x
   }
   for (const MaskConv& up : w.up) {  // 4×: x = relu(ConvTranspose(4×4, stride 2)(x))
@@ -447,8 +447,7 @@ StatusOr<std::string> AttachMasks(std::vector<Detection>* detections, const std:
   if (!HasSegCodes(*detections)) return std::string();
   const std::string path = seg_model.empty() ? FindMaskModel(model_dir) : seg_model;
   if (path.empty()) {
-    return StrCat("warning: the answer has <seg> codes but no mask model was found (",
-                  model_dir,
+    return StrCat("warning: the answer has <seg> codes but no mask model was found (", model_dir,
                   "/vae-oid.npz or vae.safetensors); masks are not decoded. Pass --seg-model "
                   "PATH (docs/segmentation.md says where to get vae-oid.npz).");
   }

@@ -40,15 +40,21 @@ struct MaskConv {
   std::vector<float> b;  // [out]
 };
 
+// K codes of dimension D; decoder width C (vae-oid.npz: K = 128, D = 512, C = 128).
 struct MaskDecoder::Weights {
-  int num_codes = 0;                   // K: 128
-  int embed_dim = 0;                   // D: 512
-  std::vector<float> codebook;         // [K, D]          _vq_vae._embedding
-  MaskConv conv_in;                    // 1×1, D → C      decoder.0            (flax Conv_0)
-  std::array<std::array<MaskConv, 3>, 2> res;  // 3×3, 3×3, 1×1, C → C  decoder.{2,3}.net.{0,2,4}
-  std::array<MaskConv, 4> up;          // 4×4 stride 2 transposed, C → C/1,2,4,8  decoder.{4,6,8,10}
-  MaskConv conv_out;                   // 1×1, C/8 → 1    decoder.12           (flax Conv_1)
-  int mask_size = 64;                  // 4 × 2^4
+  int num_codes = 0;  // K
+  int embed_dim = 0;  // D
+  // [K, D]  _vq_vae._embedding
+  std::vector<float> codebook;
+  // 1×1, D → C  decoder.0  (flax Conv_0)
+  MaskConv conv_in;
+  // per block: 3×3, 3×3, 1×1, C → C  decoder.{2,3}.net.{0,2,4}  (flax ResBlock_{0,1})
+  std::array<std::array<MaskConv, 3>, 2> res;
+  // 4×4 stride 2 transposed: C → C, C/2, C/4, C/8  decoder.{4,6,8,10}  (ConvTranspose_{0..3})
+  std::array<MaskConv, 4> up;
+  // 1×1, C/8 → 1  decoder.12  (flax Conv_1)
+  MaskConv conv_out;
+  int mask_size = 64;  // 4 · 2^4
 };
 
 // Binds and validates every decoder tensor from `tensors` (name → view, any float dtype;
@@ -74,7 +80,6 @@ std::vector<float> ResizeBilinearF32(const float* in, int in_w, int in_h, int ou
 // ResizeBilinearF32 and thresholded at > 0. No mask (nullopt) when the box is empty
 // (x1 <= x0 or y1 <= y0 after truncation) or a loc is outside 0..1023.
 std::optional<InstanceMask> PlaceMaskInBox(const float* logits, int size,
-                                           const std::array<int, 4>& loc, int image_w,
-                                           int image_h);
+                                           const std::array<int, 4>& loc, int image_w, int image_h);
 
 }  // namespace ocular

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -190,21 +190,24 @@ TEST(MaskDecoder, RefusesInconsistentCheckpointsWithClearErrors) {
        [](auto* m) {
          (*m)["decoder.8.weight"].shape = {16, 16, 4, 2};  // same bytes, wrong shape
        },
-       StatusCode::kDataLoss, "'decoder.8.weight' has shape [16,16,4,2], the mask decoder expects [16,8,4,4]"},
+       StatusCode::kDataLoss,
+       "'decoder.8.weight' has shape [16,16,4,2], the mask decoder expects [16,8,4,4]"},
       {"bias", [](auto* m) { (*m)["decoder.0.bias"].shape = {31}; }, StatusCode::kDataLoss,
        "'decoder.0.bias' has shape [31]"},
-      {"unknown",
-       [](auto* m) { m->emplace("decoder.14.weight", (*m)["decoder.12.bias"]); },
+      {"unknown", [](auto* m) { m->emplace("decoder.14.weight", (*m)["decoder.12.bias"]); },
        StatusCode::kUnimplemented, "'decoder.14.weight' is not part of big_vision's mask decoder"},
       {"int codebook",
-       [](auto* m) { (*m)["_vq_vae._embedding"] = TensorView{ints, DType::kI64, {2, 2}}; },
+       [](auto* m) {
+         (*m)["_vq_vae._embedding"] = TensorView{ints, DType::kI64, {2, 2}};
+       },
        StatusCode::kUnimplemented, "is I64"},
-      {"codebook rank",
-       [](auto* m) { (*m)["_vq_vae._embedding"].shape = {128 * 64}; }, StatusCode::kDataLoss,
-       "expected 2 dimensions"},
+      {"codebook rank", [](auto* m) { (*m)["_vq_vae._embedding"].shape = {128 * 64}; },
+       StatusCode::kDataLoss, "expected 2 dimensions"},
       {"huge codebook",
-       [](auto* m) { (*m)["_vq_vae._embedding"].shape = {2048, 4}; }, StatusCode::kDataLoss,
-       "at most 1000"},
+       [](auto* m) {
+         (*m)["_vq_vae._embedding"].shape = {2048, 4};
+       },
+       StatusCode::kDataLoss, "at most 1000"},
   };
   for (const Case& c : cases) {
     std::map<std::string, TensorView> views = t.views;
@@ -259,7 +262,7 @@ TEST(PlaceMaskInBox, UsesBigVisionsTruncatedPixelEdges) {
   EXPECT_EQ(m->area(), 51 * 50);
   EXPECT_FALSE(PlaceMaskInBox(logits.data(), 64, {10, 10, 10, 500}, 100, 50));  // empty
   EXPECT_FALSE(PlaceMaskInBox(logits.data(), 64, {0, 0, 1024, 10}, 100, 50));   // bad loc
-  EXPECT_FALSE(PlaceMaskInBox(logits.data(), 64, {0, 0, 1, 1}, 100, 50));  // < 1 pixel
+  EXPECT_FALSE(PlaceMaskInBox(logits.data(), 64, {0, 0, 1, 1}, 100, 50));       // < 1 pixel
 }
 
 TEST(AttachMasks, FindsTheModelInTheModelDirectoryOrWarns) {
@@ -267,8 +270,8 @@ TEST(AttachMasks, FindsTheModelInTheModelDirectoryOrWarns) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::string answer = "<loc0100><loc0100><loc0900><loc0900>";
-  for (int k = 0; k < 16; ++k) answer += "<seg" + std::string(k < 10 ? "00" : "0") +
-                                        std::to_string(k) + ">";
+  for (int k = 0; k < 16; ++k)
+    answer += "<seg" + std::string(k < 10 ? "00" : "0") + std::to_string(k) + ">";
   answer += " cat";
   auto dets = ParseDetections(answer, 64, 48);
   // No model anywhere: a warning, the codes stay, no mask.
