@@ -22,8 +22,9 @@ class MaskDecoder {
  public:
   // Loads the checkpoint users download with PaliGemma, `vae-oid.npz` (big_vision's PyTorch
   // key layout: "_vq_vae._embedding", "decoder.N[.net.M].weight|bias"), or a safetensors file
-  // with the same names (.safetensors suffix). The encoder half and other "_vq_vae." state
-  // are ignored; any other tensor, a missing one or an inconsistent shape is an error:
+  // with the same names (.safetensors suffix). Tensors outside "decoder." other than the
+  // codebook (the encoder half, VQ state) are ignored; an unknown "decoder." tensor, a missing
+  // one or an inconsistent shape is an error:
   // kNotFound / kIoError (file), kDataLoss (corrupt or mis-shaped), kUnimplemented (dtype,
   // unknown tensor).
   static StatusOr<std::unique_ptr<MaskDecoder>> Load(const std::string& path);

@@ -102,12 +102,12 @@ class Binder {
     return Status::Ok();
   }
 
-  // Every tensor must be used, except the encoder half and the VQ layer's other state.
+  // Every "decoder." tensor must be used: another one means a decoder ocular does not
+  // implement. The rest of the VAE (the encoder half, the VQ layer's state besides the codebook,
+  // whatever else the file holds) is not needed to decode and is ignored.
   Status CheckAllUsed() const {
     for (const auto& [name, v] : tensors_) {
-      if (used_.count(name) || name.rfind("encoder.", 0) == 0 || name.rfind("_vq_vae.", 0) == 0) {
-        continue;
-      }
+      if (used_.count(name) || name.rfind("decoder.", 0) != 0) continue;
       return Error(StatusCode::kUnimplemented, "seg", source_, ": tensor '", name,
                    "' is not part of big_vision's mask decoder (a different VQ-VAE?)");
     }

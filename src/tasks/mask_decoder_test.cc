@@ -219,9 +219,11 @@ TEST(MaskDecoder, RefusesInconsistentCheckpointsWithClearErrors) {
         << c.what << ": " << w.status().ToString();
     EXPECT_EQ(w.status().message().rfind("[seg] vae.npz: ", 0), 0u) << w.status().ToString();
   }
-  // Extra encoder and VQ state is ignored (the real vae-oid.npz holds the encoder too).
+  // The rest of the VAE is ignored (the real vae-oid.npz holds the encoder too).
   std::map<std::string, TensorView> extra = t.views;
   extra.emplace("_vq_vae._ema_w", t.views.at("_vq_vae._embedding"));
+  extra.emplace("encoder.10.weight", t.views.at("decoder.0.weight"));
+  extra.emplace("step", t.views.at("decoder.0.bias"));
   EXPECT_TRUE(BindMaskDecoder(extra, "vae.npz").ok());
 }
 
