@@ -12,8 +12,14 @@
 #include "kernels/quant/activations.h"
 #include "kernels/quant/blocks.h"
 
+// Every function below is compiled for these features (GCC: target pragma; clang, which
+// ignores it, e.g. in the fuzz build: an attribute applied to each function).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 namespace ocular::cpu::quant_avx2 {
 
@@ -43,7 +49,11 @@ void QuantizeActRowAvx2(WFormat f, const float* x, int64_t K, std::byte* dst) {
 
 }  // namespace ocular::cpu::quant_avx2
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace ocular::cpu {
 
