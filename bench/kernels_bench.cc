@@ -197,7 +197,8 @@ int RegisterAll() {
       }
     }
     // PaliGemma 2 3B (Gemma 2 2B decoder): gate/up, down, q_proj, and the tied LM head.
-    for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
+    for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K,
+                      WFormat::kQ6_K}) {
       for (const Shape3& s : kQuantShapes) {
         if (std::string(isa) == "scalar" && s.M > 1) continue;
         benchmark::RegisterBenchmark(

@@ -2,9 +2,10 @@
 //
 // A linear layer's weight is HF's [out_features, in_features] = [rows, cols]; row r (one
 // output feature) starts at data + r * row_bytes. The format says how a row's cols values are
-// encoded: plain floats today, ggml-style quantized blocks (32 or 256 values per block) next,
-// which is why a row is addressed in bytes rather than elements. Kernels keep one entry per
-// format (kernels/kernel_table.h); a format with no kernel is refused at load time.
+// encoded: plain floats, or ggml's quantized blocks (32 or 256 values per block; layouts in
+// kernels/quant/blocks.h), which is why a row is addressed in bytes rather than elements.
+// Kernels keep one entry per format (kernels/kernel_table.h); a format with no kernel is
+// refused at load time. Data needs no alignment.
 #pragma once
 
 #include <cstddef>
@@ -14,8 +15,10 @@
 
 namespace ocular {
 
-enum class WFormat : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K };
-inline constexpr int kNumWFormats = 7;
+// kQ5_0 comes last so the others keep their indices (llama.cpp's fallback for Q4_K rows that
+// are not a multiple of 256, e.g. in Gemma 3 270M's Q4_K_M file).
+enum class WFormat : uint8_t { kF32, kBF16, kF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K, kQ5_0 };
+inline constexpr int kNumWFormats = 8;
 
 const char* WFormatName(WFormat f);  // "f32", "bf16", "f16", "q8_0", ...
 // Values per block (1 for float formats) and bytes per block.
@@ -36,6 +39,10 @@ struct Matrix {
   size_t bytes() const { return static_cast<size_t>(rows) * row_bytes; }
   bool empty() const { return data == nullptr; }
 };
+
+// A [rows, cols] matrix of format f over rows * WFormatRowBytes(f, cols) bytes at data (a GGUF
+// tensor, say). REQUIRES: cols is a multiple of WFormatBlockValues(f) (checked by the loader).
+Matrix MatrixFromBlocks(const std::byte* data, WFormat f, int64_t rows, int64_t cols);
 
 // A [rows, cols] matrix over a float tensor view (F32/BF16/F16). REQUIRES: view.numel() ==
 // rows * cols and a float dtype (checked by the loader before calling).

@@ -144,6 +144,7 @@ uint32_t GgmlTypeOf(WFormat f) {
     case WFormat::kQ4_0: return 2;
     case WFormat::kQ4_K: return 12;
     case WFormat::kQ6_K: return 14;
+    case WFormat::kQ5_0: return 6;
   }
   OCULAR_CHECK(false, "HINT: a WFormat without a ggml type");
   return 0;

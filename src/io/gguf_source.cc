@@ -7,7 +7,6 @@
 
 namespace ocular {
 
-
 GgufSource::GgufSource(std::shared_ptr<const GgufFile> file, const std::vector<GgufName>& names)
     : file_(std::move(file)) {
   for (const GgufName& n : names) {
@@ -83,11 +82,8 @@ StatusOr<Matrix> GgufSource::GetMatrix(const std::string& name, const Shape& sha
     return Error(StatusCode::kUnimplemented, "gguf", origin(), ": tensor '", t->name, "' is ",
                  WFormatName(m.format), ", which ocular's kernels do not implement yet");
   }
-  m.data = t->data;
-  m.rows = shape.empty() ? 1 : shape[0];
-  m.cols = NumElements(shape) / (m.rows > 0 ? m.rows : 1);
-  m.row_bytes = static_cast<size_t>(WFormatRowBytes(m.format, m.cols));
-  return m;
+  const int64_t rows = shape.empty() ? 1 : shape[0];
+  return MatrixFromBlocks(t->data, m.format, rows, NumElements(shape) / (rows > 0 ? rows : 1));
 }
 
 }  // namespace ocular

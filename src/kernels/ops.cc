@@ -32,7 +32,8 @@ kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512) {
   kernels::KernelTable t = base;
   const kernels::MatMulFn quant =
       avx512 && cpu::QuantVnniSupported() ? cpu::MatMulQuantVnni : cpu::MatMulQuantAvx2;
-  for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
+  for (WFormat f :
+       {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
     t.matmul[static_cast<int>(f)] = quant;
     t.row_to_f32[static_cast<int>(f)] = ref::RowToF32Quant;
   }
@@ -164,6 +165,9 @@ namespace ops {
 void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
             const TensorView* bias, float* out, int64_t ldo) {
   OCULAR_CHECK(w.cols == K, "HINT: w must be [N, K]");
+  OCULAR_CHECK(K % WFormatBlockValues(w.format) == 0 &&
+                   w.row_bytes == static_cast<size_t>(WFormatRowBytes(w.format, K)),
+               "HINT: a quantized w has whole blocks per row (MatrixFromBlocks)");
   OCULAR_CHECK(M >= 0 && K >= 0 && lda >= K, "HINT: a is [M, K] with row stride lda >= K");
   const int64_t N = w.rows;
   OCULAR_CHECK(ldo >= N, "HINT: out is [M, N] with row stride ldo >= N");

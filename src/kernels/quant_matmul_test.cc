@@ -2,6 +2,8 @@
 // accumulation), the reference against the f32 product with the dequantized weights (the
 // activation quantization's error, bounded), batch and thread independence, and the op's
 // bias/epilogue and embedding paths on quantized matrices.
+#include "kernels/cpu/quant_matmul.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "core/half.h"
-#include "kernels/cpu/quant_matmul.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/quant/activations.h"
@@ -25,7 +26,7 @@ namespace {
 
 using namespace ::ocular::kernel_test;  // NOLINT: test helpers
 
-constexpr WFormat kQuantFormats[] = {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ4_K,
+constexpr WFormat kQuantFormats[] = {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K,
                                      WFormat::kQ6_K};
 
 // A [N, K] quantized matrix from random weights (one zero block per row, to exercise d = 0)
@@ -48,7 +49,7 @@ QuantWeights MakeWeights(WFormat f, int64_t N, int64_t K, uint32_t seed) {
     quant::QuantizeRow(f, x.data() + n * K, K, q.bytes.data() + n * row_bytes);
     quant::DequantizeRow(f, q.bytes.data() + n * row_bytes, K, q.dequant.data() + n * K);
   }
-  q.m = Matrix{q.bytes.data(), f, N, K, static_cast<size_t>(row_bytes)};
+  q.m = MatrixFromBlocks(q.bytes.data(), f, N, K);
   return q;
 }
 
@@ -68,7 +69,8 @@ std::vector<float> TermScale(const std::vector<float>& a, int64_t M, int64_t lda
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t b = 0; b < K / block; ++b) {
       float amax = 0;
-      for (int64_t i = 0; i < block; ++i) amax = std::max(amax, std::fabs(w.dequant[n * K + b * block + i]));
+      for (int64_t i = 0; i < block; ++i)
+        amax = std::max(amax, std::fabs(w.dequant[n * K + b * block + i]));
       for (int64_t i = 0; i < block; ++i) wmag[n * K + b * block + i] = 2 * amax;
     }
   }
@@ -165,7 +167,8 @@ TEST(QuantMatMulTest, ReferenceIsTheProductWithDequantizedWeightsUpToActivationR
         double exact = 0, bound = 0, scale = 0;
         for (int64_t b = 0; b < K / block; ++b) {
           float amax = 0;
-          for (int64_t i = 0; i < block; ++i) amax = std::max(amax, std::fabs(a[m * K + b * block + i]));
+          for (int64_t i = 0; i < block; ++i)
+            amax = std::max(amax, std::fabs(a[m * K + b * block + i]));
           for (int64_t i = 0; i < block; ++i) {
             const int64_t k = b * block + i;
             exact += double(a[m * K + k]) * w.dequant[n * K + k];
@@ -174,7 +177,8 @@ TEST(QuantMatMulTest, ReferenceIsTheProductWithDequantizedWeightsUpToActivationR
           }
         }
         const double err = std::fabs(got[m * N + n] - exact);
-        ASSERT_LE(err, bound * 1.001 + 1e-6 * scale) << What(f, M, K, N) << " m=" << m << " n=" << n;
+        ASSERT_LE(err, bound * 1.001 + 1e-6 * scale)
+            << What(f, M, K, N) << " m=" << m << " n=" << n;
         worst_ratio = std::max(worst_ratio, err / bound);
       }
     }
@@ -215,8 +219,9 @@ TEST(QuantMatMulTest, ActivationQuantizationIsWithinHalfAStep) {
 TEST(QuantMatMulTest, VectorizedActivationQuantizationIsByteIdentical) {
   const int64_t K = 2304;
   std::vector<float> x = MakeActivations(1, K, 21);
-  for (int64_t i = 0; i < 256; ++i) x[i] = i == 0 ? 127.0f : (i % 50 - 25) + 0.5f;  // amax 127: id 1
-  std::fill(x.begin() + 512, x.begin() + 800, 0.0f);                              // zero blocks
+  for (int64_t i = 0; i < 256; ++i)
+    x[i] = i == 0 ? 127.0f : (i % 50 - 25) + 0.5f;    // amax 127: id 1
+  std::fill(x.begin() + 512, x.begin() + 800, 0.0f);  // zero blocks
   for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_K}) {
     const size_t bytes = static_cast<size_t>(quant::ActRowBytes(f, K));
     std::vector<std::byte> want(bytes), got(bytes);
@@ -226,7 +231,8 @@ TEST(QuantMatMulTest, VectorizedActivationQuantizationIsByteIdentical) {
     for (quant::QuantizeActRowFn fn : simd) {
       std::fill(got.begin(), got.end(), std::byte{0});
       fn(f, x.data(), K, got.data());
-      const quant::ActRow w = quant::ActRowAt(f, want.data(), K), g = quant::ActRowAt(f, got.data(), K);
+      const quant::ActRow w = quant::ActRowAt(f, want.data(), K),
+                          g = quant::ActRowAt(f, got.data(), K);
       for (int64_t k = 0; k < K; ++k) ASSERT_EQ(g.q[k], w.q[k]) << WFormatName(f) << " k=" << k;
       const int64_t blocks = K / quant::ActBlock(f);
       for (int64_t b = 0; b < blocks; ++b) ASSERT_EQ(g.d[b], w.d[b]) << b;

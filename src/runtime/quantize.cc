@@ -79,13 +79,15 @@ struct Recipe {
   }
 };
 
-// A format whose block fits rows of `cols` values: `want`, else llama.cpp's fallbacks
-// (K formats need 256-value rows; without Q5_0 in ocular, Q8_0 stands in for both), else f16.
+// A format whose block fits rows of `cols` values: `want`, else llama.cpp's fallback for it
+// (llama-quant.cpp: Q4_K -> Q5_0, Q6_K -> Q8_0; the K formats need rows of a multiple of 256
+// values, the others of 32), else f16.
 WFormat Fit(WFormat want, int64_t cols) {
   if (WFormatRowBytes(want, cols) >= 0) return want;
-  if (WFormatRowBytes(WFormat::kQ8_0, cols) >= 0 && want != WFormat::kQ4_0) return WFormat::kQ8_0;
-  if (WFormatRowBytes(WFormat::kQ4_0, cols) >= 0) return WFormat::kQ4_0;
-  return WFormat::kF16;
+  const WFormat next = want == WFormat::kQ4_K ? WFormat::kQ5_0
+                       : want == WFormat::kQ6_K ? WFormat::kQ8_0
+                                                : WFormat::kF16;
+  return WFormatRowBytes(next, cols) >= 0 ? next : WFormat::kF16;
 }
 
 struct Planned {

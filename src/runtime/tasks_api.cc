@@ -28,6 +28,20 @@ StatusOr<EvalSummary> Evaluate(Engine& engine, const EvalOptions& o,
                                const std::function<void(int, int)>& progress) {
   OCULAR_ASSIGN_OR_RETURN(std::vector<EvalExample> examples, LoadEvalSet(o.eval_set));
   if (o.limit > 0 && static_cast<size_t>(o.limit) < examples.size()) examples.resize(o.limit);
+  // Segment examples need the mask model; loaded once, before any
+  // generation, only if the set has any.
+  std::unique_ptr<MaskDecoder> masks;
+  const bool has_segment = std::any_of(examples.begin(), examples.end(),
+                                       [](const EvalExample& ex) { return ex.kind == "segment"; });
+  if (has_segment) {
+    const std::string path = o.seg_model.empty() ? FindMaskModel(o.model_dir) : o.seg_model;
+    if (path.empty()) {
+      return Error(StatusCode::kNotFound, "eval", o.eval_set,
+                   " has segment examples but no mask model was found in ", o.model_dir,
+                   " (vae-oid.npz or vae.safetensors); pass --seg-model");
+    }
+    OCULAR_ASSIGN_OR_RETURN(masks, MaskDecoder::Load(path));
+  }
   std::ofstream pred_file;
   if (!o.predictions.empty()) {
     pred_file.open(o.predictions, std::ios::trunc);
@@ -49,7 +63,7 @@ StatusOr<EvalSummary> Evaluate(Engine& engine, const EvalOptions& o,
     }
     if (progress) progress(static_cast<int>(i + 1), static_cast<int>(examples.size()));
   }
-  return ScoreEvalSet(examples, predictions);
+  return ScoreEvalSet(examples, predictions, masks.get());
 }
 
 }  // namespace ocular

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <optional>
+#include <vector>
 
 namespace ocular {
 namespace {
@@ -73,16 +74,26 @@ std::vector<Detection> ParseDetections(std::string_view text, int image_w, int i
       continue;
     }
     SkipSpaces(text, &p);
-    // Optional 16 segmentation codes (ignored here; masks are decoded elsewhere).
+    // Optional 16 segmentation codes, kept for the mask decoder (tasks/mask_decoder.h).
     size_t q = p;
-    int segs = 0;
-    while (segs < kSegPerObject && ReadToken(text, &q, "seg", 3)) ++segs;
-    if (segs == kSegPerObject) p = q;
+    std::vector<int> seg;
+    while (static_cast<int>(seg.size()) < kSegPerObject) {
+      std::optional<int> v = ReadToken(text, &q, "seg", 3);
+      if (!v) break;
+      seg.push_back(*v);
+    }
+    if (static_cast<int>(seg.size()) == kSegPerObject) {
+      p = q;
+    } else {
+      seg.clear();
+    }
     // Label: up to the next ';' or '<' (a following object or special token).
     size_t end = p;
     while (end < text.size() && text[end] != ';' && text[end] != '<') ++end;
     Detection d;
     d.label = std::string(Trim(text.substr(p, end - p)));
+    d.loc = {locs[0], locs[1], locs[2], locs[3]};
+    d.seg = std::move(seg);
     const float y0 = locs[0] / 1023.0f * h, x0 = locs[1] / 1023.0f * w;
     const float y1 = locs[2] / 1023.0f * h, x1 = locs[3] / 1023.0f * w;
     d.x0 = std::min(x0, x1);
@@ -93,6 +104,80 @@ std::vector<Detection> ParseDetections(std::string_view text, int image_w, int i
     pos = (end < text.size() && text[end] == ';') ? end + 1 : end;
   }
   return out;
+}
+
+bool HasSegCodes(const std::vector<Detection>& detections) {
+  return std::any_of(detections.begin(), detections.end(),
+                     [](const Detection& d) { return !d.seg.empty(); });
+}
+
+int64_t InstanceMask::area() const {
+  int64_t n = 0;
+  for (uint8_t b : bits) n += b != 0;
+  return n;
+}
+
+std::vector<int64_t> MaskToCocoRle(const InstanceMask& m) {
+  // Runs alternate 0, 1, 0, ...: appending a value equal to the current run's extends it.
+  std::vector<int64_t> counts = {0};
+  auto append = [&counts](int value, int64_t n) {
+    if (n <= 0) return;
+    const int current = static_cast<int>((counts.size() - 1) % 2);
+    if (current == value) {
+      counts.back() += n;
+    } else {
+      counts.push_back(n);
+    }
+  };
+  const int W = std::max(m.image_width, 0), H = std::max(m.image_height, 0);
+  // The mask box clipped to the image (a valid mask lies inside it; this keeps bad input safe).
+  const int bx0 = std::clamp(m.x0, 0, W), bx1 = std::clamp(m.x0 + m.width, 0, W);
+  const int by0 = std::clamp(m.y0, 0, H), by1 = std::clamp(m.y0 + m.height, 0, H);
+  const bool has_bits = m.bits.size() == static_cast<size_t>(m.width) * m.height;
+  for (int x = 0; x < W; ++x) {  // column-major: x outer, y inner
+    if (x < bx0 || x >= bx1 || !has_bits) {
+      append(0, H);
+      continue;
+    }
+    append(0, by0);
+    for (int y = by0; y < by1; ++y) {
+      append(m.bits[static_cast<size_t>(y - m.y0) * m.width + (x - m.x0)] != 0 ? 1 : 0, 1);
+    }
+    append(0, H - by1);
+  }
+  return counts;
+}
+
+StatusOr<InstanceMask> MaskFromCocoRle(const std::vector<int64_t>& counts, int image_w,
+                                       int image_h) {
+  if (image_w <= 0 || image_h <= 0) {
+    return Error(StatusCode::kDataLoss, "mask", "image size ", image_w, "x", image_h,
+                 " is not positive");
+  }
+  const int64_t total = int64_t{image_w} * image_h;
+  int64_t sum = 0;
+  for (int64_t c : counts) {
+    if (c < 0 || c > total - sum) {
+      return Error(StatusCode::kDataLoss, "mask", "RLE counts are negative or exceed the ", image_w,
+                   "x", image_h, " image");
+    }
+    sum += c;
+  }
+  if (sum != total) {
+    return Error(StatusCode::kDataLoss, "mask", "RLE counts sum to ", sum, ", the ", image_w, "x",
+                 image_h, " image has ", total, " pixels");
+  }
+  InstanceMask m;
+  m.image_width = m.width = image_w;
+  m.image_height = m.height = image_h;
+  m.bits.assign(static_cast<size_t>(total), 0);
+  int64_t i = 0;  // column-major pixel index
+  for (size_t r = 0; r < counts.size(); ++r) {
+    for (int64_t k = 0; k < counts[r]; ++k, ++i) {
+      if (r % 2 == 1) m.bits[static_cast<size_t>((i % image_h) * image_w + i / image_h)] = 1;
+    }
+  }
+  return m;
 }
 
 std::string FormatDetections(const std::vector<Detection>& detections, int image_w, int image_h) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ocular/detection.h"
+#include "ocular/status.h"
 
 namespace ocular {
 
@@ -25,5 +26,10 @@ namespace ocular {
 // The inverse, for tests and tools: "<locY0><locX0><locY1><locX1> label" with
 // loc = round(v · 1023) (big_vision's training encoding), objects joined by " ; ".
 std::string FormatDetections(const std::vector<Detection>& detections, int image_w, int image_h);
+
+// The inverse of MaskToCocoRle: a mask covering the whole image_w × image_h image.
+// kDataLoss unless the counts are non-negative and sum to image_w · image_h.
+StatusOr<InstanceMask> MaskFromCocoRle(const std::vector<int64_t>& counts, int image_w,
+                                       int image_h);
 
 }  // namespace ocular

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -111,6 +112,80 @@ TEST(ParseDetections, MatchesShapesWorldGroundTruth) {
     }
   }
   EXPECT_GT(objects, 20);
+}
+
+// `segment` answers: 16 <seg> codes after the box are kept (in order) with the raw locs.
+TEST(ParseDetections, KeepsSegCodesAndRawLocs) {
+  std::string seg;
+  for (int k = 0; k < 16; ++k)
+    seg += "<seg" +
+           std::string(k * 7 < 10    ? "00"
+                       : k * 7 < 100 ? "0"
+                                     : "") +
+           std::to_string(k * 7) + ">";
+  auto d = ParseDetections("<loc0900><loc0100><loc0200><loc0400> " + seg + " cat ; " +
+                               "<loc0001><loc0002><loc0003><loc0004> dog ; " +
+                               "<loc0001><loc0002><loc0003><loc0004><seg001><seg002> short",
+                           100, 100);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].label, "cat");
+  ASSERT_EQ(d[0].seg.size(), 16u);
+  EXPECT_EQ(d[0].seg[0], 0);
+  EXPECT_EQ(d[0].seg[15], 105);
+  EXPECT_EQ(d[0].loc, (std::array<int, 4>{900, 100, 200, 400}));  // as emitted, not reordered
+  EXPECT_FLOAT_EQ(d[0].y0, 200.0f / 1023.0f * 100.0f);            // the box is ordered
+  EXPECT_TRUE(d[1].seg.empty());
+  EXPECT_EQ(d[1].label, "dog");
+  // Fewer than 16 codes are not a mask: no codes, and the parse stops at the '<'.
+  EXPECT_TRUE(d[2].seg.empty());
+  EXPECT_TRUE(HasSegCodes(d));
+  EXPECT_FALSE(HasSegCodes({d[1], d[2]}));
+}
+
+InstanceMask Mask(int image_w, int image_h, int x0, int y0, int w, int h,
+                  std::vector<uint8_t> bits) {
+  InstanceMask m;
+  m.image_width = image_w;
+  m.image_height = image_h;
+  m.x0 = x0;
+  m.y0 = y0;
+  m.width = w;
+  m.height = h;
+  m.bits = std::move(bits);
+  return m;
+}
+
+TEST(CocoRle, ColumnMajorRunsStartingWithZeros) {
+  // 4×3 image; a 2×2 box at (1, 1) with bits [[1, 0], [1, 1]].
+  const InstanceMask m = Mask(4, 3, 1, 1, 2, 2, {1, 0, 1, 1});
+  // Columns: x=0 000 | x=1 011 | x=2 001 | x=3 000 → 0-run 4, 1-run 2, 0-run 2, 1-run 1, 0-run 3.
+  EXPECT_EQ(MaskToCocoRle(m), (std::vector<int64_t>{4, 2, 2, 1, 3}));
+  EXPECT_EQ(m.area(), 3);
+  auto back = MaskFromCocoRle(MaskToCocoRle(m), 4, 3);
+  ASSERT_TRUE(back.ok());
+  for (int y = 0; y < 3; ++y) {
+    for (int x = 0; x < 4; ++x) EXPECT_EQ(back->at(x, y), m.at(x, y)) << x << "," << y;
+  }
+  // A mask starting at pixel (0, 0): the first run is an empty 0-run.
+  EXPECT_EQ(MaskToCocoRle(Mask(2, 1, 0, 0, 1, 1, {1})), (std::vector<int64_t>{0, 1, 1}));
+  EXPECT_EQ(MaskFromCocoRle({1, 2}, 2, 2).status().code(), StatusCode::kDataLoss);  // sum 3 ≠ 4
+  EXPECT_EQ(MaskFromCocoRle({5, -1}, 2, 2).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(MaskFromCocoRle({4}, 0, 2).status().code(), StatusCode::kDataLoss);
+}
+
+TEST(DetectionsJson, AddsSegCodesAndRleMasks) {
+  Detection d{1, 1, 3, 3, "cat"};
+  d.seg = std::vector<int>(16, 5);
+  d.mask = Mask(4, 3, 1, 1, 2, 2, {1, 0, 1, 1});
+  Detection plain{0, 0, 1, 1, "box"};
+  const auto j = nlohmann::json::parse(DetectionsJson({d, plain}));
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["seg"].size(), 16u);
+  EXPECT_EQ(j[0]["mask"]["size"], nlohmann::json::array({3, 4}));  // [height, width]
+  EXPECT_EQ(j[0]["mask"]["counts"], nlohmann::json::array({4, 2, 2, 1, 3}));
+  EXPECT_EQ(j[0]["label"], "cat");
+  EXPECT_FALSE(j[1].contains("seg"));
+  EXPECT_FALSE(j[1].contains("mask"));
 }
 
 }  // namespace

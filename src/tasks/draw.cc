@@ -142,6 +142,24 @@ void FillRect(uint8_t* rgb, int width, int height, int x0, int y0, int x1, int y
   }
 }
 
+void PaintMask(uint8_t* rgb, int width, int height, const InstanceMask& mask, Rgb color,
+               float alpha) {
+  if (mask.bits.size() != static_cast<size_t>(mask.width) * mask.height) return;
+  const int a = static_cast<int>(std::lround(std::clamp(alpha, 0.0f, 1.0f) * 256.0f));
+  const int x0 = std::max(mask.x0, 0), x1 = std::min(mask.x0 + mask.width, width);
+  const int y0 = std::max(mask.y0, 0), y1 = std::min(mask.y0 + mask.height, height);
+  for (int y = y0; y < y1; ++y) {
+    const uint8_t* m = &mask.bits[static_cast<size_t>(y - mask.y0) * mask.width];
+    uint8_t* p = rgb + (static_cast<size_t>(y) * width + x0) * 3;
+    for (int x = x0; x < x1; ++x, p += 3) {
+      if (m[x - mask.x0] == 0) continue;
+      p[0] = static_cast<uint8_t>((color.r * a + p[0] * (256 - a) + 128) >> 8);
+      p[1] = static_cast<uint8_t>((color.g * a + p[1] * (256 - a) + 128) >> 8);
+      p[2] = static_cast<uint8_t>((color.b * a + p[2] * (256 - a) + 128) >> 8);
+    }
+  }
+}
+
 void DrawDetections(uint8_t* rgb, int width, int height, const std::vector<Detection>& detections,
                     const DrawOptions& options) {
   if (rgb == nullptr || width <= 0 || height <= 0) return;
@@ -164,6 +182,7 @@ void DrawDetections(uint8_t* rgb, int width, int height, const std::vector<Detec
     if (x1 <= 0 || y1 <= 0 || x0 >= width || y0 >= height) continue;
     const auto [it, inserted] = label_index.emplace(d.label, static_cast<int>(label_index.size()));
     const Rgb color = PaletteColor(it->second);
+    if (d.mask) PaintMask(rgb, width, height, *d.mask, color, options.mask_alpha);
     // The outline lies inside the box: [x0, x0+t) etc. (at least 1 px wide boxes).
     const int bx1 = std::max(x1, x0 + 1), by1 = std::max(y1, y0 + 1);
     FillRect(rgb, width, height, x0, y0, bx1, std::min(y0 + t, by1), color);

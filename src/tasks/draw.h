@@ -52,15 +52,22 @@ class Font {
 };
 
 struct DrawOptions {
-  int thickness = 0;     // outline width in pixels; 0 = 2 or 3 by image size
-  Font* font = nullptr;  // nullptr: labels get their background strip but no text
+  int thickness = 0;         // outline width in pixels; 0 = 2 or 3 by image size
+  Font* font = nullptr;      // nullptr: labels get their background strip but no text
+  float mask_alpha = 0.45f;  // opacity of the mask colour over the image
 };
 
 // REQUIRES: rgb holds width*height*3 bytes (row-major RGB). Boxes are clipped to the
 // image; boxes entirely outside are skipped; NaN coordinates are skipped.
-// Each distinct label gets its own palette colour, in order of first appearance.
+// Each distinct label gets its own palette colour, in order of first appearance; a detection's
+// mask is painted in that colour (translucent, under its box and label).
 void DrawDetections(uint8_t* rgb, int width, int height, const std::vector<Detection>& detections,
                     const DrawOptions& options);
+
+// Blends `color` at opacity `alpha` (0..1) over the pixels of `mask` (clipped to the image);
+// an inconsistent mask (bits not width × height) paints nothing.
+void PaintMask(uint8_t* rgb, int width, int height, const InstanceMask& mask, Rgb color,
+               float alpha);
 
 // Fills the rectangle [x0, x1) × [y0, y1) clipped to the image.
 void FillRect(uint8_t* rgb, int width, int height, int x0, int y0, int x1, int y1, Rgb color);

@@ -115,5 +115,36 @@ TEST(Font, MissingOrBadFontIsAnErrorNotACrash) {
   EXPECT_EQ(c.at(5, 20), PaletteColor(0));
 }
 
+TEST(DrawDetections, PaintsMasksTranslucentlyInTheLabelColour) {
+  Canvas c(40, 30);
+  Detection d{5, 5, 25, 25, ""};  // no label strip over the mask
+  InstanceMask m;
+  m.image_width = 40;
+  m.image_height = 30;
+  m.x0 = 10;
+  m.y0 = 10;
+  m.width = 4;
+  m.height = 2;
+  m.bits = {1, 1, 0, 1, 0, 0, 0, 1};
+  d.mask = m;
+  DrawDetections(c.rgb.data(), c.w, c.h, {d}, {.thickness = 1});
+  const Rgb color = PaletteColor(0);
+  const Rgb painted = c.at(10, 10);
+  // 0.45 of the colour over the grey 200 background.
+  auto blend = [](int fg) { return static_cast<uint8_t>((fg * 115 + 200 * 141 + 128) >> 8); };
+  EXPECT_EQ(painted, (Rgb{blend(color.r), blend(color.g), blend(color.b)}));
+  EXPECT_EQ(c.at(12, 10), (Rgb{200, 200, 200}));  // a 0 bit
+  EXPECT_EQ(c.at(13, 11), painted);
+  EXPECT_EQ(c.at(14, 10), (Rgb{200, 200, 200}));  // right of the mask
+  // A mask reaching past the image is clipped, an inconsistent one paints nothing.
+  m.x0 = 38;
+  PaintMask(c.rgb.data(), c.w, c.h, m, color, 1.0f);
+  EXPECT_EQ(c.at(39, 10), color);
+  m.bits.resize(3);
+  m.x0 = 0;
+  PaintMask(c.rgb.data(), c.w, c.h, m, color, 1.0f);
+  EXPECT_EQ(c.at(0, 10), (Rgb{200, 200, 200}));
+}
+
 }  // namespace
 }  // namespace ocular

@@ -13,6 +13,31 @@ std::string_view TrimWhitespace(std::string_view s) {
   return s;
 }
 
+// The greedy matching of eval_metrics.h: candidate pairs with the same label and iou(p, g) > 0,
+// by IoU descending (stable: lower prediction, then lower ground-truth index first).
+template <typename IouFn>
+std::vector<BoxMatch> GreedyMatch(const std::vector<Detection>& predictions,
+                                  const std::vector<Detection>& ground_truth, IouFn iou_of) {
+  std::vector<BoxMatch> candidates;
+  for (size_t p = 0; p < predictions.size(); ++p) {
+    for (size_t g = 0; g < ground_truth.size(); ++g) {
+      if (predictions[p].label != ground_truth[g].label) continue;
+      const float iou = iou_of(predictions[p], ground_truth[g]);
+      if (iou > 0) candidates.push_back({static_cast<int>(p), static_cast<int>(g), iou});
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const BoxMatch& a, const BoxMatch& b) { return a.iou > b.iou; });
+  std::vector<bool> pred_used(predictions.size()), gt_used(ground_truth.size());
+  std::vector<BoxMatch> matches;
+  for (const BoxMatch& m : candidates) {
+    if (pred_used[m.pred] || gt_used[m.gt]) continue;
+    pred_used[m.pred] = gt_used[m.gt] = true;
+    matches.push_back(m);
+  }
+  return matches;
+}
+
 }  // namespace
 
 bool AnswerMatches(std::string_view prediction, std::string_view expected) {
@@ -32,24 +57,45 @@ float BoxIoU(const Detection& a, const Detection& b) {
 
 std::vector<BoxMatch> MatchDetections(const std::vector<Detection>& predictions,
                                       const std::vector<Detection>& ground_truth) {
-  std::vector<BoxMatch> candidates;
-  for (size_t p = 0; p < predictions.size(); ++p) {
-    for (size_t g = 0; g < ground_truth.size(); ++g) {
-      if (predictions[p].label != ground_truth[g].label) continue;
-      const float iou = BoxIoU(predictions[p], ground_truth[g]);
-      if (iou > 0) candidates.push_back({static_cast<int>(p), static_cast<int>(g), iou});
-    }
+  return GreedyMatch(predictions, ground_truth,
+                     [](const Detection& p, const Detection& g) { return BoxIoU(p, g); });
+}
+
+float MaskIoU(const InstanceMask& a, const InstanceMask& b) {
+  auto valid = [](const InstanceMask& m) {
+    return m.bits.size() == static_cast<size_t>(m.width) * m.height;
+  };
+  if (!valid(a) || !valid(b)) return 0.0f;
+  // Only the overlap of the two boxes can hold intersection pixels.
+  const int x0 = std::max(a.x0, b.x0), x1 = std::min(a.x0 + a.width, b.x0 + b.width);
+  const int y0 = std::max(a.y0, b.y0), y1 = std::min(a.y0 + a.height, b.y0 + b.height);
+  int64_t inter = 0;
+  for (int y = y0; y < y1; ++y) {
+    for (int x = x0; x < x1; ++x) inter += a.at(x, y) && b.at(x, y);
   }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const BoxMatch& a, const BoxMatch& b) { return a.iou > b.iou; });
-  std::vector<bool> pred_used(predictions.size()), gt_used(ground_truth.size());
-  std::vector<BoxMatch> matches;
-  for (const BoxMatch& m : candidates) {
-    if (pred_used[m.pred] || gt_used[m.gt]) continue;
-    pred_used[m.pred] = gt_used[m.gt] = true;
-    matches.push_back(m);
-  }
-  return matches;
+  const int64_t uni = a.area() + b.area() - inter;
+  return uni > 0 ? static_cast<float>(static_cast<double>(inter) / static_cast<double>(uni)) : 0.0f;
+}
+
+void SegmentationMetrics::Add(const std::vector<Detection>& predictions,
+                              const std::vector<Detection>& ground_truth) {
+  num_predictions_ += static_cast<int>(predictions.size());
+  num_ground_truth_ += static_cast<int>(ground_truth.size());
+  const auto matches =
+      GreedyMatch(predictions, ground_truth, [](const Detection& p, const Detection& g) {
+        return p.mask && g.mask ? MaskIoU(*p.mask, *g.mask) : 0.0f;
+      });
+  for (const BoxMatch& m : matches) ious_.push_back(m.iou);
+}
+
+double SegmentationMetrics::MeanIoU() const {
+  if (ious_.empty()) return 0.0;
+  return std::accumulate(ious_.begin(), ious_.end(), 0.0) / static_cast<double>(ious_.size());
+}
+
+double SegmentationMetrics::MIoU() const {
+  if (num_ground_truth_ == 0) return 0.0;
+  return std::accumulate(ious_.begin(), ious_.end(), 0.0) / num_ground_truth_;
 }
 
 void DetectionMetrics::Add(const std::vector<Detection>& predictions,

@@ -63,6 +63,31 @@ class DetectionMetrics {
   int num_ground_truth_ = 0;
 };
 
+// Intersection over union of two masks in the same image (pixels set in either); 0 when both
+// are empty.
+float MaskIoU(const InstanceMask& a, const InstanceMask& b);
+
+// Segmentation scores. Matching per example as for boxes above, but by MASK IoU: pairs with
+// the same label and mask IoU > 0, greedy by IoU descending (same tie order); a prediction
+// without a mask matches nothing.
+//   MeanIoU(): mean mask IoU over matched pairs (0 if none) — the box metric's counterpart.
+//   MIoU():    mean over ground-truth objects of their matched IoU, 0 when unmatched — the
+//              "miou" of big_vision's segmentation evaluator (one object per example there).
+class SegmentationMetrics {
+ public:
+  void Add(const std::vector<Detection>& predictions, const std::vector<Detection>& ground_truth);
+  double MeanIoU() const;
+  double MIoU() const;
+  int matched() const { return static_cast<int>(ious_.size()); }
+  int num_predictions() const { return num_predictions_; }
+  int num_ground_truth() const { return num_ground_truth_; }
+
+ private:
+  std::vector<float> ious_;
+  int num_predictions_ = 0;
+  int num_ground_truth_ = 0;
+};
+
 // Accumulates exact-match accuracy.
 class AccuracyMetric {
  public:

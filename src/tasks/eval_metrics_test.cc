@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace ocular {
 namespace {
@@ -71,6 +73,55 @@ TEST(DetectionMetrics, AgreesWithPythonReferenceMetrics) {
   EXPECT_NEAR(det.MapAt50(), s["map50"].get<double>(), 1e-9);
   EXPECT_NEAR(text.Accuracy(), s["text_accuracy"].get<double>(), 1e-12);
   EXPECT_LT(det.MeanIoU(), 0.99);  // the fixture really contains imperfect boxes
+}
+
+InstanceMask Rect(int image_w, int image_h, int x0, int y0, int w, int h) {
+  InstanceMask m;
+  m.image_width = image_w;
+  m.image_height = image_h;
+  m.x0 = x0;
+  m.y0 = y0;
+  m.width = w;
+  m.height = h;
+  m.bits.assign(static_cast<size_t>(w) * h, 1);
+  return m;
+}
+
+TEST(MaskIoU, CountsPixelsNotBoxes) {
+  const InstanceMask a = Rect(20, 20, 0, 0, 10, 10), b = Rect(20, 20, 5, 0, 10, 10);
+  EXPECT_FLOAT_EQ(MaskIoU(a, a), 1.0f);
+  EXPECT_FLOAT_EQ(MaskIoU(a, b), 50.0f / 150.0f);
+  InstanceMask holed = a;
+  std::fill(holed.bits.begin(), holed.bits.begin() + 50, 0);  // rows 0..4 cleared
+  EXPECT_FLOAT_EQ(MaskIoU(a, holed), 0.5f);
+  EXPECT_FLOAT_EQ(MaskIoU(a, Rect(20, 20, 15, 15, 2, 2)), 0.0f);
+  InstanceMask empty = a;
+  empty.bits.assign(100, 0);
+  EXPECT_FLOAT_EQ(MaskIoU(empty, empty), 0.0f);
+  InstanceMask broken = a;
+  broken.bits.resize(3);  // inconsistent: never read past it
+  EXPECT_FLOAT_EQ(MaskIoU(a, broken), 0.0f);
+}
+
+TEST(SegmentationMetrics, MatchesByMaskIoUWithinLabels) {
+  auto det = [](std::string label, std::optional<InstanceMask> m) {
+    Detection d;
+    d.label = std::move(label);
+    d.mask = std::move(m);
+    return d;
+  };
+  const std::vector<Detection> gt = {det("a", Rect(20, 20, 0, 0, 10, 10)),
+                                     det("b", Rect(20, 20, 10, 10, 10, 10))};
+  const std::vector<Detection> pred = {det("a", Rect(20, 20, 5, 0, 10, 10)),   // IoU 1/3
+                                       det("b", std::nullopt),                 // no mask
+                                       det("a", Rect(20, 20, 0, 0, 10, 10))};  // IoU 1
+  SegmentationMetrics m;
+  m.Add(pred, gt);
+  EXPECT_EQ(m.matched(), 1);  // pred 2 takes gt 0; pred 0 has nothing left; b has no mask
+  EXPECT_DOUBLE_EQ(m.MeanIoU(), 1.0);
+  EXPECT_DOUBLE_EQ(m.MIoU(), 0.5);  // gt b unmatched counts 0
+  EXPECT_EQ(m.num_predictions(), 3);
+  EXPECT_EQ(m.num_ground_truth(), 2);
 }
 
 }  // namespace

@@ -99,5 +99,64 @@ TEST(DetectionsJson, ListsBoxesAndSurvivesBadUtf8) {
   EXPECT_EQ(DetectionsJson({}), "[]");
 }
 
+// A "segment" example whose ground truth is the reference's own masks (testdata/seg): the
+// reference answer scores mask IoU 1 on both objects.
+TEST(EvalSet, ScoresSegmentExamplesByMaskIoU) {
+  std::ifstream f("testdata/seg/cases.json");
+  const auto c = nlohmann::json::parse(f)["variants"]["small"];
+  nlohmann::json ex = {{"id", 7},
+                       {"image", "x.png"},
+                       {"width", c["image"][0]},
+                       {"height", c["image"][1]},
+                       {"kind", "segment"},
+                       {"prefix", "segment cat ; big dog"},
+                       {"suffix", c["answer"]}};
+  nlohmann::json boxes = nlohmann::json::array(), masks = nlohmann::json::array();
+  for (const auto& o : c["objects"]) {
+    if (!o.contains("mask")) continue;
+    const auto& b = o["pixel_box"];
+    boxes.push_back({b[0], b[1], b[2], b[3], o["label"]});
+    masks.push_back(o["mask"]);
+  }
+  ex["boxes"] = boxes;
+  ex["masks"] = masks;
+  auto set = LoadEvalSet(WriteTemp("seg.jsonl", ex.dump() + "\n"));
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_EQ((*set)[0].boxes.size(), 2u);
+  ASSERT_TRUE((*set)[0].boxes[0].mask.has_value());
+  auto decoder = MaskDecoder::Load("testdata/seg/vae-small.npz");
+  ASSERT_TRUE(decoder.ok());
+  const std::vector<std::string> preds = {c["answer"].get<std::string>()};
+  auto s = ScoreEvalSet(*set, preds, decoder->get());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->mask_matched, 2);
+  EXPECT_EQ(s->mask_predictions, 4);  // + the box-only and the inverted object
+  EXPECT_EQ(s->mask_ground_truth, 2);
+  EXPECT_DOUBLE_EQ(s->mask_mean_iou, 1.0);
+  EXPECT_DOUBLE_EQ(s->mask_miou, 1.0);
+  EXPECT_NE(EvalSummaryJson(*s).find("\"mask_miou\""), std::string::npos);
+  // The same answer with the other variant's codes decodes other masks: IoU below 1.
+  const auto other =
+      nlohmann::json::parse(std::ifstream("testdata/seg/cases.json"))["variants"]["full"];
+  auto s2 = ScoreEvalSet(*set, {other["answer"].get<std::string>()}, decoder->get());
+  ASSERT_TRUE(s2.ok());
+  EXPECT_LT(s2->mask_miou, 1.0);
+  // Without a mask model a segment set cannot be scored.
+  EXPECT_EQ(ScoreEvalSet(*set, preds).status().code(), StatusCode::kInvalidArgument);
+  // Malformed masks are errors with the line number.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"masks", nlohmann::json::array()},
+           {"masks", nlohmann::json::array({masks[0], {{"size", {1, 1}}, {"counts", {1}}}})},
+           {"masks", nlohmann::json::array(
+                         {masks[0], {{"size", masks[1]["size"]}, {"counts", {1, 2, 3}}}})}}) {
+    nlohmann::json bad = ex;
+    bad[key] = value;
+    auto r = LoadEvalSet(WriteTemp("badseg.jsonl", bad.dump() + "\n"));
+    ASSERT_FALSE(r.ok()) << value.dump().substr(0, 80);
+    EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(r.status().message().find(":1: "), std::string::npos) << r.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace ocular

@@ -68,6 +68,8 @@ void AddEval(CLI::App& app, int* rc) {
       ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--predictions", o->predictions, "write per-example predictions (JSONL)")
       ->default_str("off");
+  cmd->add_option("--seg-model", o->seg_model, "mask model for segment examples")
+      ->default_str("vae-oid.npz / vae.safetensors in the model directory");
   auto quiet = std::make_shared<bool>(false);
   auto progress = std::make_shared<bool>(false);
   cmd->add_flag("--quiet,-q", *quiet, "no progress, even on a terminal");
@@ -75,6 +77,7 @@ void AddEval(CLI::App& app, int* rc) {
       "--progress", *progress,
       "show progress on stderr even when it is not a terminal (a line every 25 examples)");
   cmd->callback([=] {
+    o->model_dir = m->model;
     if (!o->predictions.empty()) {
       Status s = CheckOutputIsNotAnInput("--predictions", o->predictions, m->model, {o->eval_set});
       if (!s.ok()) {

@@ -26,6 +26,7 @@ struct RunArgs {
   std::string prompt;
   GenerateOptions gen;
   std::string draw;
+  std::string seg_model;  // mask model for <seg> codes ("": looked up in the model directory)
   bool json = false;
   bool json_stream = false;
   bool chat = false;
@@ -90,6 +91,11 @@ int RunOne(Engine& engine, const RunArgs& a, const RunContext& ctx,
   std::vector<Detection> boxes;
   if (!r->image_sizes.empty()) {
     boxes = ParseDetections(r->text, r->image_sizes[0].width, r->image_sizes[0].height);
+    // <seg> codes → masks (docs/segmentation.md); the mask model is loaded only for them.
+    auto warning = AttachMasks(&boxes, a.seg_model, a.model.model, r->image_sizes[0].width,
+                               r->image_sizes[0].height);
+    if (!warning.ok()) return Fail(warning.status());
+    if (!warning->empty()) Note(*warning);
   }
   if (a.json || a.json_stream) {
     auto j = RunJson(ctx, prompt, *r, boxes, PeakRssBytes());
@@ -202,8 +208,12 @@ void AddRun(CLI::App& app, int* rc) {
   cmd->add_option("--seed", a->gen.seed, "sampling seed");
   cmd->add_flag("--separate-newline", a->gen.separate_newline,
                 "tokenize the prompt's trailing \\n separately (big_vision style)");
-  cmd->add_option("--draw", a->draw, "write the first image with the detected boxes to this PNG")
+  cmd->add_option("--draw", a->draw,
+                  "write the first image with the detected boxes and masks to this PNG")
       ->default_str("off");
+  cmd->add_option("--seg-model", a->seg_model,
+                  "mask model for `segment` answers: vae-oid.npz or a safetensors copy")
+      ->default_str("vae-oid.npz / vae.safetensors in the model directory");
   auto* json = cmd->add_flag("--json", a->json,
                              "print the result as one JSON object (schema ocular.run/1, "
                              "docs/cli.md)");

@@ -10,9 +10,10 @@ Writes testdata/quant/blocks.safetensors:
                                           ties at .5 for every rounding, constant rows,
                                           negative-max blocks, all-positive / all-negative rows
   quantize/<fmt>           U8  [12, row bytes]  gguf.quants.quantize(x, fmt) for bf16, f16,
-                                                q8_0, q4_0
+                                                q8_0, q4_0, q5_0
   dequantize/<fmt>/blocks  U8  [4, row bytes]   random valid blocks (finite f16 scales) of
-                                                every format: f32, bf16, f16, q8_0, q4_0, q4_k, q6_k
+                                                every format: f32, bf16, f16, q8_0, q4_0, q5_0,
+                                                q4_k, q6_k
   dequantize/<fmt>/values  F32 [4, 512]         gguf.quants.dequantize of those blocks
 """
 
@@ -25,8 +26,8 @@ from gguf import quants
 OUT = os.path.join("testdata", "quant", "blocks.safetensors")
 COLS = 512
 TYPES = {"f32": T.F32, "bf16": T.BF16, "f16": T.F16, "q8_0": T.Q8_0, "q4_0": T.Q4_0,
-         "q4_k": T.Q4_K, "q6_k": T.Q6_K}
-QUANTIZED = ["bf16", "f16", "q8_0", "q4_0"]  # the formats gguf-py can quantize
+         "q5_0": T.Q5_0, "q4_k": T.Q4_K, "q6_k": T.Q6_K}
+QUANTIZED = ["bf16", "f16", "q8_0", "q4_0", "q5_0"]  # the formats gguf-py can quantize
 
 
 def bits(u32):
@@ -80,7 +81,7 @@ def random_blocks(rng, name, n_rows):
     if name == "f16":
         return random_f16(rng, n_rows * COLS, 60000.0).reshape(n_rows, -1)
     b = rng.integers(0, 256, (nb, size), dtype=np.uint8)
-    if name in ("q8_0", "q4_0"):
+    if name in ("q8_0", "q4_0", "q5_0"):
         b[:, 0:2] = random_f16(rng, nb, 0.1)
     elif name == "q4_k":
         b[:, 0:2] = random_f16(rng, nb, 0.01)

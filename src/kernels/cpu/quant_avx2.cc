@@ -12,15 +12,23 @@
 #include "kernels/quant/activations.h"
 #include "kernels/quant/blocks.h"
 
+// Every function below is compiled for these features (GCC: target pragma; clang, which
+// ignores it, e.g. in the fuzz build: an attribute applied to each function).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 namespace ocular::cpu::quant_avx2 {
 
 struct Isa {
+  static constexpr bool kWideTiles = false;
   static constexpr int kQ8Offset = 0;
   static __m256i DotU8(__m256i acc, __m256i w, __m256i a) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)));
+    return _mm256_add_epi32(acc,
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)));
   }
   static __m256i PrepQ8(__m256i w) { return w; }
   // Σ w·a = Σ |w|·(a with w's sign): unsigned × signed for vpmaddubsw.
@@ -41,12 +49,16 @@ void QuantizeActRowAvx2(WFormat f, const float* x, int64_t K, std::byte* dst) {
 
 }  // namespace ocular::cpu::quant_avx2
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace ocular::cpu {
 
-void MatMulQuantAvx2(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                     int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch) {
+void MatMulQuantAvx2(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                     int64_t n1, float* out, int64_t ldo, float* scratch) {
   quant_avx2::MatMulQuant(a, M, K, lda, w, n0, n1, out, ldo, scratch);
 }
 

@@ -1,4 +1,4 @@
-// Quantized-weight matmuls (q8_0, q4_0, q4_k, q6_k): the activations are quantized to int8
+// Quantized-weight matmuls (q8_0, q4_0, q5_0, q4_k, q6_k): the activations are quantized to int8
 // blocks once per call (quant/activations.h) and every weight block is an integer dot
 // product, llama.cpp's approach. Two hand-written variants of one kernel body
 // (quant_matmul_inl.h), joined to the Highway tables by ops.cc:
@@ -17,16 +17,16 @@ namespace ocular::cpu {
 
 // The MatMulFn contract (kernels/kernel_table.h) for quantized weights; scratch:
 // MatMulScratchFloats(K) floats (up to 64 quantized activation rows at a time).
-// REQUIRES: w.format is q8_0, q4_0, q4_k or q6_k; the CPU runs AVX2, FMA and F16C.
-void MatMulQuantAvx2(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                     int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch);
+// REQUIRES: w.format is q8_0, q4_0, q5_0, q4_k or q6_k; the CPU runs AVX2, FMA and F16C.
+void MatMulQuantAvx2(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                     int64_t n1, float* out, int64_t ldo, float* scratch);
 
 // Whether this CPU runs AVX512-VNNI with AVX512VL/BW (CPUID; the OS's AVX-512 state is
 // checked with the avx512 table these kernels join).
 bool QuantVnniSupported();
 // As MatMulQuantAvx2. REQUIRES: QuantVnniSupported().
-void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                     int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch);
+void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                     int64_t n1, float* out, int64_t ldo, float* scratch);
 
 // The vectorized activation quantizers of the two variants (for tests): byte-identical to
 // quant::QuantizeActRow. REQUIRES: AVX2/FMA/F16C, resp. QuantVnniSupported().

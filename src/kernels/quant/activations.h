@@ -22,10 +22,10 @@
 namespace ocular::quant {
 
 struct ActRow {
-  const int8_t* q;        // [K]
-  const float* d;         // [K / block]
-  const int32_t* sum32;   // [K / 32]: Σq per 32-block (Q8_0 / Q4_0 weights), else null
-  const int16_t* sum16;   // [K / 16]: Σq per 16 values (K formats), else null
+  const int8_t* q;       // [K]
+  const float* d;        // [K / block]
+  const int32_t* sum32;  // [K / 32]: Σq per 32-block (Q8_0 / Q4_0 weights), else null
+  const int16_t* sum16;  // [K / 16]: Σq per 16 values (K formats), else null
 };
 
 // Values per activation block for weights of format f: 32 (q8_0, q4_0) or 256 (q4_k, q6_k).

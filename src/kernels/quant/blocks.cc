@@ -68,7 +68,9 @@ void QuantizeQ8_0(const float* x, int64_t blocks, BlockQ8_0* y) {
     y[b].d = F32ToF16(d);
     for (int j = 0; j < kQK8_0; ++j) {
       const float q = std::round(x[j] * id);
-      y[b].qs[j] = static_cast<int8_t>(q >= 127.0f ? 127 : q <= -128.0f ? -128 : static_cast<int>(q));
+      y[b].qs[j] = static_cast<int8_t>(q >= 127.0f    ? 127
+                                       : q <= -128.0f ? -128
+                                                      : static_cast<int>(q));
     }
   }
 }
@@ -96,6 +98,35 @@ void QuantizeQ4_0(const float* x, int64_t blocks, BlockQ4_0* y) {
     for (int j = 0; j < kQK8_0 / 2; ++j) {
       y[b].qs[j] = static_cast<uint8_t>(q[j] | (q[j + kQK8_0 / 2] << 4));
     }
+  }
+}
+
+// gguf-py Q5_0.quantize_blocks: as Q4_0 with d = max / -16, q = trunc(f64 x·id + 16.5) clipped
+// to 31; low nibbles as Q4_0, bit 4 of value j in bit j of qh (little-endian).
+void QuantizeQ5_0(const float* x, int64_t blocks, BlockQ5_0* y) {
+  for (int64_t b = 0; b < blocks; ++b, x += kQK8_0) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK8_0; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = F32ToF16(d);
+    uint8_t q[kQK8_0];
+    uint32_t qh = 0;
+    for (int j = 0; j < kQK8_0; ++j) {
+      const float v =
+          static_cast<float>(static_cast<double>(x[j]) * static_cast<double>(id) + 16.5);
+      q[j] = static_cast<uint8_t>(v >= 31.0f ? 31 : v > 0.0f ? static_cast<int>(v) : 0);
+      qh |= static_cast<uint32_t>(q[j] >> 4) << j;
+    }
+    for (int j = 0; j < kQK8_0 / 2; ++j) {
+      y[b].qs[j] = static_cast<uint8_t>((q[j] & 0xF) | (q[j + kQK8_0 / 2] << 4));
+    }
+    std::memcpy(y[b].qh, &qh, 4);
   }
 }
 
@@ -194,7 +225,8 @@ void QuantizeQ4_K(const float* x, int64_t blocks, BlockQ4_K* y) {
     const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
     const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
     for (int j = 0; j < kQK_K / 32; ++j) {
-      const uint8_t ls = std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_scale * scales[j])));
+      const uint8_t ls =
+          std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_scale * scales[j])));
       const uint8_t lm = std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_min * mins[j])));
       if (j < 4) {
         blk.scales[j] = ls;
@@ -345,6 +377,20 @@ void DequantizeQ4_0(const BlockQ4_0* x, int64_t blocks, float* y) {
   }
 }
 
+void DequantizeQ5_0(const BlockQ5_0* x, int64_t blocks, float* y) {
+  for (int64_t b = 0; b < blocks; ++b, y += kQK8_0) {
+    const float d = F16(x[b].d);
+    uint32_t qh;
+    std::memcpy(&qh, x[b].qh, 4);
+    for (int j = 0; j < kQK8_0 / 2; ++j) {
+      const int lo = (x[b].qs[j] & 0xF) | static_cast<int>(((qh >> j) & 1) << 4);
+      const int hi = (x[b].qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1) << 4);
+      y[j] = d * static_cast<float>(lo - 16);
+      y[j + kQK8_0 / 2] = d * static_cast<float>(hi - 16);
+    }
+  }
+}
+
 void DequantizeQ4_K(const BlockQ4_K* x, int64_t blocks, float* y) {
   for (int64_t b = 0; b < blocks; ++b, y += kQK_K) {
     const float d = F16(x[b].d), dmin = F16(x[b].dmin);
@@ -354,7 +400,8 @@ void DequantizeQ4_K(const BlockQ4_K* x, int64_t blocks, float* y) {
       const float dl = d * sc, ml = dmin * m;
       const uint8_t* q = x[b].qs + 32 * (j / 2);
       const int shift = 4 * (j % 2);
-      for (int l = 0; l < 32; ++l) y[32 * j + l] = dl * static_cast<float>((q[l] >> shift) & 0xF) - ml;
+      for (int l = 0; l < 32; ++l)
+        y[32 * j + l] = dl * static_cast<float>((q[l] >> shift) & 0xF) - ml;
     }
   }
 }
@@ -409,6 +456,13 @@ void QuantizeRow(WFormat f, const float* x, int64_t cols, std::byte* out) {
         std::memcpy(out + b * sizeof(blk), &blk, sizeof(blk));
       }
       return;
+    case WFormat::kQ5_0:
+      for (int64_t b = 0; b < blocks; ++b) {
+        BlockQ5_0 blk;
+        QuantizeQ5_0(x + b * bv, 1, &blk);
+        std::memcpy(out + b * sizeof(blk), &blk, sizeof(blk));
+      }
+      return;
     case WFormat::kQ4_K:
       for (int64_t b = 0; b < blocks; ++b) {
         BlockQ4_K blk;
@@ -455,6 +509,13 @@ void DequantizeRow(WFormat f, const std::byte* row, int64_t cols, float* out) {
         BlockQ4_0 blk;
         std::memcpy(&blk, row + b * sizeof(blk), sizeof(blk));
         DequantizeQ4_0(&blk, 1, out + b * bv);
+      }
+      return;
+    case WFormat::kQ5_0:
+      for (int64_t b = 0; b < blocks; ++b) {
+        BlockQ5_0 blk;
+        std::memcpy(&blk, row + b * sizeof(blk), sizeof(blk));
+        DequantizeQ5_0(&blk, 1, out + b * bv);
       }
       return;
     case WFormat::kQ4_K:

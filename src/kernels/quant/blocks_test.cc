@@ -17,8 +17,10 @@
 namespace ocular::quant {
 namespace {
 
-constexpr WFormat kAll[] = {WFormat::kF32, WFormat::kBF16, WFormat::kF16, WFormat::kQ8_0,
-                            WFormat::kQ4_0, WFormat::kQ4_K, WFormat::kQ6_K};
+constexpr WFormat kAll[] = {WFormat::kF32,  WFormat::kBF16, WFormat::kF16,  WFormat::kQ8_0,
+                            WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K, WFormat::kQ6_K};
+constexpr WFormat kQuantized[] = {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K,
+                                  WFormat::kQ6_K};
 
 // A fixture tensor; fails the test (and returns an empty view) when it is missing.
 const TensorView& Get(const std::string& name) {
@@ -56,7 +58,8 @@ uint32_t Bits(float f) {
 TEST(BlocksTest, QuantizeEqualsGgufPyBitForBit) {
   const TensorView& x = Get("x");
   const int64_t rows = x.shape[0], cols = x.shape[1];
-  for (WFormat f : {WFormat::kBF16, WFormat::kF16, WFormat::kQ8_0, WFormat::kQ4_0}) {
+  for (WFormat f :
+       {WFormat::kBF16, WFormat::kF16, WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0}) {
     const TensorView& want = Get(std::string("quantize/") + WFormatName(f));
     const int64_t row_bytes = WFormatRowBytes(f, cols);
     ASSERT_EQ(want.shape[1], row_bytes) << WFormatName(f);
@@ -104,16 +107,19 @@ TEST(BlocksTest, FloatFormatsRoundTrip) {
 }
 
 // Relative RMS error ||x - dq(q(x))|| / ||x|| per format on Gaussian rows.
-// Measured (64 Gaussian rows of 4352): q8_0 0.0054, q4_0 0.086, q4_k 0.071, q6_k 0.0177 —
-// about step / sqrt(12) of each grid; the bounds leave ~25 % headroom.
+// Measured (64 Gaussian rows of 4352): q8_0 0.0054, q4_0 0.086, q5_0 0.043, q4_k 0.071,
+// q6_k 0.0177 — about step / sqrt(12) of each grid; the bounds leave ~25 % headroom.
 TEST(BlocksTest, QuantizationErrorIsBounded) {
   const int64_t cols = 4352;  // 17 super-blocks
   struct Bound {
     WFormat f;
     double gaussian;
   };
-  const Bound bounds[] = {{WFormat::kQ8_0, 0.007}, {WFormat::kQ4_0, 0.11},
-                          {WFormat::kQ4_K, 0.09},  {WFormat::kQ6_K, 0.022}};
+  const Bound bounds[] = {{WFormat::kQ8_0, 0.007},
+                          {WFormat::kQ4_0, 0.11},
+                          {WFormat::kQ5_0, 0.055},
+                          {WFormat::kQ4_K, 0.09},
+                          {WFormat::kQ6_K, 0.022}};
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   for (const Bound& b : bounds) {
@@ -138,7 +144,7 @@ TEST(BlocksTest, QuantizationErrorIsBounded) {
 TEST(BlocksTest, OddRowsQuantizeSanely) {
   const TensorView& x = Get("x");
   const int64_t rows = x.shape[0], cols = x.shape[1];
-  for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
+  for (WFormat f : kQuantized) {
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x.as<float>() + r * cols;
       const std::vector<float> y = Dequantize(f, Quantize(f, xr, cols), cols);
@@ -151,19 +157,19 @@ TEST(BlocksTest, OddRowsQuantizeSanely) {
         // approximations of the fitted ones, hence 1.5 steps of a 16- or 32-level grid.
         const double tol = (f == WFormat::kQ8_0   ? amax / 127.0 * 0.51
                             : f == WFormat::kQ4_0 ? amax / 8.0 * 1.01
+                            : f == WFormat::kQ5_0 ? amax / 16.0 * 1.01
                             : f == WFormat::kQ4_K ? amax / 15.0 * 1.5
                                                   : amax / 31.0 * 1.5) +
-                            amax * 1e-3 +
-                            // f16 scales are absolute to 2^-25 (subnormals), times the
-                            // largest multiplier: |q| <= 128, or sc·q + m <= 63·16
-                            std::ldexp(1.0, -25) * (bv == 32 ? 128 : 63 * 16);
+                           amax * 1e-3 +
+                           // f16 scales are absolute to 2^-25 (subnormals), times the
+                           // largest multiplier: |q| <= 128, or sc·q + m <= 63·16
+                           std::ldexp(1.0, -25) * (bv == 32 ? 128 : 63 * 16);
         for (int64_t i = 0; i < bv; ++i) {
           const int64_t k = b * bv + i;
           if (r == 5 && (f == WFormat::kQ8_0 || f == WFormat::kQ4_0)) break;  // f16 d overflows
           ASSERT_TRUE(std::isfinite(y[k])) << WFormatName(f) << " row " << r << " value " << k;
-          ASSERT_LE(std::fabs(y[k] - xr[k]), tol)
-              << WFormatName(f) << " row " << r << " value " << k << ": x " << xr[k] << " got "
-              << y[k];
+          ASSERT_LE(std::fabs(y[k] - xr[k]), tol) << WFormatName(f) << " row " << r << " value "
+                                                  << k << ": x " << xr[k] << " got " << y[k];
         }
       }
     }
@@ -178,7 +184,7 @@ TEST(BlocksTest, RequantizingDequantizedValuesIsStable) {
   const int64_t cols = 2304;
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;
-  for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
+  for (WFormat f : kQuantized) {
     double first = 0, second = 0;
     for (int r = 0; r < 16; ++r) {
       std::vector<float> x(cols);

@@ -254,8 +254,10 @@ void ToF32(const void* data, DType dtype, int64_t n, float* out) {
 const kernels::KernelTable& Table() {
   static const kernels::KernelTable table = {
       "scalar",
-      {MatMulBlock, MatMulBlock, MatMulBlock, MatMulQuant, MatMulQuant, MatMulQuant, MatMulQuant},
-      {RowToF32, RowToF32, RowToF32, RowToF32Quant, RowToF32Quant, RowToF32Quant, RowToF32Quant},
+      {MatMulBlock, MatMulBlock, MatMulBlock, MatMulQuant, MatMulQuant, MatMulQuant, MatMulQuant,
+       MatMulQuant},
+      {RowToF32, RowToF32, RowToF32, RowToF32Quant, RowToF32Quant, RowToF32Quant, RowToF32Quant,
+       RowToF32Quant},
       nullptr,
       RmsNorm,
       LayerNorm,

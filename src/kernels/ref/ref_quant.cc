@@ -5,6 +5,7 @@
 // 32-value sums s16 / s32):
 //   Q8_0  Σ_b d_w·d_a·Σ q_w·q_a
 //   Q4_0  Σ_b d_w·d_a·(Σ q_w·q_a − 8·s32)                       (q_w the raw nibble)
+//   Q5_0  Σ_b d_w·d_a·(Σ q_w·q_a − 16·s32)                      (q_w the raw 5-bit value)
 //   Q4_K  Σ_B d_a·(d·Σ_j sc_j·Σ q_w·q_a − dmin·Σ_j m_j·(s16[2j] + s16[2j+1]))
 //   Q6_K  Σ_B d_a·d·Σ_g sc_g·(Σ q_w·q_a − 32·s16[g])            (q_w the raw 6-bit value)
 // — llama.cpp's ggml_vec_dot_{q8_0_q8_0, q4_0_q8_0, q4_K_q8_K, q6_K_q8_K} (ggml-cpu/quants.c).
@@ -49,6 +50,23 @@ double DotQ4_0(const std::byte* w, const quant::ActRow& a, int64_t K) {
   return sum;
 }
 
+double DotQ5_0(const std::byte* w, const quant::ActRow& a, int64_t K) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < K / 32; ++b) {
+    const auto blk = BlockAt<quant::BlockQ5_0>(w, b);
+    uint32_t qh;
+    std::memcpy(&qh, blk.qh, 4);
+    const int8_t* q = a.q + 32 * b;
+    int32_t s = 0;
+    for (int i = 0; i < 16; ++i) {
+      s += ((blk.qs[i] & 0xF) | static_cast<int>(((qh >> i) & 1) << 4)) * q[i] +
+           ((blk.qs[i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1) << 4)) * q[i + 16];
+    }
+    sum += static_cast<double>(F16ToF32(blk.d)) * a.d[b] * (s - 16 * a.sum32[b]);
+  }
+  return sum;
+}
+
 double DotQ4_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
   double sum = 0.0;
   for (int64_t b = 0; b < K / 256; ++b) {
@@ -66,9 +84,8 @@ double DotQ4_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
       isum += sc * s;
       msum += m * (s16[2 * j] + s16[2 * j + 1]);
     }
-    sum += static_cast<double>(a.d[b]) *
-           (static_cast<double>(F16ToF32(blk.d)) * isum -
-            static_cast<double>(F16ToF32(blk.dmin)) * msum);
+    sum += static_cast<double>(a.d[b]) * (static_cast<double>(F16ToF32(blk.d)) * isum -
+                                          static_cast<double>(F16ToF32(blk.dmin)) * msum);
   }
   return sum;
 }
@@ -99,24 +116,23 @@ double DotQ6_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
 void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                  int64_t n1, float* out, int64_t ldo, float* scratch) {
   const WFormat f = w.format;
-  double (*dot)(const std::byte*, const quant::ActRow&, int64_t) =
-      f == WFormat::kQ8_0   ? DotQ8_0
-      : f == WFormat::kQ4_0 ? DotQ4_0
-      : f == WFormat::kQ4_K ? DotQ4_K
-      : f == WFormat::kQ6_K ? DotQ6_K
-                            : nullptr;
-  OCULAR_CHECK(dot != nullptr, "HINT: MatMulQuant takes q8_0, q4_0, q4_k or q6_k weights");
-  quant::ForEachActChunk(
-      f, a, M, K, lda, reinterpret_cast<std::byte*>(scratch),
-      kernels::MatMulScratchFloats(K) * 4, quant::QuantizeActRow,
-      [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
-        for (int64_t i = 0; i < count; ++i) {
-          const quant::ActRow act = quant::ActRowAt(f, rows + i * row_bytes, K);
-          for (int64_t n = n0; n < n1; ++n) {
-            out[(m0 + i) * ldo + n] = static_cast<float>(dot(w.row(n), act, K));
-          }
-        }
-      });
+  double (*dot)(const std::byte*, const quant::ActRow&, int64_t) = f == WFormat::kQ8_0   ? DotQ8_0
+                                                                   : f == WFormat::kQ4_0 ? DotQ4_0
+                                                                   : f == WFormat::kQ5_0 ? DotQ5_0
+                                                                   : f == WFormat::kQ4_K ? DotQ4_K
+                                                                   : f == WFormat::kQ6_K ? DotQ6_K
+                                                                                         : nullptr;
+  OCULAR_CHECK(dot != nullptr, "HINT: MatMulQuant takes q8_0, q4_0, q5_0, q4_k or q6_k weights");
+  quant::ForEachActChunk(f, a, M, K, lda, reinterpret_cast<std::byte*>(scratch),
+                         kernels::MatMulScratchFloats(K) * 4, quant::QuantizeActRow,
+                         [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
+                           for (int64_t i = 0; i < count; ++i) {
+                             const quant::ActRow act = quant::ActRowAt(f, rows + i * row_bytes, K);
+                             for (int64_t n = n0; n < n1; ++n) {
+                               out[(m0 + i) * ldo + n] = static_cast<float>(dot(w.row(n), act, K));
+                             }
+                           }
+                         });
 }
 
 void RowToF32Quant(const Matrix& w, int64_t r, float* out) {
