@@ -168,7 +168,13 @@ struct Server::Impl {
         }
         return !job->cancel && !stopping;
       };
-      r = eng.Generate(job->req.images, job->req.prompt, job->req.options, on_text);
+      try {
+        r = eng.Generate(job->req.images, job->req.prompt, job->req.options, on_text);
+      } catch (const std::bad_alloc&) {  // the engine sizes its buffers first: a bug if here
+        r = Error(StatusCode::kInternal, "serve", "out of memory for this request");
+      } catch (const std::exception& e) {
+        r = Error(StatusCode::kInternal, "serve", "internal error: ", e.what());
+      }
       ReleaseSlot();
     }
     Release();  // the admission ticket, before the client can see the end
