@@ -95,6 +95,10 @@ void AddServe(CLI::App& app, int* rc) {
       *rc = Fail(port.status());
       return;
     }
+    if (o.api_key.empty() && a->host != "127.0.0.1" && a->host != "localhost" && a->host != "::1") {
+      Note("ocular serve: warning: listening on " + a->host +
+           " without --api-key: anyone who can reach this address can use the model");
+    }
     Note("ocular serve: listening on http://" + a->host + ":" + std::to_string(*port) +
          " (loading " + a->model.model + ")");
     std::thread([&srv, signals] {
