@@ -142,7 +142,7 @@ struct Server::Impl {
       --running;
       Publish();
     }
-    slot_cv.notify_one();
+    slot_cv.notify_all();  // the destructor waits on this condition too
   }
 
   // Runs `job` to completion (on the job's thread).
