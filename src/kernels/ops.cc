@@ -268,7 +268,7 @@ void CastToActivation(const Exec& ex, float* x, int64_t n) { Epilogue(ex, x, n);
 int64_t RopeArenaFloats(int64_t head_dim) { return head_dim; }
 
 void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
-          const int64_t* pos, float theta) {
+          const int64_t* pos, float theta, float inv_freq_divisor) {
   OCULAR_CHECK(head_dim > 0 && head_dim % 2 == 0, "HINT: RoPE needs an even head_dim");
   OCULAR_CHECK(ld >= n_heads * head_dim);
   const kernels::KernelTable& table = ex.table();
@@ -278,7 +278,7 @@ void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_
   float* sin = cos + head_dim / 2;
   for (int64_t r = 0; r < rows; ++r) {
     if (r == 0 || pos[r] != pos[r - 1]) {
-      ref::RopeCosSin(pos[r], head_dim, theta, cos, sin);
+      ref::RopeCosSin(pos[r], head_dim, theta, cos, sin, inv_freq_divisor);
       // HF computes cos/sin in f32 and casts them to the activation dtype.
       if (bf16) table.round_bf16(cos, head_dim);
     }

@@ -79,9 +79,11 @@ void CastToActivation(const Exec& ex, float* x, int64_t n);
 //   inv_freq_k = 1 / theta^(2k/head_dim) (f32, as HF), angle = f32(pos) * inv_freq_k (f32),
 //   x1 = x[k], x2 = x[k + d/2]: x[k] = x1*cos - x2*sin, x[k + d/2] = x2*cos + x1*sin.
 // Under kBF16: cos/sin rounded to bf16 and every product and sum rounded, as torch on bf16.
+// inv_freq_divisor: HF's "linear" rope_scaling, inv_freq /= factor (an f32 division;
+// modeling_rope_utils.py _compute_linear_scaling_rope_parameters); 1 = plain RoPE.
 // REQUIRES: head_dim even.
 void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
-          const int64_t* pos, float theta);
+          const int64_t* pos, float theta, float inv_freq_divisor = 1.0f);
 
 // Keys and values of one attention call: rows [Tk, Hkv, d] with row strides ldk/ldv
 // (elements), f32 or bf16 (a bf16 KV cache). With ring > 0 the rows are a ring buffer:

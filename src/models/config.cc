@@ -5,173 +5,25 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
+#include "models/config_section.h"
 
 namespace ocular {
 
 namespace {
 
-using Json = nlohmann::json;
-
-// A JSON value as it appears in an error: short, never a 300-digit number or a whole object.
-std::string Shown(const Json& v) { return ShortJson(v, 40); }
-
-// Reads one section of config.json ("", "text_config", "vision_config"). Every error names the
-// file and the dotted key: "[config] dir/config.json: text_config.num_hidden_layers = -1 ...".
-// Codes: wrong type or below a field's minimum → kDataLoss (a corrupt file, exit 4); above
-// ocular's maximum → kResourceExhausted (exit 6); a value the engine does not implement →
-// kUnimplemented (exit 5).
-class Section {
- public:
-  Section(const Json& j, const std::string& source, std::string name)
-      : j_(j), source_(source), name_(std::move(name)) {}
-
-  std::string Key(const char* key) const { return name_.empty() ? key : name_ + "." + key; }
-
-  template <typename... Args>
-  Status Fail(StatusCode code, const Args&... args) const {
-    return Error(code, "config", source_, ": ", args...);
-  }
-
-  // The value of `key`, or nullptr when absent or null (the field keeps its default).
-  const Json* Find(const char* key) const {
-    auto it = j_.find(key);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
-  }
-
-  bool IsNull(const char* key) const {
-    auto it = j_.find(key);
-    return it != j_.end() && it->is_null();
-  }
-
-  // An integer in [lo, hi].
-  Status Int(const char* key, int64_t lo, int64_t hi, int* out) const {
-    const Json* v = Find(key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is_number() ||
-        (v->is_number_float() && v->get<double>() != std::floor(v->get<double>()))) {
-      return Fail(StatusCode::kDataLoss, Key(key), " must be an integer, got ", Shown(*v));
-    }
-    const double d = v->get<double>();  // exact for every value in range
-    if (d < static_cast<double>(lo)) {
-      return Fail(StatusCode::kDataLoss, Key(key), " = ", Shown(*v), " is below the minimum ", lo);
-    }
-    if (d > static_cast<double>(hi)) {
-      return Fail(StatusCode::kResourceExhausted, Key(key), " = ", Shown(*v),
-                  " is over ocular's limit of ", hi);
-    }
-    *out = static_cast<int>(v->get<int64_t>());
-    return Status::Ok();
-  }
-
-  // A finite number in (lo, hi] if lo_exclusive, else [lo, hi].
-  Status Float(const char* key, double lo, bool lo_exclusive, double hi, float* out) const {
-    const Json* v = Find(key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is_number()) {
-      return Fail(StatusCode::kDataLoss, Key(key), " must be a number, got ", Shown(*v));
-    }
-    const double d = v->get<double>();
-    if (!std::isfinite(d) || d < lo || (lo_exclusive && d == lo) || d > hi) {
-      return Fail(StatusCode::kDataLoss, Key(key), " = ", Shown(*v), " is outside ",
-                  lo_exclusive ? "(" : "[", lo, ", ", hi, "]");
-    }
-    *out = static_cast<float>(d);
-    return Status::Ok();
-  }
-
-  Status String(const char* key, std::string* out) const {
-    const Json* v = Find(key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is_string()) {
-      return Fail(StatusCode::kDataLoss, Key(key), " must be a string, got ", Shown(*v));
-    }
-    *out = v->get<std::string>();
-    return Status::Ok();
-  }
-
-  Status Bool(const char* key, bool* out) const {
-    const Json* v = Find(key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is_boolean()) {
-      return Fail(StatusCode::kDataLoss, Key(key), " must be true or false, got ", Shown(*v));
-    }
-    *out = v->get<bool>();
-    return Status::Ok();
-  }
-
-  // A key that changes the math in transformers but that ocular implements only at its default
-  // value: any other value is refused rather than ignored. `what` says what the default means.
-  Status RequireDefault(const char* key, const Json& expected, const char* what) const {
-    const Json* v = Find(key);
-    if (v == nullptr || *v == expected) return Status::Ok();
-    return Fail(StatusCode::kUnimplemented, Key(key), " = ", Shown(*v), " is not supported (", what,
-                ")");
-  }
-
-  Status Activation(const char* key, ocular::Activation* out) const {
-    std::string name;
-    OCULAR_RETURN_IF_ERROR(String(key, &name));
-    if (name.empty()) return Status::Ok();
-    // transformers' ACT2FN: gelu_pytorch_tanh, gelu_new and gelu_fast are the tanh approximation;
-    // gelu is the exact erf form. Everything else (quick_gelu, relu, silu, ...) is other math.
-    if (name == "gelu_pytorch_tanh" || name == "gelu_new" || name == "gelu_fast") {
-      *out = Activation::kGeluTanh;
-    } else if (name == "gelu") {
-      *out = Activation::kGeluErf;
-    } else {
-      return Fail(StatusCode::kUnimplemented, Key(key), " = '", name.substr(0, 40),
-                  "' is not supported (gelu_pytorch_tanh, gelu_new, gelu_fast, gelu)");
-    }
-    return Status::Ok();
-  }
-
-  // A nested object (null or absent: false). Anything else is a corrupt file.
-  StatusOr<const Json*> Object(const char* key) const {
-    const Json* v = Find(key);
-    if (v == nullptr) return static_cast<const Json*>(nullptr);
-    if (!v->is_object()) {
-      return Fail(StatusCode::kDataLoss, Key(key), " must be an object, got ", Shown(*v));
-    }
-    return v;
-  }
-
- private:
-  const Json& j_;
-  const std::string& source_;
-  std::string name_;
-};
-
-// Upper bounds: far above any released PaliGemma (SigLIP So400m: hidden 1152, 27 layers;
-// Gemma 2 27B: hidden 4608, 46 layers, vocab 256000) and low enough that every size product the
-// engine forms fits in int64 and no allocation is attempted from a nonsensical header.
-constexpr int64_t kMaxLayers = 1024;
-constexpr int64_t kMaxHidden = 65536;
-constexpr int64_t kMaxIntermediate = 1 << 20;
-constexpr int64_t kMaxHeads = 1024;
-constexpr int64_t kMaxHeadDim = 4096;
-constexpr int64_t kMaxVocab = 1 << 24;
-constexpr int64_t kMaxPositions = 1 << 20;
-constexpr int64_t kMaxImageSize = 16384;  // as preprocessor_config.json's size
-constexpr double kMaxScalar = 1e12;
-
-Status ParseVision(const Section& s, SiglipVisionConfig* v) {
-  std::string model_type;
-  OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
-  if (!model_type.empty() && model_type != "siglip_vision_model") {
-    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
-                  "' is not supported (siglip_vision_model)");
-  }
-  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &v->hidden_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &v->intermediate_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 0, kMaxLayers, &v->num_hidden_layers));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &v->num_attention_heads));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_channels", 1, 4, &v->num_channels));
-  OCULAR_RETURN_IF_ERROR(s.Int("image_size", 1, kMaxImageSize, &v->image_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("patch_size", 1, kMaxImageSize, &v->patch_size));
-  OCULAR_RETURN_IF_ERROR(s.Float("layer_norm_eps", 0, true, 1, &v->layer_norm_eps));
-  OCULAR_RETURN_IF_ERROR(s.Bool("vision_use_head", &v->vision_use_head));
-  return s.Activation("hidden_act", &v->hidden_act);
-}
+using config_internal::Json;
+using config_internal::kMaxHeadDim;
+using config_internal::kMaxHeads;
+using config_internal::kMaxHidden;
+using config_internal::kMaxImageSize;
+using config_internal::kMaxIntermediate;
+using config_internal::kMaxLayers;
+using config_internal::kMaxPositions;
+using config_internal::kMaxScalar;
+using config_internal::kMaxVocab;
+using config_internal::ParseVision;
+using config_internal::Section;
+using config_internal::Shown;
 
 // Keys of GemmaConfig / Gemma2Config (transformers 4.57) that change the computation and that
 // ocular implements only at their defaults. Keys that do not change inference (use_cache,

@@ -52,11 +52,20 @@ struct ModelSpec {
 };
 
 // One sequence's rows in a batched forward pass. Rows are laid out sequence after sequence.
+//
+// The attention mask is the family's, from these fields:
+//  * prefix_len: a prefix-LM block (PaliGemma: image + prompt attend bidirectionally).
+//    Families with a causal decoder (Gemma 3) ignore it.
+//  * ids: the rows' token ids (count of them) when the mask depends on token types, or null.
+//    Gemma 3 derives HF's token_type_ids from them (image token = 1, as Gemma3Processor does)
+//    and lets each run of image tokens attend bidirectionally within itself. The runner sets
+//    it for a prefill; a decode step passes null (HF applies no token-type mask there).
 struct SeqChunk {
   KvCache* cache;
   int64_t start;       // cache position of the first row
   int64_t count;       // rows of this sequence in the pass
   int64_t prefix_len;  // positions [0, prefix_len) form one bidirectional block
+  const int32_t* ids = nullptr;  // [count] token ids of the rows, or null
 };
 
 struct Batch {

@@ -4,6 +4,8 @@
 
 #include "core/file_io.h"
 #include "io/model_files.h"
+#include "models/gemma3/gemma3.h"
+#include "models/gemma3/processor.h"
 #include "models/paligemma/paligemma.h"
 #include "models/paligemma/processor.h"
 
@@ -21,6 +23,15 @@ StatusOr<LoadedModel> LoadPaliGemma(const ModelFiles& files) {
   return out;
 }
 
+StatusOr<LoadedModel> LoadGemma3(const ModelFiles& files) {
+  LoadedModel out;
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<gemma3::Gemma3> model, gemma3::Gemma3::Load(files));
+  OCULAR_ASSIGN_OR_RETURN(out.processor,
+                          gemma3::Gemma3Processor::Load(*files.files, model->config()));
+  out.model = std::move(model);
+  return out;
+}
+
 struct Family {
   const char* model_type;
   StatusOr<LoadedModel> (*load)(const ModelFiles& files);
@@ -28,6 +39,8 @@ struct Family {
 
 constexpr Family kFamilies[] = {
     {"paligemma", LoadPaliGemma},
+    {"gemma3", LoadGemma3},       // Gemma3ForConditionalGeneration
+    {"gemma3_text", LoadGemma3},  // Gemma3ForCausalLM
 };
 
 }  // namespace

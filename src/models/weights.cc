@@ -7,6 +7,8 @@ namespace {
 WeightSlot Mat(Matrix* m) { return WeightSlot{m, nullptr}; }
 WeightSlot Vec(TensorView* v) { return WeightSlot{nullptr, v}; }
 
+}  // namespace
+
 // HF module tree of PaliGemmaForConditionalGeneration (checkpoint names as released on the
 // hub; transformers >= 4.52 also saves "model.*" names, resolved in paligemma.cc).
 Status VisitSiglip(const SiglipVisionConfig& c, SiglipWeights* w, const TensorVisitor& fn) {
@@ -40,6 +42,8 @@ Status VisitSiglip(const SiglipVisionConfig& c, SiglipWeights* w, const TensorVi
   OCULAR_RETURN_IF_ERROR(fn(post + "weight", {D}, Vec(&w->post_ln_w), true));
   return fn(post + "bias", {D}, Vec(&w->post_ln_b), true);
 }
+
+namespace {
 
 Status VisitGemma(const GemmaTextConfig& c, GemmaWeights* w, const TensorVisitor& fn) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;

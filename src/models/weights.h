@@ -74,4 +74,7 @@ using TensorVisitor = std::function<Status(const std::string& name, const Shape&
                                            WeightSlot slot, bool required)>;
 Status ForEachTensor(const PaliGemmaConfig& cfg, PaliGemmaWeights* w, const TensorVisitor& fn);
 
+// The SigLIP tower's tensors alone ("vision_tower.vision_model.*"), for every family using it.
+Status VisitSiglip(const SiglipVisionConfig& cfg, SiglipWeights* w, const TensorVisitor& fn);
+
 }  // namespace ocular

@@ -166,11 +166,13 @@ void RopeRowBF16(float* x, int64_t n_heads, int64_t head_dim, const float* cos, 
 
 // HF GemmaRotaryEmbedding: inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim)),
 // freqs = inv_freq.float() @ position_ids.float() (one f32 product each), cos/sin in f32.
-void RopeCosSin(int64_t pos, int64_t head_dim, float theta, float* cos, float* sin) {
+void RopeCosSin(int64_t pos, int64_t head_dim, float theta, float* cos, float* sin,
+                float inv_freq_divisor) {
   const float pos_f = static_cast<float>(pos);
   for (int64_t k = 0; k < head_dim / 2; ++k) {
     const float exponent = static_cast<float>(2 * k) / static_cast<float>(head_dim);
-    const float inv_freq = 1.0f / std::pow(theta, exponent);
+    // x / 1.0f == x exactly: plain RoPE is unchanged by the divisor.
+    const float inv_freq = 1.0f / std::pow(theta, exponent) / inv_freq_divisor;
     const float angle = pos_f * inv_freq;
     cos[k] = std::cos(angle);
     sin[k] = std::sin(angle);

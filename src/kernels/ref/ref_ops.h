@@ -44,7 +44,9 @@ void ToF32(const void* data, DType dtype, int64_t n, float* out);
 
 // cos/sin[head_dim / 2] of the RoPE angles at `pos`, computed in f32 exactly as HF
 // (shared by every ISA: it is O(head_dim) per row).
-void RopeCosSin(int64_t pos, int64_t head_dim, float theta, float* cos, float* sin);
+// inv_freq_divisor: linear RoPE scaling (inv_freq / factor); 1 leaves inv_freq unchanged.
+void RopeCosSin(int64_t pos, int64_t head_dim, float theta, float* cos, float* sin,
+                float inv_freq_divisor = 1.0f);
 
 // The "scalar" dispatch table.
 const kernels::KernelTable& Table();

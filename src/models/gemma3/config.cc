@@ -1,0 +1,250 @@
+#include "models/gemma3/config.h"
+
+#include <cmath>
+
+#include "core/file_io.h"
+#include "models/config_section.h"
+
+namespace ocular::gemma3 {
+
+namespace {
+
+using config_internal::Json;
+using config_internal::kMaxHeadDim;
+using config_internal::kMaxHeads;
+using config_internal::kMaxHidden;
+using config_internal::kMaxIntermediate;
+using config_internal::kMaxLayers;
+using config_internal::kMaxPositions;
+using config_internal::kMaxScalar;
+using config_internal::kMaxVocab;
+using config_internal::Section;
+using config_internal::Shown;
+
+// A token id, or the first of a list (eos_token_id: [1, 106] in released configs; ocular
+// stops on one id).
+Status TokenId(const Section& s, const char* key, int* out) {
+  const Json* v = s.Find(key);
+  if (v != nullptr && v->is_array()) {
+    if (v->empty() || !(*v)[0].is_number_integer() || (*v)[0].get<int64_t>() < 0 ||
+        (*v)[0].get<int64_t>() >= kMaxVocab) {
+      return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v),
+                    " must be a token id or a list of them");
+    }
+    *out = (*v)[0].get<int>();
+    return Status::Ok();
+  }
+  return s.Int(key, 0, kMaxVocab, out);
+}
+
+// Gemma3TextConfig (configuration_gemma3.py), defaults as its __init__.
+Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* c) {
+  GemmaTextConfig& t = c->gemma;
+  t = GemmaTextConfig{};
+  t.model_type = "gemma3_text";
+  t.vocab_size = 262208;
+  t.hidden_size = 2304;
+  t.intermediate_size = 9216;
+  t.num_hidden_layers = 26;
+  t.num_attention_heads = 8;
+  t.num_key_value_heads = 4;
+  t.head_dim = 256;
+  t.max_position_embeddings = 131072;
+  t.rope_theta = 1000000.0f;
+  t.query_pre_attn_scalar = 256;
+  t.sliding_window = 4096;
+  std::string model_type;
+  OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
+  if (!model_type.empty() && model_type != "gemma3_text") {
+    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
+                  "' is not supported (gemma3_text)");
+  }
+  OCULAR_RETURN_IF_ERROR(
+      s.RequireDefault("attention_bias", false, "q/k/v/o projections have no bias"));
+  OCULAR_RETURN_IF_ERROR(s.RequireDefault("use_bidirectional_attention", false,
+                                          "the decoder is causal (EmbeddingGemma is not)"));
+  OCULAR_RETURN_IF_ERROR(s.Int("vocab_size", 1, kMaxVocab, &t.vocab_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &t.hidden_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &t.intermediate_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &t.num_hidden_layers));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &t.num_attention_heads));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_key_value_heads", 1, kMaxHeads, &t.num_key_value_heads));
+  OCULAR_RETURN_IF_ERROR(s.Int("head_dim", 2, kMaxHeadDim, &t.head_dim));
+  OCULAR_RETURN_IF_ERROR(
+      s.Int("max_position_embeddings", 1, kMaxPositions, &t.max_position_embeddings));
+  OCULAR_RETURN_IF_ERROR(s.Float("rms_norm_eps", 0, true, 1, &t.rms_norm_eps));
+  OCULAR_RETURN_IF_ERROR(s.Float("rope_theta", 1, true, kMaxScalar, &t.rope_theta));
+  OCULAR_RETURN_IF_ERROR(
+      s.Float("rope_local_base_freq", 1, true, kMaxScalar, &c->rope_local_base_freq));
+  OCULAR_RETURN_IF_ERROR(s.Activation("hidden_activation", &t.hidden_act));
+  OCULAR_RETURN_IF_ERROR(
+      s.Float("query_pre_attn_scalar", 0, true, kMaxScalar, &t.query_pre_attn_scalar));
+  OCULAR_RETURN_IF_ERROR(s.Int("sliding_window", 1, kMaxPositions, &t.sliding_window));
+  // Gemma3TextConfig defaults both softcaps to None (0 here).
+  OCULAR_RETURN_IF_ERROR(
+      s.Float("attn_logit_softcapping", 0, false, kMaxScalar, &t.attn_logit_softcapping));
+  OCULAR_RETURN_IF_ERROR(
+      s.Float("final_logit_softcapping", 0, false, kMaxScalar, &t.final_logit_softcapping));
+  OCULAR_RETURN_IF_ERROR(s.Int("pad_token_id", 0, kMaxVocab, &c->pad_token_id));
+  OCULAR_RETURN_IF_ERROR(TokenId(s, "bos_token_id", &c->bos_token_id));
+  OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id));
+
+  // rope_scaling: null, {"rope_type": "default"} or {"rope_type": "linear", "factor": f}
+  // (Gemma 3 4B/12B/27B: linear, factor 8). Other types change the frequencies otherwise.
+  OCULAR_ASSIGN_OR_RETURN(const Json* rs, s.Object("rope_scaling"));
+  if (rs != nullptr) {
+    const Section r(*rs, source, s.Key("rope_scaling"));
+    std::string type;
+    OCULAR_RETURN_IF_ERROR(r.String("rope_type", &type));
+    if (type.empty()) OCULAR_RETURN_IF_ERROR(r.String("type", &type));  // BC spelling
+    if (type == "linear") {
+      float factor = 0;
+      OCULAR_RETURN_IF_ERROR(r.Float("factor", 0, true, kMaxScalar, &factor));
+      if (!(factor > 0)) {
+        return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling"), " = ", Shown(*rs),
+                      ": linear scaling needs a factor > 0");
+      }
+      c->rope_scaling_factor = factor;
+    } else if (type != "default") {
+      return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), " = ", Shown(*rs),
+                    " is not supported (null, default or linear)");
+    }
+  }
+
+  // layer_types, else the sliding_window_pattern rule (configuration_gemma3.py: sliding unless
+  // (i + 1) % pattern == 0; pattern 6 by default).
+  t.layer_is_sliding.assign(t.num_hidden_layers, false);
+  if (const Json* lt = s.Find("layer_types")) {
+    if (!lt->is_array() || lt->size() != static_cast<size_t>(t.num_hidden_layers)) {
+      return s.Fail(StatusCode::kDataLoss, s.Key("layer_types"), " = ", Shown(*lt),
+                    " must list one type per layer (num_hidden_layers = ", t.num_hidden_layers,
+                    ")");
+    }
+    for (int i = 0; i < t.num_hidden_layers; ++i) {
+      const Json& e = (*lt)[i];
+      if (!e.is_string() || (e != "sliding_attention" && e != "full_attention")) {
+        return s.Fail(StatusCode::kUnimplemented, s.Key("layer_types"), "[", i, "] = ", Shown(e),
+                      " is not supported (sliding_attention, full_attention)");
+      }
+      t.layer_is_sliding[i] = e == "sliding_attention";
+    }
+  } else {
+    int pattern = 6;
+    OCULAR_RETURN_IF_ERROR(s.Int("sliding_window_pattern", 1, kMaxLayers, &pattern));
+    for (int i = 0; i < t.num_hidden_layers; ++i) t.layer_is_sliding[i] = (i + 1) % pattern != 0;
+  }
+  return Status::Ok();
+}
+
+Status Fail(const std::string& source, const Status& rule) {
+  // "[config] rule" -> "[config] <file>: rule".
+  std::string text = rule.message();
+  if (text.rfind("[config] ", 0) == 0) text = text.substr(9);
+  return Error(rule.code(), "config", source, ": ", text);
+}
+
+}  // namespace
+
+float Gemma3TextConfig::attention_scale() const {
+  return 1.0f / std::sqrt(gemma.query_pre_attn_scalar);
+}
+
+Status Gemma3TextConfig::Validate() const {
+  OCULAR_RETURN_IF_ERROR(gemma.Validate());
+  auto fail = [](const auto&... args) {
+    return Error(StatusCode::kDataLoss, "config", "text_config: ", args...);
+  };
+  if (!(gemma.query_pre_attn_scalar > 0)) return fail("query_pre_attn_scalar must be > 0");
+  if (gemma.sliding_window < 1) return fail("sliding_window must be >= 1");
+  if (gemma.layer_is_sliding.size() != static_cast<size_t>(gemma.num_hidden_layers)) {
+    return fail("layer_types needs one entry per layer");
+  }
+  if (!(rope_local_base_freq > 1) || !(rope_scaling_factor > 0)) {
+    return fail("rope_local_base_freq must be > 1 and the rope_scaling factor > 0");
+  }
+  for (auto [name, id] :
+       {std::pair{"bos_token_id", bos_token_id}, std::pair{"eos_token_id", eos_token_id}}) {
+    if (id < 0 || id >= gemma.vocab_size) {
+      return fail(name, " (", id, ") must be a token id below vocab_size (", gemma.vocab_size, ")");
+    }
+  }
+  return Status::Ok();
+}
+
+int Gemma3Config::tokens_per_side() const {
+  // int(mm_tokens_per_image ** 0.5)
+  int s = static_cast<int>(std::sqrt(static_cast<double>(mm_tokens_per_image)));
+  while ((s + 1) * (s + 1) <= mm_tokens_per_image) ++s;
+  while (s * s > mm_tokens_per_image) --s;
+  return s;
+}
+
+Status Gemma3Config::Validate() const {
+  OCULAR_RETURN_IF_ERROR(text.Validate());
+  if (!has_vision) return Status::Ok();
+  OCULAR_RETURN_IF_ERROR(vision.Validate());
+  const int side = tokens_per_side(), patches = vision.image_size / vision.patch_size;
+  if (side * side != mm_tokens_per_image || side < 1 || patches % side != 0) {
+    // Gemma3MultiModalProjector pools patches_per_image^2 patches with kernel = stride =
+    // patches // side: only an exact square grid gives mm_tokens_per_image rows.
+    return Error(StatusCode::kUnimplemented, "config", "mm_tokens_per_image (", mm_tokens_per_image,
+                 ") must be a square whose side divides the ", patches, " patches per image side");
+  }
+  for (auto [name, id] : {std::pair{"image_token_index", image_token_index},
+                          std::pair{"boi_token_index", boi_token_index},
+                          std::pair{"eoi_token_index", eoi_token_index}}) {
+    if (id < 0 || id >= kMaxVocab) {
+      return Error(StatusCode::kDataLoss, "config", name, " (", id, ") is not a token id");
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<Gemma3Config> ParseGemma3Config(const std::string& json_text, const std::string& source) {
+  OCULAR_ASSIGN_OR_RETURN(Json j, ParseJson(json_text, source, "config"));
+  if (!j.is_object()) return Error(StatusCode::kDataLoss, "config", source, ": not a JSON object");
+  const Section top(j, source, "");
+  Gemma3Config c;
+  OCULAR_RETURN_IF_ERROR(top.String("model_type", &c.model_type));
+  OCULAR_RETURN_IF_ERROR(top.String("torch_dtype", &c.torch_dtype));
+  OCULAR_RETURN_IF_ERROR(top.String("dtype", &c.torch_dtype));
+  if (c.model_type == "gemma3_text") {
+    OCULAR_RETURN_IF_ERROR(ParseText(top, source, &c.text));
+  } else if (c.model_type == "gemma3") {
+    c.has_vision = true;
+    OCULAR_ASSIGN_OR_RETURN(const Json* tc, top.Object("text_config"));
+    const Json empty = Json::object();
+    OCULAR_RETURN_IF_ERROR(
+        ParseText(Section(tc ? *tc : empty, source, "text_config"), source, &c.text));
+    OCULAR_ASSIGN_OR_RETURN(const Json* vc, top.Object("vision_config"));
+    if (vc != nullptr) {
+      OCULAR_RETURN_IF_ERROR(
+          config_internal::ParseVision(Section(*vc, source, "vision_config"), &c.vision));
+    }
+    OCULAR_RETURN_IF_ERROR(
+        top.Int("mm_tokens_per_image", 1, kMaxPositions, &c.mm_tokens_per_image));
+    for (auto [key, out] : {std::pair{"boi_token_index", &c.boi_token_index},
+                            std::pair{"eoi_token_index", &c.eoi_token_index},
+                            std::pair{"image_token_index", &c.image_token_index}}) {
+      OCULAR_RETURN_IF_ERROR(top.Int(key, 0, kMaxVocab, out));
+    }
+    // The top-level ids (Gemma3Config kwargs) override nothing in the text model; EOS is
+    // read from there when present, as generate() does.
+    OCULAR_RETURN_IF_ERROR(TokenId(top, "eos_token_id", &c.text.eos_token_id));
+    OCULAR_RETURN_IF_ERROR(TokenId(top, "bos_token_id", &c.text.bos_token_id));
+  } else {
+    return top.Fail(StatusCode::kUnimplemented, "model_type '", c.model_type.substr(0, 40),
+                    "' is not supported (gemma3, gemma3_text)");
+  }
+  Status valid = c.Validate();
+  if (!valid.ok()) return Fail(source, valid);
+  return c;
+}
+
+StatusOr<Gemma3Config> LoadGemma3Config(const FileSet& files) {
+  OCULAR_ASSIGN_OR_RETURN(std::string text,
+                          files.Read("config.json", kMaxConfigFileBytes, "config"));
+  return ParseGemma3Config(text, files.Where("config.json"));
+}
+
+}  // namespace ocular::gemma3

@@ -1,0 +1,334 @@
+#include "models/gemma3/gemma3.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "core/arena.h"
+#include "core/half.h"
+#include "io/checkpoint.h"
+#include "io/gguf_source.h"
+#include "kernels/ops.h"
+#include "models/gemma3/gguf_names.h"
+#include "models/layers.h"
+#include "models/siglip.h"
+
+namespace ocular::gemma3 {
+
+namespace {
+
+size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
+
+WeightSlot Mat(Matrix* m) { return WeightSlot{m, nullptr}; }
+WeightSlot Vec(TensorView* v) { return WeightSlot{nullptr, v}; }
+
+// The decoder's tensors under `m` ("model." for Gemma3ForCausalLM, "language_model.model."
+// for the legacy names of Gemma3ForConditionalGeneration).
+Status VisitText(const Gemma3TextConfig& tc, const std::string& m, Gemma3Weights* w,
+                 const TensorVisitor& fn) {
+  const GemmaTextConfig& c = tc.gemma;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size, d = c.head_dim;
+  const int64_t q = int64_t{c.num_attention_heads} * d, kv = int64_t{c.num_key_value_heads} * d;
+  OCULAR_RETURN_IF_ERROR(fn(m + "embed_tokens.weight", {V, H}, Mat(&w->embed), true));
+  w->layers.resize(c.num_hidden_layers);
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = m + "layers." + std::to_string(i) + ".";
+    Gemma3LayerWeights& L = w->layers[i];
+    GemmaLayerWeights& l = L.gemma;
+    struct Item {
+      const char* name;
+      WeightSlot slot;
+      Shape shape;
+    };
+    const Item items[] = {
+        {"input_layernorm.weight", Vec(&l.input_norm), {H}},
+        {"self_attn.q_proj.weight", Mat(&l.q_w), {q, H}},
+        {"self_attn.k_proj.weight", Mat(&l.k_w), {kv, H}},
+        {"self_attn.v_proj.weight", Mat(&l.v_w), {kv, H}},
+        {"self_attn.o_proj.weight", Mat(&l.o_w), {H, q}},
+        {"self_attn.q_norm.weight", Vec(&L.q_norm), {d}},
+        {"self_attn.k_norm.weight", Vec(&L.k_norm), {d}},
+        {"post_attention_layernorm.weight", Vec(&l.post_attn_norm), {H}},
+        {"pre_feedforward_layernorm.weight", Vec(&l.pre_ffw_norm), {H}},
+        {"post_feedforward_layernorm.weight", Vec(&l.post_ffw_norm), {H}},
+        {"mlp.gate_proj.weight", Mat(&l.gate_w), {I, H}},
+        {"mlp.up_proj.weight", Mat(&l.up_w), {I, H}},
+        {"mlp.down_proj.weight", Mat(&l.down_w), {H, I}},
+    };
+    for (const Item& it : items) OCULAR_RETURN_IF_ERROR(fn(p + it.name, it.shape, it.slot, true));
+  }
+  return fn(m + "norm.weight", {H}, Vec(&w->final_norm), true);
+}
+
+// transformers >= 4.52 may save the new module names (_checkpoint_conversion_mapping).
+std::vector<std::string> NameCandidates(const std::string& name) {
+  std::vector<std::string> out = {name};
+  static constexpr std::pair<const char*, const char*> kAliases[] = {
+      {"language_model.model.", "model.language_model."},
+      {"vision_tower.", "model.vision_tower."},
+      {"multi_modal_projector.", "model.multi_modal_projector."},
+  };
+  for (const auto& [legacy, current] : kAliases) {
+    const size_t n = std::strlen(legacy);
+    if (name.compare(0, n, legacy) == 0) out.push_back(current + name.substr(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+// Module order; the checkpoint names of save_pretrained in 4.57: legacy
+// "language_model.model.*" / "vision_tower.*" / "multi_modal_projector.*" for the VLM).
+// A stored lm_head would be an untied output projection: not implemented (refused as unused).
+Status ForEachTensor(const Gemma3Config& cfg, Gemma3Weights* w, const TensorVisitor& fn) {
+  if (!cfg.has_vision) return VisitText(cfg.text, "model.", w, fn);
+  OCULAR_RETURN_IF_ERROR(VisitSiglip(cfg.vision, &w->vision, fn));
+  const int64_t D = cfg.vision.hidden_size, H = cfg.text.gemma.hidden_size;
+  const std::string p = "multi_modal_projector.";
+  OCULAR_RETURN_IF_ERROR(fn(p + "mm_input_projection_weight", {D, H}, Vec(&w->mm_proj), true));
+  OCULAR_RETURN_IF_ERROR(fn(p + "mm_soft_emb_norm.weight", {D}, Vec(&w->mm_norm), true));
+  return VisitText(cfg.text, "language_model.model.", w, fn);
+}
+
+StatusOr<std::unique_ptr<Gemma3>> Gemma3::Load(const ModelFiles& files) {
+  OCULAR_ASSIGN_OR_RETURN(Gemma3Config cfg, LoadGemma3Config(*files.files));
+  if (files.gguf != nullptr) {
+    auto source = std::make_unique<GgufSource>(files.gguf, GgufNames(cfg));
+    return Load(std::move(cfg), std::move(source));
+  }
+  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
+  return Load(std::move(cfg), std::make_unique<Checkpoint>(std::move(ckpt)));
+}
+
+StatusOr<std::unique_ptr<Gemma3>> Gemma3::Load(Gemma3Config config,
+                                               std::unique_ptr<TensorSource> source) {
+  std::unique_ptr<Gemma3> m(new Gemma3());
+  m->cfg_ = std::move(config);
+  m->source_ = std::move(source);
+  OCULAR_RETURN_IF_ERROR(m->BindWeights());
+  m->BuildSpec();
+  return m;
+}
+
+Status Gemma3::BindWeights() {
+  const TensorSource& src = *source_;
+  std::set<std::string> used;
+  std::set<DType> matrix_dtypes;
+  Status s = ForEachTensor(
+      cfg_, &w_, [&](const std::string& name, const Shape& shape, WeightSlot slot, bool) -> Status {
+        for (const std::string& cand : NameCandidates(name)) {
+          if (!src.Has(cand)) continue;
+          used.insert(cand);
+          size_t bytes;
+          if (slot.matrix) {
+            OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
+            matrix_dtypes.insert(slot.matrix->format == WFormat::kBF16  ? DType::kBF16
+                                 : slot.matrix->format == WFormat::kF16 ? DType::kF16
+                                                                        : DType::kF32);
+            bytes = slot.matrix->bytes();
+          } else {
+            OCULAR_ASSIGN_OR_RETURN(*slot.vector, src.Get(cand, shape));
+            bytes = slot.vector->nbytes();
+          }
+          spec_.weight_bytes += bytes;
+          if (name.find("vision_tower.") != 0 && name.find("multi_modal_projector.") != 0) {
+            spec_.text_weight_bytes += bytes;
+          }
+          return Status::Ok();
+        }
+        return Error(StatusCode::kDataLoss, "checkpoint", src.origin(), ": missing tensor '", name,
+                     "'");
+      });
+  OCULAR_RETURN_IF_ERROR(s);
+  for (const std::string& name : src.Names()) {
+    if (!used.count(name)) {
+      return Error(StatusCode::kUnimplemented, "gemma3", src.origin(), ": tensor '", name,
+                   "' is not used by ocular's Gemma 3 (", cfg_.model_type,
+                   "); this checkpoint needs a configuration ocular does not implement");
+    }
+  }
+  spec_.weight_dtype = matrix_dtypes.size() == 1 ? *matrix_dtypes.begin() : DType::kF32;
+  if (cfg_.has_vision) {
+    // x @ W with W [D, H] stored: MatMul wants rows of W^T [H, D], in the stored dtype.
+    const TensorView& p = w_.mm_proj;
+    const int64_t D = p.shape[0], H = p.shape[1];
+    const size_t es = DTypeSize(p.dtype);
+    mm_proj_t_bytes_.resize(static_cast<size_t>(D * H) * es);
+    const auto* from = static_cast<const std::byte*>(p.data);
+    for (int64_t dd = 0; dd < D; ++dd) {
+      for (int64_t h = 0; h < H; ++h) {
+        std::memcpy(&mm_proj_t_bytes_[(h * D + dd) * es], from + (dd * H + h) * es, es);
+      }
+    }
+    TensorView t{mm_proj_t_bytes_.data(), p.dtype, {H, D}};
+    w_.mm_proj_t = MatrixFromView(t, H, D);
+  }
+  return Status::Ok();
+}
+
+Status Gemma3::ForEachWeight(const WeightVisitor& fn) const {
+  Gemma3Weights w = w_;  // views; the visitor only reads them
+  return ForEachTensor(
+      cfg_, &w, [&](const std::string& name, const Shape& shape, WeightSlot slot, bool) -> Status {
+        return fn(GgufTensorName(name), shape, slot.matrix, slot.vector);
+      });
+}
+
+void Gemma3::BuildSpec() {
+  const GemmaTextConfig& t = cfg_.text.gemma;
+  spec_.family = cfg_.model_type;
+  spec_.architecture =
+      cfg_.has_vision ? "Gemma 3 (gemma3: SigLIP + gemma3_text)" : "Gemma 3 text (gemma3_text)";
+  spec_.hidden_size = t.hidden_size;
+  spec_.vocab_size = static_cast<int>(w_.embed.rows);
+  spec_.max_positions = t.max_position_embeddings;
+  spec_.kv.kv_dim = int64_t{t.num_key_value_heads} * t.head_dim;
+  for (int i = 0; i < t.num_hidden_layers; ++i) {
+    const bool sliding = t.layer_is_sliding[i];
+    LayerSpec l;
+    l.window = sliding ? t.sliding_window : 0;
+    // Sliding layers: rope_local_base_freq, plain; global: rope_theta with rope_scaling
+    // (Gemma3TextModel.__init__: rotary_emb_local gets rope_scaling {"rope_type": "default"}).
+    l.rope_theta = sliding ? cfg_.text.rope_local_base_freq : t.rope_theta;
+    spec_.layers.push_back(l);
+    spec_.kv.window.push_back(l.window);
+    attention_.push_back(LayerAttention{l.window, l.rope_theta,
+                                        sliding ? 1.0f : cfg_.text.rope_scaling_factor,
+                                        cfg_.has_vision ? cfg_.image_token_index : -1});
+  }
+  spec_.eos_id = cfg_.text.eos_token_id;
+  if (!cfg_.has_vision) return;
+  spec_.image_size = cfg_.vision.image_size;
+  spec_.image_tokens = cfg_.mm_tokens_per_image;
+  spec_.image_token_id = cfg_.image_token_index;
+  const double N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
+  const double I = cfg_.vision.intermediate_size;
+  const double K = 3.0 * cfg_.vision.patch_size * cfg_.vision.patch_size;
+  const double per_layer = 2 * N * (4 * D * D + 2 * D * I) + 2 * 2 * N * N * D;
+  spec_.image_gflop = (2 * N * K * D + cfg_.vision.num_hidden_layers * per_layer +
+                       2.0 * cfg_.mm_tokens_per_image * D * t.hidden_size) /
+                      1e9;
+}
+
+size_t Gemma3::WorkspaceBytes(const WorkspaceShape& s) const {
+  const int64_t H = cfg_.text.gemma.hidden_size;
+  size_t encode = 0;
+  if (cfg_.has_vision && s.images > 0) {
+    const int64_t N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
+    const int64_t M = cfg_.mm_tokens_per_image;
+    const size_t projector =
+        Floats(s.images * M * D) + Floats(ops::MatMulArenaFloats(s.threads, D));
+    encode = Floats(s.images * N * D) +
+             std::max(SiglipBytes(cfg_.vision, s.images, s.threads), projector);
+  }
+  const size_t forward = DecoderLayerBytes(cfg_.text.gemma, s.rows, s.context, s.threads);
+  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, H));
+  return std::max({encode, forward, logits});
+}
+
+void Gemma3::EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* z,
+                          Tracer* tracer) const {
+  if (!cfg_.has_vision) return;  // gemma3_text: no image features (image_tokens = 0)
+  const SiglipVisionConfig& v = cfg_.vision;
+  const int64_t N = v.num_patches(), D = v.hidden_size, H = cfg_.text.gemma.hidden_size;
+  const int64_t P = v.image_size / v.patch_size, S = cfg_.tokens_per_side(), k = cfg_.pool_kernel();
+  const int64_t M = S * S;
+  ArenaScope scope(ex.arena);
+  float* feats = ex.arena.Floats(n * N * D);
+  SiglipForward(ex, v, w_.vision, pixels, n, feats, tracer);
+  // Gemma3MultiModalProjector.forward: [n, N, D] -> [n, D, P, P] -> AvgPool2d(k, stride k)
+  // -> [n, M, D]. torch's CPU avg_pool2d sums the window row by row in the accumulation
+  // type (f32) and divides the sum by k*k.
+  float* pooled = ex.arena.Floats(n * M * D);
+  const float divide = static_cast<float>(k * k);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t oy = 0; oy < S; ++oy) {
+      for (int64_t ox = 0; ox < S; ++ox) {
+        float* out = pooled + (i * M + oy * S + ox) * D;
+        for (int64_t c = 0; c < D; ++c) {
+          float sum = 0;
+          for (int64_t ky = 0; ky < k; ++ky) {
+            for (int64_t kx = 0; kx < k; ++kx) {
+              sum += feats[(i * N + (oy * k + ky) * P + ox * k + kx) * D + c];
+            }
+          }
+          out[c] = sum / divide;
+        }
+      }
+    }
+  }
+  ops::CastToActivation(ex, pooled, n * M * D);
+  // normed = mm_soft_emb_norm(pooled); projected = normed @ mm_input_projection_weight
+  ops::RmsNorm(ex, pooled, n * M, D, w_.mm_norm, v.layer_norm_eps, /*add_one=*/true, pooled);
+  ops::MatMul(ex, pooled, n * M, D, D, w_.mm_proj_t, nullptr, z, H);
+  Tap(tracer, "projector", z, {n, M, H});
+}
+
+Status Gemma3::Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
+                     int64_t feature_rows, float* x, Tracer* tracer) const {
+  const int64_t T = static_cast<int64_t>(ids.size()), H = cfg_.text.gemma.hidden_size;
+  const int64_t V = w_.embed.rows;
+  const int32_t image_id = cfg_.has_vision ? cfg_.image_token_index : -1;
+  int64_t n_image = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (ids[t] == image_id && features != nullptr) {
+      ++n_image;
+    } else if (ids[t] < 0 || ids[t] >= V) {
+      return Error(StatusCode::kInvalidArgument, "gemma3", "token id ", ids[t], " at position ", t,
+                   " is outside the vocabulary [0, ", V, ")");
+    }
+  }
+  if (features != nullptr && n_image != feature_rows) {
+    return Error(StatusCode::kInvalidArgument, "gemma3", "prompt has ", n_image,
+                 " image tokens but the images produced ", feature_rows, " feature rows");
+  }
+  // embed_tokens(ids) * embed_scale.to(weight.dtype), embed_scale = tensor(H ** 0.5) (f32)
+  // (Gemma3TextScaledWordEmbedding.forward, modeling_gemma3.py:106-107).
+  float scale = static_cast<float>(std::sqrt(static_cast<double>(H)));
+  if (w_.embed.format == WFormat::kBF16) scale = BF16ToF32(F32ToBF16(scale));
+  for (int64_t t = 0; t < T; ++t) {
+    // An image token out of the vocabulary is looked up as 0 (Gemma3Model.forward): its row
+    // is replaced below anyway.
+    const int32_t id = ids[t] == image_id && features != nullptr ? 0 : ids[t];
+    ops::EmbedRows(ex, w_.embed, &id, 1, x + t * H, H);
+  }
+  ops::Scale(ex, x, T * H, scale);
+  // inputs_embeds.masked_scatter(special_image_mask, image_features): after the scaling.
+  int64_t next = 0;
+  for (int64_t t = 0; t < T && features != nullptr; ++t) {
+    if (ids[t] == image_id) std::copy_n(features + next++ * H, H, x + t * H);
+  }
+  Tap(tracer, "decoder.embed_scaled", x, {T, H});
+  return Status::Ok();
+}
+
+void Gemma3::Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const {
+  const GemmaTextConfig& c = cfg_.text.gemma;
+  const int64_t H = c.hidden_size;
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    Gemma3Layer(ex, cfg_.text, w_.layers[i], attention_[i], i, batch, x);
+    TapIndexed(tracer, "decoder.layers.", i, x, {batch.rows, H});
+  }
+  ops::RmsNorm(ex, x, batch.rows, H, w_.final_norm, c.rms_norm_eps, /*add_one=*/true, x);
+  Tap(tracer, "decoder.norm", x, {batch.rows, H});
+}
+
+void Gemma3::Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const {
+  const int64_t H = cfg_.text.gemma.hidden_size, V = w_.embed.rows, n = rows * V;
+  ops::MatMul(ex, hidden, rows, H, H, w_.embed, nullptr, logits, V);
+  const float cap = cfg_.text.gemma.final_logit_softcapping;
+  if (cfg_.has_vision || cap <= 0) return;
+  // logits = tanh(logits / cap) * cap, three ops (Gemma3ForCausalLM.forward); under bf16
+  // each result is a bf16 tensor.
+  if (!ex.round_bf16()) {
+    ops::SoftCap(ex, logits, n, cap);
+    return;
+  }
+  ops::Divide(ex, logits, n, cap);
+  for (int64_t i = 0; i < n; ++i) logits[i] = std::tanh(logits[i]);
+  ops::CastToActivation(ex, logits, n);
+  ops::Scale(ex, logits, n, cap);
+}
+
+}  // namespace ocular::gemma3

@@ -1,0 +1,75 @@
+// Gemma 3 behind the VlModel seam (models/model.h):
+//   gemma3_text  Gemma3ForCausalLM: scaled embedding -> decoder -> tied output (+ final softcap)
+//   gemma3       Gemma3ForConditionalGeneration: SigLIP -> average pool to mm_tokens_per_image
+//                -> mm_soft_emb_norm -> mm_input_projection, whose rows replace the image
+//                tokens' embeddings; causal decoder with bidirectional image blocks
+// Reference: transformers 4.57 models/gemma3/modeling_gemma3.py; docs/models.md (Gemma 3).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/model_files.h"
+#include "io/tensor_source.h"
+#include "models/gemma3/config.h"
+#include "models/gemma3/decoder.h"
+#include "models/model.h"
+#include "models/weights.h"
+
+namespace ocular::gemma3 {
+
+struct Gemma3Weights {
+  SiglipWeights vision;  // model_type gemma3 only
+  TensorView mm_norm;    // [D] mm_soft_emb_norm (1 + w)
+  TensorView mm_proj;    // [D, H] mm_input_projection_weight (x @ W), as stored
+  Matrix mm_proj_t;      // [H, D] its transpose (owned copy), for MatMul
+  Matrix embed;          // [V, H] tied output projection
+  std::vector<Gemma3LayerWeights> layers;
+  TensorView final_norm;  // [H]
+};
+
+// Calls fn(hf_name, expected_shape, slot, required) for every tensor of the model in module
+// order (loading, shape checks and the GGUF name table are driven by it).
+Status ForEachTensor(const Gemma3Config& cfg, Gemma3Weights* w, const TensorVisitor& fn);
+
+class Gemma3 final : public VlModel {
+ public:
+  // An HF directory (either model_type) or a GGUF file written by `ocular quantize`. Every
+  // tensor's presence and shape is checked; an unused tensor is an error (kUnimplemented).
+  static StatusOr<std::unique_ptr<Gemma3>> Load(const ModelFiles& files);
+  static StatusOr<std::unique_ptr<Gemma3>> Load(Gemma3Config config,
+                                                std::unique_ptr<TensorSource> source);
+
+  const Gemma3Config& config() const { return cfg_; }
+  const ModelSpec& spec() const override { return spec_; }
+  size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
+
+  // features = Gemma3Model.get_image_features(pixels). Taps: vision.*, projector.
+  void EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* features,
+                    Tracer* tracer) const override;
+  // Text rows: embed_tokens(ids) * embed_scale (Gemma3TextScaledWordEmbedding); image rows:
+  // the features, unscaled (masked_scatter after the embedding). Tap: decoder.embed_scaled.
+  Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
+               int64_t feature_rows, float* x, Tracer* tracer) const override;
+  // Taps: decoder.layers.{i}, decoder.norm.
+  void Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const override;
+  // gemma3_text: final_logit_softcapping when set (Gemma3ForCausalLM.forward); gemma3: none
+  // (Gemma3ForConditionalGeneration.forward applies none).
+  void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
+  Status ForEachWeight(const WeightVisitor& fn) const override;
+
+ private:
+  Gemma3() = default;
+  Status BindWeights();
+  void BuildSpec();
+
+  Gemma3Config cfg_;
+  std::unique_ptr<TensorSource> source_;
+  Gemma3Weights w_;
+  std::vector<std::byte> mm_proj_t_bytes_;
+  std::vector<LayerAttention> attention_;  // per layer
+  ModelSpec spec_;
+};
+
+}  // namespace ocular::gemma3

@@ -1,0 +1,125 @@
+#include "models/gemma3/processor.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/file_io.h"
+
+namespace ocular::gemma3 {
+
+namespace {
+
+constexpr const char* kBoi = "<start_of_image>";
+constexpr const char* kEoi = "<end_of_image>";
+constexpr const char* kImage = "<image_soft_token>";
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Gemma3Processor>> Gemma3Processor::Load(const FileSet& files,
+                                                                 const Gemma3Config& config) {
+  auto p = std::unique_ptr<Gemma3Processor>(new Gemma3Processor());
+  OCULAR_ASSIGN_OR_RETURN(p->tok_, Tokenizer::Load(files));
+  if (p->tok_->bos_id() < 0) {
+    return Error(StatusCode::kDataLoss, "gemma3", files.origin(),
+                 ": the tokenizer has no BOS token");
+  }
+  p->has_vision_ = config.has_vision;
+  // add_bos_token of tokenizer_config.json (GemmaTokenizerFast's default: true).
+  if (files.Has("tokenizer_config.json")) {
+    OCULAR_ASSIGN_OR_RETURN(
+        std::string tc, files.Read("tokenizer_config.json", kMaxTokenizerFileBytes, "tokenizer"));
+    OCULAR_ASSIGN_OR_RETURN(nlohmann::json j,
+                            ParseJson(tc, files.Where("tokenizer_config.json"), "tokenizer"));
+    if (auto it = j.find("add_bos_token"); it != j.end() && it->is_boolean()) {
+      p->add_bos_ = it->get<bool>();
+    }
+  }
+  if (!config.has_vision) return p;
+  for (auto [piece, id] :
+       {std::pair{kBoi, config.boi_token_index}, std::pair{kEoi, config.eoi_token_index},
+        std::pair{kImage, config.image_token_index}}) {
+    const int32_t tok = p->tok_->TokenToId(piece);
+    if (tok != id) {
+      return Error(StatusCode::kDataLoss, "gemma3", files.origin(), ": config.json says ", piece,
+                   " is token ", id, " but the tokenizer has it as ", tok);
+    }
+  }
+  const char* name = "preprocessor_config.json";
+  OCULAR_ASSIGN_OR_RETURN(std::string text, files.Read(name, kMaxConfigFileBytes, "image"));
+  OCULAR_ASSIGN_OR_RETURN(p->pp_, ParsePreprocessConfig(text, files.Where(name)));
+  OCULAR_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(text, files.Where(name), "image"));
+  // Gemma3ImageProcessor's own defaults where they differ from SiglipImageProcessor's.
+  if (!j.contains("resample")) p->pp_.resample = ResampleFilter::kBilinear;
+  if (auto it = j.find("do_pan_and_scan"); it != j.end() && it->is_boolean() && it->get<bool>()) {
+    return Error(StatusCode::kUnimplemented, "image", files.Where(name),
+                 ": do_pan_and_scan = true is not supported (pan-and-scan crops are not "
+                 "implemented; set it to false)");
+  }
+  p->image_size_ = config.vision.image_size;
+  p->image_tokens_ = config.mm_tokens_per_image;
+  p->image_token_id_ = config.image_token_index;
+  return p;
+}
+
+StatusOr<Prompt> Gemma3Processor::BuildPrompt(int n_images, const std::string& text,
+                                              const PromptOptions&) const {
+  if (n_images > 0 && !has_vision_) {
+    return Error(StatusCode::kInvalidArgument, "prompt",
+                 "this is a text-only Gemma 3 model (gemma3_text): it takes no images");
+  }
+  std::string body = text;
+  if (n_images > 0) {
+    const std::string boi = kBoi;
+    if (body.empty()) {
+      // processing_gemma3.py: no text -> " ".join([boi_token] * len(images)).
+      for (int i = 0; i < n_images; ++i) body += (i ? " " : "") + boi;
+    }
+    // prompt.replace(boi_token, full_image_sequence)
+    std::string sequence = "\n\n" + boi;
+    for (int i = 0; i < image_tokens_; ++i) sequence += kImage;
+    sequence += std::string(kEoi) + "\n\n";
+    std::string expanded;
+    int found = 0;
+    size_t from = 0;
+    for (size_t at; (at = body.find(boi, from)) != std::string::npos; from = at + boi.size()) {
+      expanded += body.substr(from, at - from) + sequence;
+      ++found;
+    }
+    expanded += body.substr(from);
+    if (found != n_images) {
+      return Error(StatusCode::kInvalidArgument, "prompt", "the prompt has ", found, " ", boi,
+                   " markers but ", n_images, " images were given");
+    }
+    if (text.find(kImage) != std::string::npos) {
+      return Error(StatusCode::kInvalidArgument, "prompt", "the prompt text contains ", kImage,
+                   "; pass images and mark them with ", boi);
+    }
+    body = expanded;
+  }
+  Prompt p;
+  if (add_bos_) p.ids.push_back(tok_->bos_id());  // the tokenizer's add_bos_token
+  OCULAR_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok_->Encode(body));
+  int64_t image_ids = 0;
+  for (int32_t id : ids) image_ids += id == image_token_id_;
+  if (has_vision_ && image_ids != int64_t{n_images} * image_tokens_) {
+    return Error(StatusCode::kInvalidArgument, "prompt", "the prompt text contains ", kImage,
+                 "; pass images and mark them with ", kBoi);
+  }
+  p.ids.insert(p.ids.end(), ids.begin(), ids.end());
+  p.prefix_len = 0;
+  return p;
+}
+
+StatusOr<Tensor> Gemma3Processor::Pixels(const Image& image) const {
+  if (!has_vision_) {
+    return Error(StatusCode::kInvalidArgument, "gemma3", "a text-only model takes no images");
+  }
+  Tensor px = Preprocess(image, pp_);
+  if (px.numel() != 3 * int64_t{image_size_} * image_size_) {
+    return Error(StatusCode::kInvalidArgument, "gemma3", "preprocessor_config.json resizes to ",
+                 ShapeString(px.shape), " but the vision tower expects ", image_size_, "x",
+                 image_size_);
+  }
+  return px;
+}
+
+}  // namespace ocular::gemma3

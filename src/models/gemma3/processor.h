@@ -1,0 +1,43 @@
+// Gemma3Processor: each "<start_of_image>" in the prompt becomes
+// "\n\n<start_of_image>" + "<image_soft_token>" × mm_tokens_per_image + "<end_of_image>\n\n",
+// tokenized with <bos> first; Gemma3ImageProcessor's resize / rescale / normalize.
+// Reference: transformers 4.57 models/gemma3/processing_gemma3.py, image_processing_gemma3.py.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "image/preprocess.h"
+#include "models/gemma3/config.h"
+#include "models/processor.h"
+
+namespace ocular::gemma3 {
+
+class Gemma3Processor final : public Processor {
+ public:
+  // The tokenizer and, for model_type gemma3, preprocessor_config.json. Errors: the
+  // tokenizer's <start_of_image> / <image_soft_token> / <end_of_image> ids disagree with
+  // config.json; do_pan_and_scan: true (kUnimplemented: pan-and-scan crops are not implemented).
+  static StatusOr<std::unique_ptr<Gemma3Processor>> Load(const FileSet& files,
+                                                         const Gemma3Config& config);
+
+  const Tokenizer& tokenizer() const override { return *tok_; }
+  // <bos> (if tokenizer_config.json's add_bos_token, default true) + the text with its `n_images`
+  // "<start_of_image>" markers expanded. With images and an empty text, the text is the markers
+  // joined by spaces (as HF). Errors: a marker count != n_images, images for a text-only model, the
+  // image token in the text. prefix_len is 0: Gemma 3 is causal; its image blocks come from the ids
+  // (model.h SeqChunk).
+  StatusOr<Prompt> BuildPrompt(int n_images, const std::string& text,
+                               const PromptOptions& options) const override;
+  StatusOr<Tensor> Pixels(const Image& image) const override;
+
+ private:
+  std::unique_ptr<Tokenizer> tok_;
+  PreprocessConfig pp_;
+  bool has_vision_ = false;
+  bool add_bos_ = true;
+  int image_size_ = 0, image_tokens_ = 0;
+  int32_t image_token_id_ = -1;
+};
+
+}  // namespace ocular::gemma3
