@@ -41,5 +41,6 @@ void AddTokenize(CLI::App& app, int* rc);
 void AddBench(CLI::App& app, int* rc);
 void AddEval(CLI::App& app, int* rc);
 void AddQuantize(CLI::App& app, int* rc);
+void AddServe(CLI::App& app, int* rc);  // tools/server/serve_command.cc
 
 }  // namespace ocular::cli

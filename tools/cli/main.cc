@@ -163,6 +163,7 @@ int main(int argc, char** argv) {
   ocular::cli::AddBench(app, &rc);
   ocular::cli::AddEval(app, &rc);
   ocular::cli::AddQuantize(app, &rc);
+  ocular::cli::AddServe(app, &rc);
   ocular::cli::TightenOptions(app);
   try {
     app.parse(argc, argv);

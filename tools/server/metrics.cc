@@ -1,0 +1,89 @@
+#include "metrics.h"
+
+#include <cstdio>
+
+namespace ocular::server {
+
+void Metrics::CountRequest(int http_status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++requests_[http_status];
+}
+
+void Metrics::AddTokens(int64_t prompt, int64_t completion) {
+  std::lock_guard<std::mutex> lock(mu_);
+  prompt_tokens_ += static_cast<uint64_t>(prompt);
+  completion_tokens_ += static_cast<uint64_t>(completion);
+}
+
+void Metrics::ObserveLatency(double request_s, double ttft_s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  request_seconds_.Observe(request_s);
+  if (ttft_s >= 0) ttft_seconds_.Observe(ttft_s);
+}
+
+void Metrics::Histogram::Observe(double v) {
+  ++count;
+  sum += v;
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    if (v <= kBuckets[i]) {
+      ++counts[i];
+      break;
+    }
+  }
+}
+
+void Metrics::Histogram::Render(std::string* out, const char* name, const char* help) const {
+  char line[256];
+  std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+  *out += line;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    cumulative += counts[i];
+    std::snprintf(line, sizeof line, "%s_bucket{le=\"%g\"} %llu\n", name, kBuckets[i],
+                  static_cast<unsigned long long>(cumulative));
+    *out += line;
+  }
+  std::snprintf(line, sizeof line, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n",
+                name, static_cast<unsigned long long>(count), name, sum, name,
+                static_cast<unsigned long long>(count));
+  *out += line;
+}
+
+std::string Metrics::Render() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  char line[256];
+  out += "# HELP ocular_requests_total Chat completion requests by HTTP status.\n";
+  out += "# TYPE ocular_requests_total counter\n";
+  for (const auto& [status, n] : requests_) {
+    std::snprintf(line, sizeof line, "ocular_requests_total{status=\"%d\"} %llu\n", status,
+                  static_cast<unsigned long long>(n));
+    out += line;
+  }
+  std::snprintf(line, sizeof line,
+                "# HELP ocular_prompt_tokens_total Prompt tokens processed (image tokens "
+                "included).\n# TYPE ocular_prompt_tokens_total counter\n"
+                "ocular_prompt_tokens_total %llu\n",
+                static_cast<unsigned long long>(prompt_tokens_));
+  out += line;
+  std::snprintf(line, sizeof line,
+                "# HELP ocular_completion_tokens_total Tokens generated.\n"
+                "# TYPE ocular_completion_tokens_total counter\n"
+                "ocular_completion_tokens_total %llu\n",
+                static_cast<unsigned long long>(completion_tokens_));
+  out += line;
+  std::snprintf(line, sizeof line,
+                "# HELP ocular_queue_depth Admitted requests waiting for the model.\n"
+                "# TYPE ocular_queue_depth gauge\nocular_queue_depth %d\n"
+                "# HELP ocular_requests_running Requests running on the model.\n"
+                "# TYPE ocular_requests_running gauge\nocular_requests_running %d\n",
+                waiting_.load(), running_.load());
+  out += line;
+  request_seconds_.Render(&out, "ocular_request_duration_seconds",
+                          "Chat completion latency, admission to last byte.");
+  ttft_seconds_.Render(&out, "ocular_time_to_first_token_seconds",
+                       "Admission to the first generated text.");
+  return out;
+}
+
+}  // namespace ocular::server

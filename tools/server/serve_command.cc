@@ -1,0 +1,125 @@
+// ocular serve: the OpenAI-compatible HTTP server (docs/server.md).
+#include <climits>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "../cli/commands.h"
+#include "../cli/options.h"
+#include "server.h"
+
+namespace ocular::cli {
+
+namespace {
+
+struct ServeArgs {
+  ModelArgs model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string allow_local_files;
+  int max_body_mb = 64;
+  server::ServerOptions server;
+};
+
+}  // namespace
+
+void AddServe(CLI::App& app, int* rc) {
+  auto* cmd = app.add_subcommand("serve", "serve the OpenAI Chat Completions API over HTTP");
+  auto a = std::make_shared<ServeArgs>();
+  AddModelArgs(cmd, &a->model, kCompute | kImages);
+  cmd->add_option("--host", a->host, "address to listen on (0.0.0.0: every interface)");
+  cmd->add_option("--port", a->port, "TCP port (0: any free port, printed at start)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", a->server.api_key,
+                  "require Authorization: Bearer KEY (default: $OCULAR_API_KEY, else none)")
+      ->default_str("none");
+  cmd->add_option("--parallel", a->server.parallel, "requests running at once")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--max-queue", a->server.max_queue,
+                  "requests waiting beyond --parallel; more get 429")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--allow-local-files", a->allow_local_files,
+                  "accept file:// image URLs inside this folder")
+      ->default_str("off");
+  cmd->add_option("--max-images", a->server.limits.max_images, "images per request")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--max-completion-tokens", a->server.limits.max_completion_tokens,
+                  "largest max_tokens a request may ask for")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-prompt-tokens", a->server.max_prompt_tokens,
+                  "longest prompt, image tokens included")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-body-mb", a->max_body_mb, "largest request body (MiB)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--deadline", a->server.deadline_s, "seconds a request may take in all")
+      ->check(FiniteRange(0.1, 86400));
+  cmd->add_option("--read-timeout", a->server.read_timeout_s,
+                  "seconds a client may stay silent while sending its request")
+      ->check(CLI::Range(1, 3600));
+  cmd->callback([=] {
+    server::ServerOptions o = a->server;
+    o.max_body_bytes = static_cast<size_t>(a->max_body_mb) << 20;
+    if (o.api_key.empty()) {
+      if (const char* env = std::getenv("OCULAR_API_KEY")) o.api_key = env;
+    }
+    if (!a->allow_local_files.empty()) {
+      char resolved[PATH_MAX];
+      std::error_code ec;
+      if (::realpath(a->allow_local_files.c_str(), resolved) == nullptr ||
+          !std::filesystem::is_directory(resolved, ec)) {
+        *rc = Fail(Error(StatusCode::kNotFound, "serve", "--allow-local-files ",
+                         a->allow_local_files, ": not a folder"));
+        return;
+      }
+      o.local_files_root = resolved;
+    }
+    o.model_dir = a->model.model;
+    o.model_id = std::filesystem::path(a->model.model).filename().string();
+    if (o.model_id.empty()) {
+      o.model_id = std::filesystem::path(a->model.model).parent_path().filename().string();
+    }
+    // SIGINT / SIGTERM stop the server cleanly: blocked here (every thread inherits the mask)
+    // and taken by one thread with sigwait, since httplib's stop is not async-signal-safe.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    server::Server srv(o);
+    StatusOr<int> port = srv.Bind(a->host, a->port);
+    if (!port.ok()) {
+      *rc = Fail(port.status());
+      return;
+    }
+    if (o.api_key.empty() && a->host != "127.0.0.1" && a->host != "localhost" && a->host != "::1") {
+      Note("ocular serve: warning: listening on " + a->host +
+           " without --api-key: anyone who can reach this address can use the model");
+    }
+    Note("ocular serve: listening on http://" + a->host + ":" + std::to_string(*port) +
+         " (loading " + a->model.model + ")");
+    std::thread([&srv, signals] {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      srv.Stop();
+    }).detach();
+    std::thread http([&srv] { srv.Run(); });
+    auto engine = LoadEngine(a->model, 1);
+    if (!engine.ok()) {
+      srv.Stop();
+      http.join();
+      *rc = Fail(engine.status());
+      return;
+    }
+    srv.SetEngine(std::move(*engine));
+    Note("ocular serve: ready (model '" + o.model_id + "')");
+    http.join();
+    Note("ocular serve: stopped");
+    *rc = 0;
+  });
+}
+
+}  // namespace ocular::cli

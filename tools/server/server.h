@@ -1,0 +1,58 @@
+// `ocular serve`: an OpenAI-compatible HTTP server over a thread-safe Engine (docs/server.md).
+//
+//   ocular::server::Server server(options);
+//   int port = server.Bind("127.0.0.1", 0).value();   // listening; /health answers 503
+//   server.SetEngine(std::move(engine));              // /health 200, requests accepted
+//   server.Run();                                     // until Stop() from another thread
+//
+// Routes: POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics.
+// Thread-safety: Stop() and SetEngine() may be called from any thread while Run() blocks.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ocular/engine.h"
+#include "ocular/status.h"
+#include "request.h"
+
+namespace ocular::server {
+
+struct ServerOptions {
+  std::string model_id = "ocular";  // the id /v1/models lists and requests may name
+  std::string model_dir;            // where a `segment` answer's mask model is looked up
+  std::string api_key;              // "": no authentication
+  // Requests admitted to run at once (the Engine runs model work one request at a time, so
+  // more than 1 only overlaps request parsing and image decoding with another's decode).
+  int parallel = 1;
+  int max_queue = 16;  // admitted requests waiting beyond `parallel`; then 429
+  size_t max_body_bytes = 64u << 20;
+  int max_prompt_tokens = 4096;  // image tokens included
+  double deadline_s = 300;       // admission to the last token
+  int read_timeout_s = 10;       // a client sending nothing for this long is dropped
+  std::string local_files_root;  // realpath of --allow-local-files ("" = off)
+  RequestLimits limits;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();  // stops, cancels running generations and waits for them
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds host:port (port 0: a free port). Returns the port. Errors: kIoError.
+  StatusOr<int> Bind(const std::string& host, int port);
+  // Makes the server ready (/health 200). REQUIRES: called once.
+  void SetEngine(std::unique_ptr<Engine> engine);
+  // Serves until Stop(). REQUIRES: Bind succeeded.
+  void Run();
+  void Stop();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ocular::server
