@@ -1,5 +1,7 @@
 #include "models/weights.h"
 
+#include <set>
+
 namespace ocular {
 
 namespace {
@@ -81,6 +83,47 @@ Status ForEachTensor(const PaliGemmaConfig& cfg, PaliGemmaWeights* w, const Tens
   OCULAR_RETURN_IF_ERROR(fn("multi_modal_projector.linear.weight", {H, D}, Mat(&w->proj_w), true));
   OCULAR_RETURN_IF_ERROR(fn("multi_modal_projector.linear.bias", {H}, Vec(&w->proj_b), true));
   return VisitGemma(cfg.text, &w->text, fn);
+}
+
+StatusOr<BoundWeights> BindTensors(const TensorSource& src, const BindRules& rules,
+                                   const std::function<Status(const TensorVisitor&)>& for_each) {
+  BoundWeights out;
+  std::set<std::string> used, formats;
+  std::set<DType> dtypes;
+  Status s = for_each([&](const std::string& name, const Shape& shape, WeightSlot slot,
+                          bool required) -> Status {
+    for (const std::string& cand : rules.candidates(name)) {
+      if (!src.Has(cand)) continue;
+      used.insert(cand);
+      size_t bytes;
+      if (slot.matrix) {
+        OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
+        const WFormat f = slot.matrix->format;
+        formats.insert(WFormatName(f));
+        dtypes.insert(f == WFormat::kBF16 ? DType::kBF16 : f == WFormat::kF16 ? DType::kF16 : DType::kF32);
+        bytes = slot.matrix->bytes();
+      } else {
+        OCULAR_ASSIGN_OR_RETURN(*slot.vector, src.Get(cand, shape));
+        bytes = slot.vector->nbytes();
+      }
+      out.weight_bytes += bytes;
+      if (rules.is_text(name)) out.text_weight_bytes += bytes;
+      return Status::Ok();
+    }
+    if (!required) return Status::Ok();
+    return Error(StatusCode::kDataLoss, "checkpoint", src.origin(), ": missing tensor '", name, "'");
+  });
+  OCULAR_RETURN_IF_ERROR(s);
+  for (const std::string& name : src.Names()) {
+    if (!used.count(name)) {
+      return Error(StatusCode::kUnimplemented, rules.tag, src.origin(), ": tensor '", name,
+                   "' is not used by ocular's ", rules.model,
+                   "; this checkpoint needs a configuration ocular does not implement");
+    }
+  }
+  out.weight_dtype = dtypes.size() == 1 ? *dtypes.begin() : DType::kF32;
+  for (const std::string& f : formats) out.weight_formats += (out.weight_formats.empty() ? "" : "+") + f;
+  return out;
 }
 
 }  // namespace ocular

@@ -12,6 +12,7 @@
 
 #include "core/matrix.h"
 #include "core/tensor.h"
+#include "io/tensor_source.h"
 #include "models/config.h"
 
 namespace ocular {
@@ -76,5 +77,27 @@ Status ForEachTensor(const PaliGemmaConfig& cfg, PaliGemmaWeights* w, const Tens
 
 // The SigLIP tower's tensors alone ("vision_tower.vision_model.*"), for every family using it.
 Status VisitSiglip(const SiglipVisionConfig& cfg, SiglipWeights* w, const TensorVisitor& fn);
+
+// How a family binds its weights (BindTensors).
+struct BindRules {
+  // The names to try for a visited name, in order (other transformers versions save other
+  // module paths); the name itself first.
+  std::function<std::vector<std::string>(const std::string&)> candidates;
+  // True for the tensors a decode step streams (ModelSpec::text_weight_bytes).
+  std::function<bool(const std::string&)> is_text;
+  // For the refusal of an unused tensor: "paligemma", "PaliGemma (gemma2)".
+  std::string tag, model;
+};
+struct BoundWeights {
+  size_t weight_bytes = 0, text_weight_bytes = 0;
+  DType weight_dtype = DType::kF32;  // of the matrices: F32 if mixed or quantized
+  std::string weight_formats;        // every matrix format, "+"-joined
+};
+// Binds every tensor `for_each` visits from `src` (the first candidate name it has); a missing
+// required tensor is kDataLoss, and a tensor of `src` nothing bound is kUnimplemented — it
+// would mean a configuration the family does not implement (attention or MLP biases, a
+// pooling head, ...), refused rather than ignored.
+StatusOr<BoundWeights> BindTensors(const TensorSource& src, const BindRules& rules,
+                                   const std::function<Status(const TensorVisitor&)>& for_each);
 
 }  // namespace ocular

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <set>
 
 #include "core/arena.h"
 #include "core/half.h"
@@ -112,43 +111,21 @@ StatusOr<std::unique_ptr<Gemma3>> Gemma3::Load(Gemma3Config config,
 }
 
 Status Gemma3::BindWeights() {
-  const TensorSource& src = *source_;
-  std::set<std::string> used;
-  std::set<DType> matrix_dtypes;
-  Status s = ForEachTensor(
-      cfg_, &w_, [&](const std::string& name, const Shape& shape, WeightSlot slot, bool) -> Status {
-        for (const std::string& cand : NameCandidates(name)) {
-          if (!src.Has(cand)) continue;
-          used.insert(cand);
-          size_t bytes;
-          if (slot.matrix) {
-            OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
-            matrix_dtypes.insert(slot.matrix->format == WFormat::kBF16  ? DType::kBF16
-                                 : slot.matrix->format == WFormat::kF16 ? DType::kF16
-                                                                        : DType::kF32);
-            bytes = slot.matrix->bytes();
-          } else {
-            OCULAR_ASSIGN_OR_RETURN(*slot.vector, src.Get(cand, shape));
-            bytes = slot.vector->nbytes();
-          }
-          spec_.weight_bytes += bytes;
-          if (name.find("vision_tower.") != 0 && name.find("multi_modal_projector.") != 0) {
-            spec_.text_weight_bytes += bytes;
-          }
-          return Status::Ok();
-        }
-        return Error(StatusCode::kDataLoss, "checkpoint", src.origin(), ": missing tensor '", name,
-                     "'");
-      });
-  OCULAR_RETURN_IF_ERROR(s);
-  for (const std::string& name : src.Names()) {
-    if (!used.count(name)) {
-      return Error(StatusCode::kUnimplemented, "gemma3", src.origin(), ": tensor '", name,
-                   "' is not used by ocular's Gemma 3 (", cfg_.model_type,
-                   "); this checkpoint needs a configuration ocular does not implement");
-    }
-  }
-  spec_.weight_dtype = matrix_dtypes.size() == 1 ? *matrix_dtypes.begin() : DType::kF32;
+  BindRules rules;
+  rules.candidates = NameCandidates;
+  rules.is_text = [](const std::string& name) {
+    return name.find("vision_tower.") != 0 && name.find("multi_modal_projector.") != 0;
+  };
+  rules.tag = "gemma3";
+  rules.model = "Gemma 3 (" + cfg_.model_type + ")";
+  OCULAR_ASSIGN_OR_RETURN(BoundWeights bound,
+                          BindTensors(*source_, rules, [&](const TensorVisitor& fn) {
+                            return ForEachTensor(cfg_, &w_, fn);
+                          }));
+  spec_.weight_bytes = bound.weight_bytes;
+  spec_.text_weight_bytes = bound.text_weight_bytes;
+  spec_.weight_dtype = bound.weight_dtype;
+  spec_.weight_formats = bound.weight_formats;
   if (cfg_.has_vision) {
     // x @ W with W [D, H] stored: MatMul wants rows of W^T [H, D], in the stored dtype.
     const TensorView& p = w_.mm_proj;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 #include "core/arena.h"
 #include "core/half.h"
@@ -68,53 +67,26 @@ StatusOr<std::unique_ptr<PaliGemma>> PaliGemma::Load(PaliGemmaConfig config,
 }
 
 Status PaliGemma::BindWeights() {
-  const TensorSource& src = *source_;
-  std::set<std::string> used;
-  std::set<DType> matrix_dtypes;
-  std::set<std::string> formats;
-  Status s = ForEachTensor(cfg_, &w_, [&](const std::string& name, const Shape& shape,
-                                          WeightSlot slot, bool required) -> Status {
-    for (const std::string& cand : NameCandidates(name)) {
-      if (!src.Has(cand)) continue;
-      used.insert(cand);
-      size_t bytes;
-      if (slot.matrix) {
-        OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
-        formats.insert(WFormatName(slot.matrix->format));
-        matrix_dtypes.insert(slot.matrix->format == WFormat::kBF16  ? DType::kBF16
-                             : slot.matrix->format == WFormat::kF16 ? DType::kF16
-                                                                    : DType::kF32);
-        bytes = slot.matrix->bytes();
-      } else {
-        OCULAR_ASSIGN_OR_RETURN(*slot.vector, src.Get(cand, shape));
-        bytes = slot.vector->nbytes();
-      }
-      spec_.weight_bytes += bytes;
-      // What a decode step streams: the decoder and the output projection.
-      if (name.compare(0, 15, "language_model.") == 0) spec_.text_weight_bytes += bytes;
-      return Status::Ok();
-    }
-    if (!required) return Status::Ok();
-    return Error(StatusCode::kDataLoss, "checkpoint", src.origin(), ": missing tensor '", name, "'");
-  });
-  OCULAR_RETURN_IF_ERROR(s);
-  // A tensor the model does not read means a configuration it does not implement (attention
-  // or MLP biases, a pooling head, ...): refuse rather than answer wrong.
-  for (const std::string& name : src.Names()) {
-    if (!used.count(name)) {
-      return Error(StatusCode::kUnimplemented, "paligemma", src.origin(), ": tensor '", name,
-                   "' is not used by ocular's PaliGemma (", cfg_.text.model_type,
-                   "); this checkpoint needs a configuration ocular does not implement");
-    }
-  }
+  BindRules rules;
+  rules.candidates = NameCandidates;
+  // What a decode step streams: the decoder and the output projection.
+  rules.is_text = [](const std::string& name) { return name.compare(0, 15, "language_model.") == 0; };
+  rules.tag = "paligemma";
+  rules.model = "PaliGemma (" + cfg_.text.model_type + ")";
+  OCULAR_ASSIGN_OR_RETURN(BoundWeights bound,
+                          BindTensors(*source_, rules, [&](const TensorVisitor& fn) {
+                            return ForEachTensor(cfg_, &w_, fn);
+                          }));
+  spec_.weight_bytes = bound.weight_bytes;
+  spec_.text_weight_bytes = bound.text_weight_bytes;
+  spec_.weight_dtype = bound.weight_dtype;
+  spec_.weight_formats = bound.weight_formats;
   if (w_.text.lm_head.empty()) {
     tied_output_ = true;
     w_.text.lm_head = w_.text.embed;  // tied: the embedding is the output projection
   } else {
     spec_.text_weight_bytes -= w_.text.embed.bytes();  // only looked up, a row per token
   }
-  spec_.weight_dtype = matrix_dtypes.size() == 1 ? *matrix_dtypes.begin() : DType::kF32;
-  for (const std::string& f : formats) spec_.weight_formats += (spec_.weight_formats.empty() ? "" : "+") + f;
   return Status::Ok();
 }
 
