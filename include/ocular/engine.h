@@ -161,8 +161,9 @@ struct BenchResult {
 class Engine {
  public:
   // Loads an HF model directory (config.json, *.safetensors, tokenizer.json or
-  // tokenizer.model, preprocessor_config.json) of a supported family (config.json
-  // model_type: "paligemma"). Errors name the file and the problem.
+  // tokenizer.model, preprocessor_config.json) or a GGUF file written by `ocular quantize`,
+  // of a supported family (config.json model_type: "paligemma", "gemma3", "gemma3_text").
+  // Errors name the file and the problem.
   static StatusOr<std::unique_ptr<Engine>> Load(const std::string& model_dir,
                                                 const EngineOptions& options);
   virtual ~Engine() = default;
