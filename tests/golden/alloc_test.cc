@@ -3,47 +3,11 @@
 // KV caches are sized when a sequence joins. Counted by replacing the global operator new.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <vector>
 
+#include "support/count_allocations.h"
 #include "support/fixture.h"
 #include "support/harness.h"
-
-// Under AddressSanitizer the sanitizer owns operator new (replacing it again mixes its
-// allocator with ours), so the count is taken in the plain builds only.
-#if defined(__SANITIZE_ADDRESS__)
-#define OCULAR_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define OCULAR_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef OCULAR_COUNT_ALLOCATIONS
-#define OCULAR_COUNT_ALLOCATIONS 1
-#endif
-
-namespace {
-std::atomic<int64_t> g_allocations{0};
-}  // namespace
-
-#if OCULAR_COUNT_ALLOCATIONS
-// The replacements pair malloc with free themselves; GCC cannot see that through the names.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
-#endif
 
 namespace ocular {
 namespace {

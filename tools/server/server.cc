@@ -249,7 +249,8 @@ void Server::Impl::HandleChat(const httplib::Request& http_req, httplib::Respons
     return SendError(res,
                      MakeError(503, "server_error", "the model is still loading", "model_loading"));
   }
-  // The queue slot is taken before anything is decoded (SERVING.md: admission before decode).
+  // The queue slot is taken before anything is decoded: a flood of large images must wait for
+  // admission instead of being decoded (and held in memory) all at once.
   if (!Admit()) {
     res.set_header("Retry-After", "1");
     return SendError(res, MakeError(429, "rate_limit_error",

@@ -419,13 +419,32 @@ void DequantizeQ6_K(const BlockQ6_K* x, int64_t blocks, float* y) {
   }
 }
 
+// Blocks are built on the stack and copied, one at a time: a row is only byte-aligned.
+template <typename Block>
+void EncodeBlocks(void (*quantize)(const float*, int64_t, Block*), const float* x, int64_t blocks,
+                  int64_t bv, std::byte* out) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    Block blk;
+    quantize(x + b * bv, 1, &blk);
+    std::memcpy(out + b * sizeof(blk), &blk, sizeof(blk));
+  }
+}
+template <typename Block>
+void DecodeBlocks(void (*dequantize)(const Block*, int64_t, float*), const std::byte* row,
+                  int64_t blocks, int64_t bv, float* out) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    Block blk;
+    std::memcpy(&blk, row + b * sizeof(blk), sizeof(blk));
+    dequantize(&blk, 1, out + b * bv);
+  }
+}
+
 }  // namespace
 
 void QuantizeRow(WFormat f, const float* x, int64_t cols, std::byte* out) {
   const int64_t bv = WFormatBlockValues(f);
   OCULAR_CHECK(cols >= 0 && cols % bv == 0, "HINT: cols must be a multiple of the block size");
   const int64_t blocks = cols / bv;
-  // Blocks are built on the stack and copied: a row is only byte-aligned.
   switch (f) {
     case WFormat::kF32:
       std::memcpy(out, x, static_cast<size_t>(cols) * 4);
@@ -443,40 +462,15 @@ void QuantizeRow(WFormat f, const float* x, int64_t cols, std::byte* out) {
       }
       return;
     case WFormat::kQ8_0:
-      for (int64_t b = 0; b < blocks; ++b) {
-        BlockQ8_0 blk;
-        QuantizeQ8_0(x + b * bv, 1, &blk);
-        std::memcpy(out + b * sizeof(blk), &blk, sizeof(blk));
-      }
-      return;
+      return EncodeBlocks(QuantizeQ8_0, x, blocks, bv, out);
     case WFormat::kQ4_0:
-      for (int64_t b = 0; b < blocks; ++b) {
-        BlockQ4_0 blk;
-        QuantizeQ4_0(x + b * bv, 1, &blk);
-        std::memcpy(out + b * sizeof(blk), &blk, sizeof(blk));
-      }
-      return;
+      return EncodeBlocks(QuantizeQ4_0, x, blocks, bv, out);
     case WFormat::kQ5_0:
-      for (int64_t b = 0; b < blocks; ++b) {
-        BlockQ5_0 blk;
-        QuantizeQ5_0(x + b * bv, 1, &blk);
-        std::memcpy(out + b * sizeof(blk), &blk, sizeof(blk));
-      }
-      return;
+      return EncodeBlocks(QuantizeQ5_0, x, blocks, bv, out);
     case WFormat::kQ4_K:
-      for (int64_t b = 0; b < blocks; ++b) {
-        BlockQ4_K blk;
-        QuantizeQ4_K(x + b * bv, 1, &blk);
-        std::memcpy(out + b * sizeof(blk), &blk, sizeof(blk));
-      }
-      return;
+      return EncodeBlocks(QuantizeQ4_K, x, blocks, bv, out);
     case WFormat::kQ6_K:
-      for (int64_t b = 0; b < blocks; ++b) {
-        BlockQ6_K blk;
-        QuantizeQ6_K(x + b * bv, 1, &blk);
-        std::memcpy(out + b * sizeof(blk), &blk, sizeof(blk));
-      }
-      return;
+      return EncodeBlocks(QuantizeQ6_K, x, blocks, bv, out);
   }
 }
 
@@ -496,42 +490,16 @@ void DequantizeRow(WFormat f, const std::byte* row, int64_t cols, float* out) {
         out[i] = f == WFormat::kBF16 ? BF16ToF32(h) : F16ToF32(h);
       }
       return;
-    // Blocks are copied out one at a time: a row is only byte-aligned.
     case WFormat::kQ8_0:
-      for (int64_t b = 0; b < blocks; ++b) {
-        BlockQ8_0 blk;
-        std::memcpy(&blk, row + b * sizeof(blk), sizeof(blk));
-        DequantizeQ8_0(&blk, 1, out + b * bv);
-      }
-      return;
+      return DecodeBlocks(DequantizeQ8_0, row, blocks, bv, out);
     case WFormat::kQ4_0:
-      for (int64_t b = 0; b < blocks; ++b) {
-        BlockQ4_0 blk;
-        std::memcpy(&blk, row + b * sizeof(blk), sizeof(blk));
-        DequantizeQ4_0(&blk, 1, out + b * bv);
-      }
-      return;
+      return DecodeBlocks(DequantizeQ4_0, row, blocks, bv, out);
     case WFormat::kQ5_0:
-      for (int64_t b = 0; b < blocks; ++b) {
-        BlockQ5_0 blk;
-        std::memcpy(&blk, row + b * sizeof(blk), sizeof(blk));
-        DequantizeQ5_0(&blk, 1, out + b * bv);
-      }
-      return;
+      return DecodeBlocks(DequantizeQ5_0, row, blocks, bv, out);
     case WFormat::kQ4_K:
-      for (int64_t b = 0; b < blocks; ++b) {
-        BlockQ4_K blk;
-        std::memcpy(&blk, row + b * sizeof(blk), sizeof(blk));
-        DequantizeQ4_K(&blk, 1, out + b * bv);
-      }
-      return;
+      return DecodeBlocks(DequantizeQ4_K, row, blocks, bv, out);
     case WFormat::kQ6_K:
-      for (int64_t b = 0; b < blocks; ++b) {
-        BlockQ6_K blk;
-        std::memcpy(&blk, row + b * sizeof(blk), sizeof(blk));
-        DequantizeQ6_K(&blk, 1, out + b * bv);
-      }
-      return;
+      return DecodeBlocks(DequantizeQ6_K, row, blocks, bv, out);
   }
 }
 
