@@ -45,7 +45,7 @@ std::vector<float> Random(size_t n, uint32_t seed) {
   return v;
 }
 
-// precision kBF16Fast on bf16 weights: the bf16 dot-product decode kernel where the CPU has one.
+// precision kBF16Fast on bf16 weights: the bf16 dot-product kernels where the CPU has them.
 void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, Precision precision,
                int64_t M, int64_t K, int64_t N) {
   if (!SetIsa(isa).ok()) {
@@ -159,6 +159,9 @@ constexpr Shape3 kShapes[] = {
     {"decode1_gate_2304x9216", 1, 2304, 9216},   // PaliGemma 2 3B decode, one sequence
     {"decode8_gate_2304x9216", 8, 2304, 9216},   // and a batch of 8
     {"siglip_fc1_256x1152x4304", 256, 1152, 4304},
+    {"siglip_fc2_256x4304x1152", 256, 4304, 1152},
+    {"prefill272_gate_2304x9216", 272, 2304, 9216},  // PaliGemma 2 3B prefill at 224 px
+    {"prefill272_down_9216x2304", 272, 9216, 2304},
 };
 
 // name, M, K, N: weights [N, K].
@@ -188,7 +191,7 @@ int RegisterAll() {
                                      s.K, s.N)
             ->Unit(benchmark::kMillisecond)
             ->Apply(Timing);
-        if (dtype == DType::kBF16 && s.M <= 8) {
+        if (dtype == DType::kBF16) {
           benchmark::RegisterBenchmark((name + "/bf16-fast").c_str(), BM_MatMul, isa, dtype,
                                        Precision::kBF16Fast, s.M, s.K, s.N)
               ->Unit(benchmark::kMillisecond)

@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "core/half.h"
 #include "kernels/cpu/bf16_dot.h"
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/highway_tables.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/kernel_table.h"
@@ -37,7 +38,11 @@ kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512) {
     t.matmul[static_cast<int>(f)] = quant;
     t.row_to_f32[static_cast<int>(f)] = ref::RowToF32Quant;
   }
-  if (avx512 && cpu::Bf16DotSupported()) t.matmul_bf16_dot = cpu::MatMulBF16Dot;
+  if (avx512 && cpu::Bf16DotSupported()) {
+    t.matmul_bf16_dot = cpu::MatMulBF16Dot;
+    t.pack_bf16 = cpu::PackBf16Rows;
+    t.gemm_bf16 = cpu::GemmBf16;
+  }
   return t;
 }
 
@@ -116,6 +121,20 @@ constexpr int64_t kMinParallelMacs = 1 << 15;
 // Column granularity of the MatMul split; a multiple of every kernel's column tile.
 constexpr int64_t kColumnsPerUnit = 16;
 
+// Arena floats of one thread's MatMulFn scratch (kernel_table.h).
+int64_t ThreadScratchFloats(int64_t K) {
+  return static_cast<int64_t>(Arena::Rounded(kernels::MatMulScratchFloats(K) * sizeof(float)) /
+                              sizeof(float));
+}
+
+// Whether MatMul takes the packed bf16 dot-product GEMM (kernel_table.h gemm_bf16): bf16
+// weights, more rows than a decode batch, and a precision whose activations are (kBF16) or
+// may be rounded to (kBF16Fast) bf16.
+bool UsesGemmBf16(const Exec& ex, int64_t M, int64_t K, const Matrix& w) {
+  return ex.table().gemm_bf16 != nullptr && w.format == WFormat::kBF16 && M > 8 && K % 2 == 0 &&
+         ex.precision != Precision::kF32;
+}
+
 }  // namespace
 
 const char* PrecisionName(Precision p) {
@@ -177,6 +196,56 @@ void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, c
   const float* out_end = out + (M - 1) * ldo + N;
   OCULAR_CHECK(a_end <= out || out_end <= a, "HINT: MatMul out must not alias a");
   const kernels::KernelTable& table = ex.table();
+  // Adds the bias and applies the precision's epilogue to columns [n0, n1) of every row.
+  auto finish_columns = [&](int64_t n0, int64_t n1) {
+    if (bias != nullptr) {
+      // out = a·wᵀ + bias: torch's addmm adds the bias after the dot product.
+      float chunk[256];
+      for (int64_t c0 = n0; c0 < n1; c0 += 256) {
+        const int64_t width = std::min<int64_t>(256, n1 - c0);
+        table.to_f32(static_cast<const char*>(bias->data) + c0 * DTypeSize(bias->dtype),
+                     bias->dtype, width, chunk);
+        for (int64_t m = 0; m < M; ++m) table.add(out + m * ldo + c0, chunk, out + m * ldo + c0, width);
+      }
+    }
+    for (int64_t m = 0; m < M; ++m) Epilogue(ex, out + m * ldo + n0, n1 - n0);
+  };
+  const int64_t units = (N + kColumnsPerUnit - 1) / kColumnsPerUnit;
+  ArenaScope scope(ex.arena);
+  const int64_t threads =
+      M * N * K < kMinParallelMacs ? 1 : std::min<int64_t>(ex.pool().size(), units);
+  // One contiguous range of column units per thread.
+  auto for_each_thread = [&](const auto& body) {
+    if (threads == 1) return body(int64_t{0}, int64_t{0}, N);
+    ex.pool().ParallelFor(threads, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t u0 = units * t / threads, u1 = units * (t + 1) / threads;
+        body(t, u0 * kColumnsPerUnit, std::min(N, u1 * kColumnsPerUnit));
+      }
+    });
+  };
+  if (UsesGemmBf16(ex, M, K, w)) {
+    // bf16 dot products on packed activations. Under kBF16 the activations are bf16 values
+    // (op epilogues round them), so the products are exact; if one is not (an input this
+    // precision did not round), the f32 kernel below runs instead.
+    ArenaScope gemm_scope(ex.arena);
+    uint32_t* packed = ex.arena.Alloc<uint32_t>(cpu::PackedBf16Words(M, K));
+    const int64_t groups = (M + 15) / 16;
+    const bool exact_only = ex.precision == Precision::kBF16;
+    std::atomic<bool> packed_ok{true};
+    ex.pool().ParallelFor(groups, [&](int64_t g0, int64_t g1) {
+      if (!table.pack_bf16(a, M, K, lda, g0, g1, exact_only, packed)) {
+        packed_ok.store(false, std::memory_order_relaxed);
+      }
+    });
+    if (packed_ok.load()) {
+      for_each_thread([&](int64_t, int64_t n0, int64_t n1) {
+        table.gemm_bf16(packed, M, K, w, n0, n1, out, ldo);
+        finish_columns(n0, n1);
+      });
+      return;
+    }
+  }
   // bf16-fast batched decode: bf16 dot products where the CPU has them. One row stays on the
   // f32 GEMV, which is bandwidth-bound anyway and skips the activation conversion.
   const bool bf16_dot = ex.precision == Precision::kBF16Fast && w.format == WFormat::kBF16 &&
@@ -184,39 +253,19 @@ void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, c
   const kernels::MatMulFn kernel =
       bf16_dot ? table.matmul_bf16_dot : table.matmul[static_cast<int>(w.format)];
   OCULAR_CHECK(kernel != nullptr, "HINT: no kernel for this weight format (refused at load)");
-  const int64_t per_thread = MatMulArenaFloats(1, K);
-  auto run_columns = [&](int64_t n0, int64_t n1, float* scratch) {
-    kernel(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    for (int64_t m = 0; m < M; ++m) {
-      float* row = out + m * ldo;
-      if (bias != nullptr) {
-        // out = a·wᵀ + bias: torch's addmm adds the bias after the dot product.
-        for (int64_t n = n0; n < n1; ++n) row[n] += ref::ElementAsF32(bias->data, bias->dtype, n);
-      }
-      Epilogue(ex, row + n0, n1 - n0);
-    }
-  };
-  const int64_t units = (N + kColumnsPerUnit - 1) / kColumnsPerUnit;
-  const int64_t threads =
-      M * N * K < kMinParallelMacs ? 1 : std::min<int64_t>(ex.pool().size(), units);
-  ArenaScope scope(ex.arena);
+  const int64_t per_thread = ThreadScratchFloats(K);
   float* scratch = ex.arena.Floats(per_thread * threads);
-  if (threads == 1) {
-    run_columns(0, N, scratch);
-    return;
-  }
-  // One contiguous range of column units per thread, each with its own scratch.
-  ex.pool().ParallelFor(threads, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t u0 = units * t / threads, u1 = units * (t + 1) / threads;
-      run_columns(u0 * kColumnsPerUnit, std::min(N, u1 * kColumnsPerUnit), scratch + t * per_thread);
-    }
+  for_each_thread([&](int64_t t, int64_t n0, int64_t n1) {
+    kernel(a, M, K, lda, w, n0, n1, out, ldo, scratch + t * per_thread);
+    finish_columns(n0, n1);
   });
 }
 
-int64_t MatMulArenaFloats(int threads, int64_t K) {
-  return threads * static_cast<int64_t>(
-                       Arena::Rounded(kernels::MatMulScratchFloats(K) * sizeof(float)) / sizeof(float));
+int64_t MatMulArenaFloats(int threads, int64_t M, int64_t K) {
+  // The larger of the two paths: packed bf16 activations (one buffer), or per-thread scratch.
+  const int64_t packed = static_cast<int64_t>(
+      Arena::Rounded(cpu::PackedBf16Words(M, K + K % 2) * sizeof(uint32_t)) / sizeof(float));
+  return std::max(packed, threads * ThreadScratchFloats(K));
 }
 
 void RmsNorm(const Exec& ex, const float* x, int64_t rows, int64_t dim, const TensorView& w,

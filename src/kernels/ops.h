@@ -120,9 +120,9 @@ void EmbedRows(const Exec& ex, const Matrix& table, const int32_t* ids, int64_t 
 // REQUIRES: offset_elems + n <= t.numel().
 void ToF32(const Exec& ex, const TensorView& t, int64_t offset_elems, int64_t n, float* out);
 
-// Arena floats the ops above take for one call (planning): MatMul with K columns, Attention
+// Arena floats the ops above take for one call (planning): MatMul of M rows by K columns, Attention
 // with Tk keys and head size d, on `threads` threads; Rope with head_dim.
-int64_t MatMulArenaFloats(int threads, int64_t K);
+int64_t MatMulArenaFloats(int threads, int64_t M, int64_t K);
 int64_t AttentionArenaFloats(int threads, int64_t Tk, int64_t d);
 int64_t RopeArenaFloats(int64_t head_dim);
 

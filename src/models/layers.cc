@@ -37,7 +37,7 @@ size_t DecoderLayerBytes(const GemmaTextConfig& c, int64_t rows, int64_t context
   // The scratch of the op running innermost (never two at once).
   const size_t op = std::max({Floats(ops::AttentionArenaFloats(threads, context, c.head_dim)),
                               Floats(ops::RopeArenaFloats(c.head_dim)),
-                              Floats(ops::MatMulArenaFloats(threads, std::max({H, qdim, I})))});
+                              Floats(ops::MatMulArenaFloats(threads, rows, std::max({H, qdim, I})))});
   return layer + std::max(attention, mlp) + op;
 }
 

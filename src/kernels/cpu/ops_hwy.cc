@@ -704,6 +704,8 @@ const kernels::KernelTable kTable = {
     RopeRowBF16,
     AttentionItems,
     ToF32,
+    nullptr,  // pack_bf16, gemm_bf16: set by ops.cc on AVX512_BF16 CPUs (cpu/gemm_bf16.h)
+    nullptr,
 };
 
 }  // namespace HWY_NAMESPACE

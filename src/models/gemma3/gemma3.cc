@@ -195,12 +195,12 @@ size_t Gemma3::WorkspaceBytes(const WorkspaceShape& s) const {
     const int64_t N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
     const int64_t M = cfg_.mm_tokens_per_image;
     const size_t projector =
-        Floats(s.images * M * D) + Floats(ops::MatMulArenaFloats(s.threads, D));
+        Floats(s.images * M * D) + Floats(ops::MatMulArenaFloats(s.threads, s.images * M, D));
     encode = Floats(s.images * N * D) +
              std::max(SiglipBytes(cfg_.vision, s.images, s.threads), projector);
   }
   const size_t forward = DecoderLayerBytes(cfg_.text.gemma, s.rows, s.context, s.threads);
-  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, H));
+  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, s.rows, H));
   return std::max({encode, forward, logits});
 }
 

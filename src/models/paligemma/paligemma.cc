@@ -132,13 +132,13 @@ void PaliGemma::BuildSpec() {
 size_t PaliGemma::WorkspaceBytes(const WorkspaceShape& s) const {
   const int64_t N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
   const int64_t H = cfg_.text.hidden_size;
-  const size_t projector = Floats(ops::MatMulArenaFloats(s.threads, D));
+  const size_t projector = Floats(ops::MatMulArenaFloats(s.threads, s.images * N, D));
   const size_t encode =
       s.images > 0 ? Floats(s.images * N * D) +
                          std::max(SiglipBytes(cfg_.vision, s.images, s.threads), projector)
                    : 0;
   const size_t forward = DecoderLayerBytes(cfg_.text, s.rows, s.context, s.threads);
-  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, H));
+  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, s.rows, H));
   return std::max({encode, forward, logits});
 }
 

@@ -1,0 +1,181 @@
+#include "kernels/cpu/gemm_bf16.h"
+
+// GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized inside its masked-load and set1
+// intrinsics (an intentionally undefined pass-through operand); nothing here is uninitialized.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+
+namespace ocular::cpu {
+
+#define OCULAR_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+namespace {
+
+constexpr int64_t kGroup = 16;  // activation rows per packed group (lanes of a vector)
+constexpr int kTileGroups = 4;  // groups per register tile (64 rows)
+constexpr int kTileCols = 6;    // weight rows per register tile
+// An L2 block of packed activations: up to kBlockWords words (640 KiB), at least kMinPairs
+// column pairs deep (shallower blocks would re-read each tile's output too often).
+constexpr int64_t kBlockWords = 160 * 1024;
+constexpr int64_t kMinPairs = 256;
+
+// In-register transpose of a 16×16 matrix of 32-bit words: r[i] lane j -> r[j] lane i.
+OCULAR_BF16_TARGET inline void Transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  // r[4b + c], 128-bit lane L: rows 4b..4b+3 of column 4L + c.
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // Column 4L + c gathers lane L of r[c], r[4 + c], r[8 + c], r[12 + c].
+  for (int c = 0; c < 4; ++c) {
+    const __m512i u0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x44);
+    const __m512i u1 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xEE);
+    const __m512i u2 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x44);
+    const __m512i u3 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xEE);
+    t[c] = _mm512_shuffle_i32x4(u0, u2, 0x88);
+    t[4 + c] = _mm512_shuffle_i32x4(u0, u2, 0xDD);
+    t[8 + c] = _mm512_shuffle_i32x4(u1, u3, 0x88);
+    t[12 + c] = _mm512_shuffle_i32x4(u1, u3, 0xDD);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// One group of 16 rows, column pairs [p0, p0 + count) with count <= 16: the rows as words of
+// bf16 pairs, transposed into 16 packed vectors. False if exact_only and a value is not bf16.
+OCULAR_BF16_TARGET bool PackBlock(const float* a, int64_t rows, int64_t lda, int64_t p0,
+                                  int64_t count, bool exact_only, uint32_t* dst) {
+  const __mmask16 lo = static_cast<__mmask16>(count >= 8 ? 0xFFFF : (1u << (2 * count)) - 1);
+  const __mmask16 hi =
+      static_cast<__mmask16>(count <= 8 ? 0 : count >= 16 ? 0xFFFF : (1u << (2 * (count - 8))) - 1);
+  const __m512i low_bits = _mm512_set1_epi32(0xFFFF);
+  __mmask16 inexact = 0;
+  __m512i r[16];
+  for (int i = 0; i < 16; ++i) {
+    if (i >= rows) {
+      r[i] = _mm512_setzero_si512();
+      continue;
+    }
+    const float* src = a + i * lda + 2 * p0;
+    const __m512 x0 = _mm512_maskz_loadu_ps(lo, src);
+    const __m512 x1 = _mm512_maskz_loadu_ps(hi, src + 16);
+    inexact |= _mm512_test_epi32_mask(_mm512_castps_si512(x0), low_bits) |
+               _mm512_test_epi32_mask(_mm512_castps_si512(x1), low_bits);
+    // Lane j: (bf16(x[2j]), bf16(x[2j + 1])), round to nearest even (exact for bf16 values).
+    r[i] = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+  }
+  if (exact_only && inexact != 0) return false;
+  Transpose16(r);
+  for (int64_t j = 0; j < count; ++j) _mm512_storeu_si512(dst + j * kGroup, r[j]);
+  return true;
+}
+
+// acc[c][v] over column pairs [0, pairs): a = the tile's first group at its first pair (groups
+// `group_stride` words apart), w = its first weight row at the same column (rows K apart).
+// Writes tile[c][16 v + i] = the dot product of row 16 v + i and weight row c.
+template <int kV, int kC>
+OCULAR_BF16_TARGET void Tile(const uint32_t* a, int64_t group_stride, const uint16_t* w,
+                             int64_t K, int64_t pairs, float* tile) {
+  __m512 acc[kC][kV];
+  for (int c = 0; c < kC; ++c) {
+    for (int v = 0; v < kV; ++v) acc[c][v] = _mm512_setzero_ps();
+  }
+  for (int64_t p = 0; p < pairs; ++p) {
+    __m512bh av[kV];
+    for (int v = 0; v < kV; ++v) av[v] = (__m512bh)_mm512_loadu_si512(a + v * group_stride + p * kGroup);
+    for (int c = 0; c < kC; ++c) {
+      uint32_t pair;
+      std::memcpy(&pair, w + c * K + 2 * p, sizeof(pair));
+      const __m512bh b = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
+      for (int v = 0; v < kV; ++v) acc[c][v] = _mm512_dpbf16_ps(acc[c][v], av[v], b);
+    }
+  }
+  for (int c = 0; c < kC; ++c) {
+    for (int v = 0; v < kV; ++v) _mm512_storeu_ps(tile + c * kTileGroups * kGroup + v * kGroup, acc[c][v]);
+  }
+}
+
+using TileFn = void (*)(const uint32_t*, int64_t, const uint16_t*, int64_t, int64_t, float*);
+
+template <int kV, int... kC>
+constexpr TileFn kTileRow[] = {Tile<kV, kC>...};
+constexpr const TileFn* kTiles[kTileGroups] = {
+    kTileRow<1, 1, 2, 3, 4, 5, 6>, kTileRow<2, 1, 2, 3, 4, 5, 6>, kTileRow<3, 1, 2, 3, 4, 5, 6>,
+    kTileRow<4, 1, 2, 3, 4, 5, 6>};
+static_assert(kTileCols == 6, "kTiles lists tiles of 1..6 weight rows");
+
+}  // namespace
+
+int64_t PackedBf16Words(int64_t M, int64_t K) {
+  return (M + kGroup - 1) / kGroup * kGroup * (K / 2);
+}
+
+bool PackBf16Rows(const float* a, int64_t M, int64_t K, int64_t lda, int64_t g0, int64_t g1,
+                  bool exact_only, uint32_t* packed) {
+  OCULAR_CHECK(K % 2 == 0);
+  const int64_t K2 = K / 2;
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t rows = std::min(kGroup, M - g * kGroup);
+    for (int64_t p = 0; p < K2; p += kGroup) {
+      if (!PackBlock(a + g * kGroup * lda, rows, lda, p, std::min(kGroup, K2 - p), exact_only,
+                     packed + (g * K2 + p) * kGroup)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0,
+              int64_t n1, float* out, int64_t ldo) {
+  OCULAR_CHECK(w.format == WFormat::kBF16 && w.cols == K && K % 2 == 0);
+  const int64_t K2 = K / 2, groups = (M + kGroup - 1) / kGroup;
+  const int64_t group_stride = K2 * kGroup;
+  // Block shape: every group in one block when that leaves kMinPairs of depth (the weights
+  // then stream from memory once per call), else as many groups as fit at that depth.
+  const int64_t block_groups =
+      std::max<int64_t>(1, std::min(groups, kBlockWords / (kGroup * std::min(K2, kMinPairs))));
+  const int64_t max_pairs = std::max<int64_t>(1, kBlockWords / (kGroup * block_groups));
+  const int64_t depth_blocks = (K2 + max_pairs - 1) / max_pairs;
+  const int64_t block_pairs = (K2 + depth_blocks - 1) / depth_blocks;  // equal depths
+  const uint16_t* wb = reinterpret_cast<const uint16_t*>(w.data);
+  alignas(64) float tile[kTileCols * kTileGroups * kGroup];
+  for (int64_t p0 = 0; p0 < K2; p0 += block_pairs) {
+    const int64_t pairs = std::min(block_pairs, K2 - p0);
+    for (int64_t gb = 0; gb < groups; gb += block_groups) {
+      const int64_t count = std::min(groups, gb + block_groups) - gb;
+      // Tiles of (nearly) equal size: 17 groups as 4+4+3+3+3, never 4+4+4+4+1.
+      const int64_t tiles = (count + kTileGroups - 1) / kTileGroups;
+      for (int64_t n = n0; n < n1; n += kTileCols) {
+        const int64_t cols = std::min<int64_t>(kTileCols, n1 - n);
+        for (int64_t t = 0; t < tiles; ++t) {
+          const int64_t g = gb + count * t / tiles, tile_groups = gb + count * (t + 1) / tiles - g;
+          kTiles[tile_groups - 1][cols - 1](packed + g * group_stride + p0 * kGroup, group_stride,
+                                            wb + n * K + 2 * p0, K, pairs, tile);
+          const int64_t m0 = g * kGroup, rows = std::min(tile_groups * kGroup, M - m0);
+          for (int64_t i = 0; i < rows; ++i) {
+            float* o = out + (m0 + i) * ldo + n;
+            for (int64_t c = 0; c < cols; ++c) {
+              const float v = tile[c * kTileGroups * kGroup + i];
+              o[c] = p0 == 0 ? v : o[c] + v;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ocular::cpu

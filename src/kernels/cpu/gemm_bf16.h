@@ -1,0 +1,41 @@
+// bf16 × bf16 GEMM with f32 accumulation (AVX512_BF16 `vdpbf16ps`) for matmuls with many
+// activation rows (prefill, the vision tower) on bf16 weights.
+//
+// The activations are packed once per call into 16-row groups, one 512-bit vector per pair
+// of columns: lane i of vector (g, p) holds a[16g + i][2p] (low half) and a[16g + i][2p + 1]
+// (high half) as bf16; rows past M are zero. The micro-kernel keeps a tile of 4 groups (64
+// rows) × 6 weight rows in 24 registers and, per column pair, loads 4 activation vectors,
+// broadcasts one 32-bit pair of each weight row (read in place from the HF [N, K] layout: the
+// weights are never copied or repacked) and issues 24 dot-product instructions. Cache
+// blocking: a block of packed activations (up to 640 KiB: all rows when they fit at a depth of
+// 512 columns, so the weights stream from memory once) stays in L2 while the weight rows
+// stream through L1.
+//
+// Every product of two bf16 values is exact in f32; sums accumulate in f32 (denormal inputs
+// and outputs of the instruction are flushed to zero). Under Precision::kBF16 the activations
+// are already bf16 values, so the only difference from the f32-FMA kernel is the summation
+// order.
+#pragma once
+
+#include <cstdint>
+
+#include "core/matrix.h"
+
+namespace ocular::cpu {
+
+// uint32 words of the packed activations of an [M, K] matrix (K even).
+int64_t PackedBf16Words(int64_t M, int64_t K);
+
+// Packs the 16-row groups [g0, g1) of a[M, K] (row stride lda) into `packed` (laid out for all
+// ceil(M / 16) groups). exact_only: the activations must already be bf16 values — returns false
+// as soon as one is not (the caller then uses the f32 kernel); otherwise they are rounded to
+// nearest even and the result is true. REQUIRES: Bf16DotSupported(), K even.
+bool PackBf16Rows(const float* a, int64_t M, int64_t K, int64_t lda, int64_t g0, int64_t g1,
+                  bool exact_only, uint32_t* packed);
+
+// out[m, n] = sum_k a[m, k] * w[n, k] for m < M, n in [n0, n1), from the packed activations.
+// REQUIRES: Bf16DotSupported(), w.format == kBF16 with w.cols == K (even).
+void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0,
+              int64_t n1, float* out, int64_t ldo);
+
+}  // namespace ocular::cpu

@@ -1,0 +1,164 @@
+// The packed bf16 dot-product GEMM (cpu/gemm_bf16.h) behind ops::MatMul for bf16 weights and
+// more than 8 rows under the bf16 precisions: its packing, its products against the scalar
+// reference, and when MatMul must not use it.
+#include "kernels/cpu/gemm_bf16.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "kernels/cpu/bf16_dot.h"
+#include "kernels/kernel_table.h"
+#include "kernels/ops.h"
+#include "kernels/ref/ref_ops.h"
+#include "kernels/test_util.h"
+
+namespace ocular {
+namespace {
+
+using namespace ::ocular::kernel_test;  // NOLINT: test helpers
+
+float RoundBf16(float x) { return BF16ToF32(F32ToBF16(x)); }
+
+std::vector<float> Bf16Values(size_t n, uint32_t seed) {
+  std::vector<float> v = RandomFloats(n, seed);
+  for (float& x : v) x = RoundBf16(x);
+  return v;
+}
+
+// sum_k |a[m, k] * w[n, k]|: the scale of each output's rounding error.
+std::vector<float> AbsScale(const std::vector<float>& a, int64_t M, int64_t K, int64_t lda,
+                            const Weights& w, int64_t N) {
+  std::vector<float> scale(M * N);
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = 0; n < N; ++n) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += std::fabs(a[m * lda + k] * BF16ToF32(w.u16[n * K + k]));
+      scale[m * N + n] = static_cast<float>(s);
+    }
+  }
+  return scale;
+}
+
+TEST(GemmBf16Test, PacksPairsOfColumnsIntoSixteenRowGroups) {
+  if (!cpu::Bf16DotSupported()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  for (int64_t M : {1, 15, 16, 17, 40}) {
+    for (int64_t K : {2, 30, 32, 34, 66}) {
+      const int64_t lda = K + 3, K2 = K / 2, groups = (M + 15) / 16;
+      std::vector<float> a = RandomFloats(M * lda, static_cast<uint32_t>(M * 100 + K));
+      std::vector<uint32_t> packed(cpu::PackedBf16Words(M, K), 0xDEADBEEFu);
+      ASSERT_EQ(packed.size(), static_cast<size_t>(groups * 16 * K2));
+      ASSERT_TRUE(cpu::PackBf16Rows(a.data(), M, K, lda, 0, groups, false, packed.data()));
+      for (int64_t g = 0; g < groups; ++g) {
+        for (int64_t p = 0; p < K2; ++p) {
+          for (int64_t i = 0; i < 16; ++i) {
+            const int64_t m = g * 16 + i;
+            const uint32_t want =
+                m < M ? F32ToBF16(a[m * lda + 2 * p]) | uint32_t{F32ToBF16(a[m * lda + 2 * p + 1])} << 16
+                      : 0u;
+            ASSERT_EQ(packed[(g * K2 + p) * 16 + i], want)
+                << "M=" << M << " K=" << K << " g=" << g << " p=" << p << " i=" << i;
+          }
+        }
+      }
+      // exact_only refuses activations that are not bf16 values, accepts those that are.
+      EXPECT_FALSE(cpu::PackBf16Rows(a.data(), M, K, lda, 0, groups, true, packed.data()));
+      for (float& x : a) x = RoundBf16(x);
+      EXPECT_TRUE(cpu::PackBf16Rows(a.data(), M, K, lda, 0, groups, true, packed.data()));
+    }
+  }
+}
+
+// bf16-fast on bf16 values: every product is exact, so the GEMM equals the f32 reference up to
+// the summation order, on every tail of rows (16-row groups, 64-row tiles, 256-row blocks),
+// weight rows (6-row tiles) and column pairs (16-pair packing blocks, 384-pair L2 blocks).
+TEST(GemmBf16Test, MatchesTheReferenceOnEveryTail) {
+  struct Case {
+    int64_t M, K, N;
+  };
+  const Case cases[] = {{9, 2, 1},    {16, 32, 6},    {17, 34, 7},   {63, 30, 5},
+                        {64, 66, 12}, {65, 770, 13},  {130, 96, 37}, {272, 1154, 19},
+                        {300, 64, 6}, {20, 2, 300}};
+  ForEachIsa([&](const std::string&) {
+    TestExec t(2, Precision::kBF16Fast);
+    for (const Case& c : cases) {
+      const int64_t lda = c.K + 2;
+      std::vector<float> a = Bf16Values(c.M * lda, static_cast<uint32_t>(c.M + c.K));
+      Weights w = RandomWeights(DType::kBF16, {c.N, c.K}, static_cast<uint32_t>(c.N * 7 + c.K));
+      std::vector<float> want(c.M * c.N), got(c.M * c.N);
+      ref::MatMulBlock(a.data(), c.M, c.K, lda, w.matrix(), 0, c.N, want.data(), c.N);
+      ops::MatMul(t.ex, a.data(), c.M, c.K, lda, w.matrix(), nullptr, got.data(), c.N);
+      const std::vector<float> scale = AbsScale(a, c.M, c.K, lda, w, c.N);
+      ExpectClose(got.data(), want.data(), scale.data(), c.M * c.N, 1e-6, 0.0,
+                  "M=" + std::to_string(c.M) + " K=" + std::to_string(c.K) +
+                      " N=" + std::to_string(c.N));
+      if (HasFatalFailure()) return;
+    }
+  });
+}
+
+// bf16-fast rounds f32 activations to bf16 for the dot products where the CPU has them.
+TEST(GemmBf16Test, Bf16FastRoundsActivationsWhereTheCpuHasBf16DotProducts) {
+  const int64_t M = 33, K = 64, N = 21;
+  std::vector<float> a = RandomFloats(M * K, 3);
+  std::vector<float> rounded = a;
+  for (float& x : rounded) x = RoundBf16(x);
+  Weights w = RandomWeights(DType::kBF16, {N, K}, 4);
+  ForEachIsa([&](const std::string&) {
+    TestExec t(2, Precision::kBF16Fast);
+    const bool gemm = t.backend.table().gemm_bf16 != nullptr;
+    const std::vector<float>& used = gemm ? rounded : a;
+    std::vector<float> want(M * N), got(M * N);
+    ref::MatMulBlock(used.data(), M, K, K, w.matrix(), 0, N, want.data(), N);
+    ops::MatMul(t.ex, a.data(), M, K, K, w.matrix(), nullptr, got.data(), N);
+    const std::vector<float> scale = AbsScale(used, M, K, K, w, N);
+    ExpectClose(got.data(), want.data(), scale.data(), M * N, 1e-6, 0.0, "bf16-fast");
+  });
+}
+
+// Under kBF16 the GEMM runs only on activations that are bf16 values; any other input takes
+// the f32 kernel, whose result rounded to bf16 is what the epilogue gives.
+TEST(GemmBf16Test, Bf16PrecisionKeepsF32KernelForInexactActivations) {
+  const int64_t M = 40, K = 70, N = 23;
+  std::vector<float> a = Bf16Values(M * K, 5);
+  a[M * K - 1] += 1e-4f;  // one value that is not a bf16
+  Weights w = RandomWeights(DType::kBF16, {N, K}, 6);
+  Weights b = RandomWeights(DType::kBF16, {N}, 7);
+  ForEachIsa([&](const std::string&) {
+    TestExec f32(2), bf16(2, Precision::kBF16);
+    std::vector<float> want(M * N), got(M * N);
+    ops::MatMul(f32.ex, a.data(), M, K, K, w.matrix(), &b.view, want.data(), N);
+    ops::MatMul(bf16.ex, a.data(), M, K, K, w.matrix(), &b.view, got.data(), N);
+    for (int64_t i = 0; i < M * N; ++i) ASSERT_EQ(got[i], RoundBf16(want[i])) << i;
+  });
+}
+
+// On bf16 activations kBF16 takes the GEMM: the bias and the bf16 epilogue still apply, and
+// the result is the rounded f32 product within one bf16 rounding step (summation order only).
+TEST(GemmBf16Test, Bf16PrecisionOnBf16ActivationsAddsBiasAndRounds) {
+  const int64_t M = 70, K = 1152, N = 45;
+  std::vector<float> a = Bf16Values(M * K, 8);
+  Weights w = RandomWeights(DType::kBF16, {N, K}, 9);
+  Weights b = RandomWeights(DType::kBF16, {N}, 10);
+  ForEachIsa([&](const std::string&) {
+    TestExec f32(1), bf16(2, Precision::kBF16), bf16_one(1, Precision::kBF16);
+    std::vector<float> want(M * N), got(M * N), got_one(M * N);
+    ops::MatMul(f32.ex, a.data(), M, K, K, w.matrix(), &b.view, want.data(), N);
+    ops::MatMul(bf16.ex, a.data(), M, K, K, w.matrix(), &b.view, got.data(), N);
+    ops::MatMul(bf16_one.ex, a.data(), M, K, K, w.matrix(), &b.view, got_one.data(), N);
+    const std::vector<float> scale = AbsScale(a, M, K, K, w, N);
+    for (int64_t i = 0; i < M * N; ++i) {
+      ASSERT_EQ(got[i], RoundBf16(got[i])) << i;
+      ASSERT_EQ(got[i], got_one[i]) << i;  // the split over threads does not change results
+      const double ulp = std::ldexp(std::fabs(want[i]), -7);
+      ASSERT_LE(std::fabs(got[i] - want[i]), ulp + 1e-6 * scale[i]) << i;
+    }
+  });
+}
+
+}  // namespace
+}  // namespace ocular
