@@ -117,24 +117,48 @@ void BM_MatMulQuant(benchmark::State& state, std::string isa, WFormat format, in
   state.counters["threads"] = Pool().size();
 }
 
-void BM_Attention(benchmark::State& state, std::string isa, int64_t Tq, int64_t Tk) {
+// One attention call: Tq queries (the last Tq of Tk positions, causal unless `full`) over Tk
+// keys, f32 K/V. GFLOP/s counts the two products, 4·Tq·Tk·Hq·d per call (all keys).
+struct AttentionShape {
+  const char* name;
+  int64_t Tq, Tk, Hq, Hkv, d;
+  bool full;  // every query sees every key (SigLIP); else causal
+};
+constexpr AttentionShape kAttentionShapes[] = {
+    {"decode_Tk256_pg1", 1, 256, 8, 1, 256, false},
+    {"decode_Tk1024_pg1", 1, 1024, 8, 1, 256, false},
+    {"siglip_224_256x256_h16_d72", 256, 256, 16, 16, 72, true},   // So400m at 224 px
+    {"siglip_896_4096x4096_h16_d72", 4096, 4096, 16, 16, 72, true},  // at 896 px
+    {"prefill272_h8_kv4_d256", 272, 272, 8, 4, 256, true},  // PaliGemma 2 prefix (bidirectional)
+};
+
+void BM_Attention(benchmark::State& state, std::string isa, AttentionShape s,
+                  Precision precision) {
   if (!SetIsa(isa).ok()) {
     state.SkipWithError("ISA not supported here");
     return;
   }
-  const int64_t Hq = 8, Hkv = 1, d = 256;  // PaliGemma 1 decoder
-  const std::vector<float> q = Random(Tq * Hq * d, 3), k = Random(Tk * Hkv * d, 4),
-                           v = Random(Tk * Hkv * d, 5);
-  std::vector<int32_t> begin(Tq, 0), end(Tq);
-  for (int64_t i = 0; i < Tq; ++i) end[i] = static_cast<int32_t>(Tk - Tq + i + 1);
-  std::vector<float> out(Tq * Hq * d);
-  BenchExec b;
-  const ops::KvRows kv{k.data(), v.data(), false, 0, Tk, Hkv * d, Hkv * d};
+  std::vector<float> q = Random(s.Tq * s.Hq * s.d, 3), k = Random(s.Tk * s.Hkv * s.d, 4),
+                     v = Random(s.Tk * s.Hkv * s.d, 5);
+  if (precision == Precision::kBF16) {  // bf16 activations, as that precision's inputs are
+    for (auto* x : {&q, &k, &v}) {
+      for (float& f : *x) f = BF16ToF32(F32ToBF16(f));
+    }
+  }
+  std::vector<int32_t> begin(s.Tq, 0), end(s.Tq);
+  for (int64_t i = 0; i < s.Tq; ++i) end[i] = static_cast<int32_t>(s.full ? s.Tk : s.Tk - s.Tq + i + 1);
+  std::vector<float> out(s.Tq * s.Hq * s.d);
+  BenchExec b(precision);
+  const ops::KvRows kv{k.data(), v.data(), false, 0, s.Tk, s.Hkv * s.d, s.Hkv * s.d};
   for (auto _ : state) {
-    ops::Attention(b.ex, q.data(), Tq, Hq, Hq * d, kv, Hkv, d, 1.0f / 16.0f, 0.0f, begin.data(),
-                   end.data(), out.data(), Hq * d);
+    ops::Attention(b.ex, q.data(), s.Tq, s.Hq, s.Hq * s.d, kv, s.Hkv, s.d,
+                   1.0f / std::sqrt(static_cast<float>(s.d)), 0.0f, begin.data(), end.data(),
+                   out.data(), s.Hq * s.d);
     benchmark::DoNotOptimize(out.data());
   }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      4.0 * s.Tq * s.Tk * s.Hq * s.d * static_cast<double>(state.iterations()) * 1e-9,
+      benchmark::Counter::kIsRate);
 }
 
 // Round trip of an (almost) empty ParallelFor: the per-call overhead decode pays ~150x/token.
@@ -211,12 +235,15 @@ int RegisterAll() {
             ->Apply(Timing);
       }
     }
-    for (int64_t tk : {256, 1024}) {
-      benchmark::RegisterBenchmark(
-          (std::string("Attention/") + isa + "/decode_Tk" + std::to_string(tk)).c_str(),
-          BM_Attention, isa, 1, tk)
-          ->Unit(benchmark::kMicrosecond)
-          ->Apply(Timing);
+    for (const AttentionShape& s : kAttentionShapes) {
+      if (std::string(isa) == "scalar" && s.Tq > 1) continue;
+      for (Precision p : {Precision::kF32, Precision::kBF16}) {
+        benchmark::RegisterBenchmark((std::string("Attention/") + isa + "/" + s.name + "/" +
+                                      PrecisionName(p)).c_str(),
+                                     BM_Attention, isa, s, p)
+            ->Unit(benchmark::kMillisecond)
+            ->Apply(Timing);
+      }
     }
   }
   return 0;

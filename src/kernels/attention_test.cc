@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/ref/ref_ops.h"
 #include "kernels/test_util.h"
@@ -239,6 +240,97 @@ TEST(AttentionTest, Bf16OrderOnEveryIsaMatchesScalarTwin) {
       ExpectClose(got.data(), want.data(), mag.data(), c.Tq * ldo, 2e-2, 0.0, "bf16 attention");
     });
   }
+}
+
+// With bf16-valued inputs and 16+ queries, kBF16 takes the bf16 dot-product kernels where the
+// CPU has them (f32 or bf16 K/V storage): still within one bf16 rounding of the scalar twin.
+TEST(AttentionTest, Bf16DotProductPathMatchesScalarTwin) {
+  const Case cases[] = {{40, 40, 4, 2, 72, 0.0f, "prefix"},
+                        {33, 70, 2, 1, 64, 50.0f, "causal"},
+                        {16, 16, 2, 2, 2, 0.0f, "full"},
+                        {20, 31, 2, 2, 8, 0.0f, "window"}};
+  auto bf16_values = [](std::vector<float> v) {
+    for (float& x : v) x = BF16ToF32(F32ToBF16(x));
+    return v;
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.mask) + " d=" + std::to_string(c.d));
+    const int64_t ldq = c.Hq * c.d, ldk = c.Hkv * c.d, ldo = c.Hq * c.d;
+    const std::vector<float> q = bf16_values(RandomFloats(c.Tq * ldq, 51, -2.0f, 2.0f));
+    const std::vector<float> k = bf16_values(RandomFloats(c.Tk * ldk, 52, -2.0f, 2.0f));
+    const std::vector<float> v = bf16_values(RandomFloats(c.Tk * ldk, 53));
+    std::vector<uint16_t> kb, vb;
+    for (float x : k) kb.push_back(F32ToBF16(x));
+    for (float x : v) vb.push_back(F32ToBF16(x));
+    std::vector<int32_t> begin, end;
+    Ranges(c, &begin, &end);
+    const ops::KvRows f32_kv{k.data(), v.data(), false, 0, c.Tk, ldk, ldk};
+    const ops::KvRows bf16_kv{kb.data(), vb.data(), true, 0, c.Tk, ldk, ldk};
+    std::vector<float> want(c.Tq * ldo), mag(c.Tq * ldo, 1.0f);  // |v| <= 1
+    {
+      ASSERT_TRUE(SetIsa("scalar").ok());
+      TestExec t(1, Precision::kBF16);
+      ops::Attention(t.ex, q.data(), c.Tq, c.Hq, ldq, f32_kv, c.Hkv, c.d, 0.125f, c.softcap,
+                     begin.data(), end.data(), want.data(), ldo);
+      ASSERT_TRUE(SetIsa(SupportedIsas().back()).ok());
+    }
+    ForEachIsa([&](const std::string&) {
+      for (const ops::KvRows& kv : {f32_kv, bf16_kv}) {
+        TestExec t(2, Precision::kBF16);
+        std::vector<float> got(c.Tq * ldo);
+        ops::Attention(t.ex, q.data(), c.Tq, c.Hq, ldq, kv, c.Hkv, c.d, 0.125f, c.softcap,
+                       begin.data(), end.data(), got.data(), ldo);
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(got[i], BF16ToF32(F32ToBF16(got[i]))) << "output not bf16 at " << i;
+        }
+        ExpectClose(got.data(), want.data(), mag.data(), c.Tq * ldo, 2e-2, 0.0,
+                    kv.bf16 ? "bf16 KV" : "f32 KV");
+      }
+    });
+  }
+}
+
+// The dot-product kernel itself (called directly, so the test cannot pass by falling back):
+// it equals the plain kernel of the same ISA within one bf16 rounding step.
+TEST(AttentionTest, Bf16DotProductKernelEqualsPlainKernel) {
+  const std::string saved = ActiveIsa();
+  ASSERT_TRUE(SetIsa(SupportedIsas().back()).ok());
+  TestExec t(1, Precision::kBF16);
+  const kernels::KernelTable& table = t.backend.table();
+  if (table.attention_dot_items == nullptr) {
+    ASSERT_TRUE(SetIsa(saved).ok());
+    GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  }
+  const int64_t Tq = 37, Tk = 45, Hq = 4, Hkv = 2, d = 24, ld = Hkv * d, ldvt = 46;
+  std::vector<float> q = RandomFloats(Tq * Hq * d, 61, -2.0f, 2.0f);
+  std::vector<uint16_t> kb, vb;
+  for (float x : RandomFloats(Tk * ld, 62, -2.0f, 2.0f)) kb.push_back(F32ToBF16(x));
+  for (float x : RandomFloats(Tk * ld, 63)) vb.push_back(F32ToBF16(x));
+  for (float& x : q) x = BF16ToF32(F32ToBF16(x));
+  std::vector<uint16_t> vt(ld * ldvt, 0);
+  for (int64_t tk = 0; tk < Tk; ++tk) {
+    for (int64_t c = 0; c < ld; ++c) vt[c * ldvt + tk] = vb[tk * ld + c];
+  }
+  std::vector<int32_t> begin(Tq), end(Tq);
+  for (int64_t i = 0; i < Tq; ++i) {  // causal, with one empty range
+    begin[i] = i == 5 ? 3 : 0;
+    end[i] = i == 5 ? 3 : static_cast<int32_t>(Tk - Tq + i + 1);
+  }
+  std::vector<float> plain(Tq * Hq * d), dot(Tq * Hq * d, -9.0f), mag(Tq * Hq * d, 1.0f);
+  const kernels::AttentionArgs args{q.data(), Tq,       Hq,           Hq * d,     kb.data(),
+                                    vb.data(), true,    0,            Tk,         Hkv,
+                                    ld,        ld,      d,            0.3f,       0.0f,
+                                    begin.data(), end.data(), plain.data(), Hq * d, true};
+  std::vector<float> scratch(kernels::AttentionScratchFloats(Tk, d));
+  table.attention_items(args, 0, kernels::AttentionItemCount(Tq, Hq), scratch.data());
+  kernels::AttentionArgs dot_args = args;
+  dot_args.out = dot.data();
+  std::vector<float> dot_scratch(kernels::AttentionDotScratchFloats(ldvt, d));
+  table.attention_dot_items(dot_args, {kb.data(), ld, vt.data(), ldvt}, 0,
+                            kernels::AttentionDotItemCount(Tq, Hq), dot_scratch.data());
+  ExpectClose(dot.data(), plain.data(), mag.data(), Tq * Hq * d, 2e-2, 0.0, "dot vs plain");
+  for (int64_t j = 0; j < Hq * d; ++j) EXPECT_EQ(dot[5 * Hq * d + j], 0.0f);  // empty range
+  ASSERT_TRUE(SetIsa(saved).ok());
 }
 
 }  // namespace

@@ -46,6 +46,27 @@ inline int64_t AttentionScratchFloats(int64_t Tk, int64_t d) {
   return kAttentionQueryBlock * (Tk > 0 ? Tk : 1) + kAttentionQueryBlock * d;
 }
 
+// The bf16 dot-product attention (Precision::kBF16 on AVX512_BF16, many queries): besides
+// AttentionArgs, K as bf16 rows and V transposed, [Hkv * d][ldvt] bf16 (ldvt even, >= Tk,
+// zero past Tk), both made once per call and shared by its work items. A work item is one
+// head × a block of up to kAttentionDotQueries consecutive queries.
+struct AttentionDotArgs {
+  const uint16_t* kb;
+  int64_t ldkb;
+  const uint16_t* vt;
+  int64_t ldvt;
+};
+inline constexpr int64_t kAttentionDotQueries = 32;
+inline int64_t AttentionDotItemCount(int64_t Tq, int64_t Hq) {
+  return Hq * ((Tq + kAttentionDotQueries - 1) / kAttentionDotQueries);
+}
+// Floats of scratch one attention_dot_items call needs: the block's scores [32][ldvt], its
+// packed probabilities and packed queries (cpu/gemm_bf16.h layout).
+inline int64_t AttentionDotScratchFloats(int64_t ldvt, int64_t d) {
+  return kAttentionDotQueries * ldvt + kAttentionDotQueries * ldvt / 2 +
+         kAttentionDotQueries * (d + 1) / 2 + 64;
+}
+
 // out[m, n] = dot(a[m, 0:K], row n of w) for m in [0, M), n in [n0, n1). No bias.
 // scratch: MatMulScratchFloats(K) floats owned by the calling thread (permuted activations,
 // converted weight panels), so kernels never allocate.
@@ -93,6 +114,10 @@ struct KernelTable {
                     bool exact_only, uint32_t* packed);
   void (*gemm_bf16)(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0,
                     int64_t n1, float* out, int64_t ldo);
+  // Attention outputs for bf16 dot-product work items [begin, end) (AttentionDotArgs), with
+  // torch's bf16 rounding points; needs gemm_bf16. scratch: AttentionDotScratchFloats floats.
+  void (*attention_dot_items)(const AttentionArgs& args, const AttentionDotArgs& dot,
+                              int64_t begin, int64_t end, float* scratch);
 };
 
 }  // namespace ocular::kernels

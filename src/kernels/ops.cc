@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -42,6 +43,8 @@ kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512) {
     t.matmul_bf16_dot = cpu::MatMulBF16Dot;
     t.pack_bf16 = cpu::PackBf16Rows;
     t.gemm_bf16 = cpu::GemmBf16;
+  } else {
+    t.attention_dot_items = nullptr;  // it multiplies with gemm_bf16
   }
   return t;
 }
@@ -335,9 +338,67 @@ void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_
   }
 }
 
-int64_t AttentionArenaFloats(int threads, int64_t Tk, int64_t d) {
-  return threads * Arena::Rounded(kernels::AttentionScratchFloats(Tk, d) * sizeof(float)) /
-         sizeof(float);
+namespace {
+
+int64_t ArenaFloats(int64_t floats) {
+  return static_cast<int64_t>(Arena::Rounded(floats * sizeof(float)) / sizeof(float));
+}
+
+// Row stride of the transposed V of the bf16 dot-product attention: even, >= Tk.
+int64_t TransposedValueStride(int64_t Tk) { return (Tk + 1) & ~int64_t{1}; }
+
+// Whether ops::Attention takes the bf16 dot-product kernels: Precision::kBF16 (its inputs are
+// bf16 values: q, k, v are rounded op outputs or a bf16 KV cache), enough queries to fill the
+// GEMM tiles, even head size, a plain (not ring) KV layout, and a CPU with bf16 dot products.
+bool UsesAttentionDot(const Exec& ex, int64_t Tq, int64_t d, const KvRows& kv) {
+  return ex.table().attention_dot_items != nullptr && ex.table().gemm_bf16 != nullptr &&
+         ex.precision == Precision::kBF16 && Tq >= 16 && d % 2 == 0 && kv.ring == 0;
+}
+
+// Whether every x[r * ld + c] (r < rows, c < cols) is a bf16 value (low 16 bits zero).
+bool AreBf16Values(const float* x, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    uint32_t low = 0;
+    const float* row = x + r * ld;
+    for (int64_t c = 0; c < cols; ++c) {
+      uint32_t bits;
+      std::memcpy(&bits, row + c, sizeof(bits));
+      low |= bits & 0xFFFFu;
+    }
+    if (low != 0) return false;
+  }
+  return true;
+}
+
+uint16_t Bf16Bits(const float* x, int64_t i) {
+  uint32_t bits;
+  std::memcpy(&bits, x + i, sizeof(bits));
+  return static_cast<uint16_t>(bits >> 16);  // exact: checked by AreBf16Values
+}
+uint16_t Bf16Bits(const uint16_t* x, int64_t i) { return x[i]; }
+
+// vt[c * ldvt + t] = v[t * ldv + c] for c < cols, t < Tk; zero for t in [Tk, ldvt).
+template <class T>
+void TransposeToBf16(const T* v, int64_t Tk, int64_t cols, int64_t ldv, uint16_t* vt,
+                     int64_t ldvt) {
+  constexpr int64_t kBlock = 16;  // a block of keys per pass: reads stay in cache lines
+  for (int64_t t0 = 0; t0 < Tk; t0 += kBlock) {
+    const int64_t t1 = std::min(Tk, t0 + kBlock);
+    for (int64_t c = 0; c < cols; ++c) {
+      for (int64_t t = t0; t < t1; ++t) vt[c * ldvt + t] = Bf16Bits(v, t * ldv + c);
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c) std::fill(vt + c * ldvt + Tk, vt + (c + 1) * ldvt, 0);
+}
+
+}  // namespace
+
+int64_t AttentionArenaFloats(int threads, int64_t Tk, int64_t Hkv, int64_t d) {
+  const int64_t plain = threads * ArenaFloats(kernels::AttentionScratchFloats(Tk, d));
+  const int64_t ldvt = TransposedValueStride(Tk);
+  const int64_t dot = ArenaFloats(Tk * Hkv * d / 2 + 1) + ArenaFloats(Hkv * d * ldvt / 2) +
+                      threads * ArenaFloats(kernels::AttentionDotScratchFloats(ldvt, d));
+  return std::max(plain, dot);
 }
 
 void Attention(const Exec& ex, const float* q, int64_t Tq, int64_t Hq, int64_t ldq,
@@ -357,9 +418,42 @@ void Attention(const Exec& ex, const float* q, int64_t Tq, int64_t Hq, int64_t l
                                     ldo,   ex.round_bf16()};
   const kernels::KernelTable& table = ex.table();
   const int threads = ex.pool().size();
-  const int64_t per_thread =
-      AttentionArenaFloats(1, kv.Tk, d);  // each unit's scratch, aligned
   ArenaScope scope(ex.arena);
+  const int64_t kv_cols = Hkv * d;
+  if (UsesAttentionDot(ex, Tq, d, kv) && AreBf16Values(q, Tq, Hq * d, ldq) &&
+      (kv.bf16 || (AreBf16Values(static_cast<const float*>(kv.k), kv.Tk, kv_cols, kv.ldk) &&
+                   AreBf16Values(static_cast<const float*>(kv.v), kv.Tk, kv_cols, kv.ldv)))) {
+    kernels::AttentionDotArgs dot{static_cast<const uint16_t*>(kv.k), kv.ldk, nullptr,
+                                  TransposedValueStride(kv.Tk)};
+    if (!kv.bf16) {  // K as bf16 rows
+      uint16_t* kb = ex.arena.Alloc<uint16_t>(kv.Tk * kv_cols + 2);
+      const float* k = static_cast<const float*>(kv.k);
+      for (int64_t t = 0; t < kv.Tk; ++t) {
+        for (int64_t c = 0; c < kv_cols; ++c) kb[t * kv_cols + c] = Bf16Bits(k, t * kv.ldk + c);
+      }
+      dot.kb = kb;
+      dot.ldkb = kv_cols;
+    }
+    uint16_t* vt = ex.arena.Alloc<uint16_t>(kv_cols * dot.ldvt);
+    if (kv.bf16) {
+      TransposeToBf16(static_cast<const uint16_t*>(kv.v), kv.Tk, kv_cols, kv.ldv, vt, dot.ldvt);
+    } else {
+      TransposeToBf16(static_cast<const float*>(kv.v), kv.Tk, kv_cols, kv.ldv, vt, dot.ldvt);
+    }
+    dot.vt = vt;
+    const int64_t per_thread = ArenaFloats(kernels::AttentionDotScratchFloats(dot.ldvt, d));
+    float* scratch = ex.arena.Floats(per_thread * threads);
+    const int64_t items = kernels::AttentionDotItemCount(Tq, Hq);
+    const int64_t units = std::min<int64_t>(threads, items);
+    ex.pool().ParallelFor(units, [&](int64_t u0, int64_t u1) {
+      for (int64_t u = u0; u < u1; ++u) {
+        table.attention_dot_items(args, dot, items * u / units, items * (u + 1) / units,
+                                  scratch + u * per_thread);
+      }
+    });
+    return;
+  }
+  const int64_t per_thread = ArenaFloats(kernels::AttentionScratchFloats(kv.Tk, d));
   float* scratch = ex.arena.Floats(per_thread * threads);
   const int64_t items = kernels::AttentionItemCount(Tq, Hq);
   // One unit per thread (the split ParallelFor would make), each with its own scratch.

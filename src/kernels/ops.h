@@ -103,7 +103,9 @@ struct KvRows {
 // (covers causal, prefix-LM and sliding windows). scores = (q·k) * scale; if softcap > 0:
 // scores = softcap * tanh(scores / softcap); p = softmax(scores) in f32 (max-subtracted);
 // out = p · v. Query head h reads KV head h / (Hq / Hkv). An empty key range gives a zero row.
-// Under kBF16 the order is torch's bf16 eager attention (each step rounded to bf16).
+// Under kBF16 the order is torch's bf16 eager attention (each step rounded to bf16); with 16
+// or more queries on a CPU with AVX512_BF16 (and a plain KV layout, even d) both products use
+// bf16 dot products: the same exact products of bf16 values, summed in another order.
 // REQUIRES: Hq % Hkv == 0, 0 <= key_begin[i] <= key_end[i] <= Tk (and, with a ring,
 // key_end[i] - key_begin[i] <= ring and key_begin[i] >= Tk - ring), out aliases none of q/k/v.
 // Parallel over (query block, head).
@@ -120,10 +122,10 @@ void EmbedRows(const Exec& ex, const Matrix& table, const int32_t* ids, int64_t 
 // REQUIRES: offset_elems + n <= t.numel().
 void ToF32(const Exec& ex, const TensorView& t, int64_t offset_elems, int64_t n, float* out);
 
-// Arena floats the ops above take for one call (planning): MatMul of M rows by K columns, Attention
-// with Tk keys and head size d, on `threads` threads; Rope with head_dim.
+// Arena floats the ops above take for one call (planning): MatMul of M rows by K columns,
+// Attention with Tk keys of Hkv heads of size d, on `threads` threads; Rope with head_dim.
 int64_t MatMulArenaFloats(int threads, int64_t M, int64_t K);
-int64_t AttentionArenaFloats(int threads, int64_t Tk, int64_t d);
+int64_t AttentionArenaFloats(int threads, int64_t Tk, int64_t Hkv, int64_t d);
 int64_t RopeArenaFloats(int64_t head_dim);
 
 }  // namespace ops

@@ -35,7 +35,7 @@ size_t DecoderLayerBytes(const GemmaTextConfig& c, int64_t rows, int64_t context
                            2 * Arena::Rounded(rows * sizeof(int32_t));
   const size_t mlp = 2 * Floats(rows * I);
   // The scratch of the op running innermost (never two at once).
-  const size_t op = std::max({Floats(ops::AttentionArenaFloats(threads, context, c.head_dim)),
+  const size_t op = std::max({Floats(ops::AttentionArenaFloats(threads, context, c.num_key_value_heads, c.head_dim)),
                               Floats(ops::RopeArenaFloats(c.head_dim)),
                               Floats(ops::MatMulArenaFloats(threads, rows, std::max({H, qdim, I})))});
   return layer + std::max(attention, mlp) + op;

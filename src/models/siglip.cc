@@ -90,7 +90,7 @@ size_t SiglipBytes(const SiglipVisionConfig& c, int64_t n, int threads) {
   const size_t attention = 4 * Floats(N * D) + 2 * Arena::Rounded(N * sizeof(int32_t));
   const size_t layer = 2 * Floats(N * D) + std::max(attention, Floats(N * Iv));
   // The scratch of the op running innermost (never two at once).
-  const size_t op = std::max(Floats(ops::AttentionArenaFloats(threads, N, c.head_dim())),
+  const size_t op = std::max(Floats(ops::AttentionArenaFloats(threads, N, c.num_attention_heads, c.head_dim())),
                              Floats(ops::MatMulArenaFloats(threads, N, std::max({PatchValues(c), D, Iv}))));
   return Floats(n * N * D) + std::max(embed, layer) + op;
 }

@@ -83,11 +83,11 @@ OCULAR_BF16_TARGET bool PackBlock(const float* a, int64_t rows, int64_t lda, int
 }
 
 // acc[c][v] over column pairs [0, pairs): a = the tile's first group at its first pair (groups
-// `group_stride` words apart), w = its first weight row at the same column (rows K apart).
+// `group_stride` words apart), w = its first weight row at the same column (rows ldw apart).
 // Writes tile[c][16 v + i] = the dot product of row 16 v + i and weight row c.
 template <int kV, int kC>
 OCULAR_BF16_TARGET void Tile(const uint32_t* a, int64_t group_stride, const uint16_t* w,
-                             int64_t K, int64_t pairs, float* tile) {
+                             int64_t ldw, int64_t pairs, float* tile) {
   __m512 acc[kC][kV];
   for (int c = 0; c < kC; ++c) {
     for (int v = 0; v < kV; ++v) acc[c][v] = _mm512_setzero_ps();
@@ -97,7 +97,7 @@ OCULAR_BF16_TARGET void Tile(const uint32_t* a, int64_t group_stride, const uint
     for (int v = 0; v < kV; ++v) av[v] = (__m512bh)_mm512_loadu_si512(a + v * group_stride + p * kGroup);
     for (int c = 0; c < kC; ++c) {
       uint32_t pair;
-      std::memcpy(&pair, w + c * K + 2 * p, sizeof(pair));
+      std::memcpy(&pair, w + c * ldw + 2 * p, sizeof(pair));
       const __m512bh b = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
       for (int v = 0; v < kV; ++v) acc[c][v] = _mm512_dpbf16_ps(acc[c][v], av[v], b);
     }
@@ -140,8 +140,9 @@ bool PackBf16Rows(const float* a, int64_t M, int64_t K, int64_t lda, int64_t g0,
 
 void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0,
               int64_t n1, float* out, int64_t ldo) {
-  OCULAR_CHECK(w.format == WFormat::kBF16 && w.cols == K && K % 2 == 0);
+  OCULAR_CHECK(w.format == WFormat::kBF16 && w.cols == K && K % 2 == 0 && w.row_bytes % 4 == 0);
   const int64_t K2 = K / 2, groups = (M + kGroup - 1) / kGroup;
+  const int64_t ldw = static_cast<int64_t>(w.row_bytes / 2);
   const int64_t group_stride = K2 * kGroup;
   // Block shape: every group in one block when that leaves kMinPairs of depth (the weights
   // then stream from memory once per call), else as many groups as fit at that depth.
@@ -163,7 +164,7 @@ void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int
         for (int64_t t = 0; t < tiles; ++t) {
           const int64_t g = gb + count * t / tiles, tile_groups = gb + count * (t + 1) / tiles - g;
           kTiles[tile_groups - 1][cols - 1](packed + g * group_stride + p0 * kGroup, group_stride,
-                                            wb + n * K + 2 * p0, K, pairs, tile);
+                                            wb + n * ldw + 2 * p0, ldw, pairs, tile);
           const int64_t m0 = g * kGroup, rows = std::min(tile_groups * kGroup, M - m0);
           for (int64_t i = 0; i < rows; ++i) {
             float* o = out + (m0 + i) * ldo + n;

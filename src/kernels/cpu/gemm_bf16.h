@@ -34,6 +34,7 @@ bool PackBf16Rows(const float* a, int64_t M, int64_t K, int64_t lda, int64_t g0,
                   bool exact_only, uint32_t* packed);
 
 // out[m, n] = sum_k a[m, k] * w[n, k] for m < M, n in [n0, n1), from the packed activations.
+// w's rows may be strided (row_bytes, a multiple of 4: K/V rows of attention).
 // REQUIRES: Bf16DotSupported(), w.format == kBF16 with w.cols == K (even).
 void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0,
               int64_t n1, float* out, int64_t ldo);

@@ -22,6 +22,7 @@
 #include "core/half.h"
 #include "core/matrix.h"
 #include "core/tensor.h"
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/highway_tables.h"
 #include "kernels/kernel_table.h"
 
@@ -644,6 +645,62 @@ void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_
   }
 }
 
+// One head × up to kAttentionDotQueries queries with bf16 dot products (cpu/gemm_bf16.h):
+// scores = q·kᵀ over the union of the queries' key ranges, each query's scaled softmax over
+// its own range (zero elsewhere, rounded at torch's bf16 points), then p·v. The products
+// are those of the f32 path on the same bf16 values; only the summation order differs.
+void AttentionDotBlock(const kernels::AttentionArgs& p, const kernels::AttentionDotArgs& dot,
+                       int64_t i_begin, int64_t i_end, int64_t h, float* scratch) {
+  const int64_t kvh = h / (p.Hq / p.Hkv), nq = i_end - i_begin;
+  int64_t u0 = p.Tk, u1 = 0;  // union of the non-empty key ranges
+  for (int64_t i = i_begin; i < i_end; ++i) {
+    if (p.key_begin[i] >= p.key_end[i]) continue;
+    u0 = std::min<int64_t>(u0, p.key_begin[i]);
+    u1 = std::max<int64_t>(u1, p.key_end[i]);
+  }
+  float* o0 = p.out + i_begin * p.ldo + h * p.d;
+  if (u0 >= u1) {
+    for (int64_t qi = 0; qi < nq; ++qi) std::fill_n(o0 + qi * p.ldo, p.d, 0.0f);
+    return;
+  }
+  // Keys [a0, a1): the union widened to whole pairs of columns (zero probabilities).
+  const int64_t a0 = u0 & ~int64_t{1}, a1 = (u1 + 1) & ~int64_t{1}, span = a1 - a0;
+  float* s = scratch;  // [nq][span]
+  uint32_t* packed_p = reinterpret_cast<uint32_t*>(s + kernels::kAttentionDotQueries * dot.ldvt);
+  uint32_t* packed_q = packed_p + kernels::kAttentionDotQueries * dot.ldvt / 2;
+  const int64_t groups = (nq + 15) / 16;
+  cpu::PackBf16Rows(p.q + i_begin * p.ldq + h * p.d, nq, p.d, p.ldq, 0, groups, false, packed_q);
+  const Matrix keys{reinterpret_cast<const std::byte*>(dot.kb + kvh * p.d), WFormat::kBF16, p.Tk,
+                    p.d, static_cast<size_t>(dot.ldkb) * 2};
+  cpu::GemmBf16(packed_q, nq, p.d, keys, u0, u1, s - a0, span);
+  for (int64_t qi = 0; qi < nq; ++qi) {
+    float* sr = s + qi * span;
+    const int64_t b = p.key_begin[i_begin + qi] - a0, e = p.key_end[i_begin + qi] - a0;
+    if (b >= e) {
+      std::fill_n(sr, span, 0.0f);
+      continue;
+    }
+    std::fill_n(sr, b, 0.0f);
+    std::fill(sr + e, sr + span, 0.0f);
+    ScaledSoftmax(sr + b, e - b, p.scale, p.softcap, /*bf16=*/true);
+  }
+  cpu::PackBf16Rows(s, nq, span, span, 0, groups, false, packed_p);
+  const Matrix values{reinterpret_cast<const std::byte*>(dot.vt + kvh * p.d * dot.ldvt + a0),
+                      WFormat::kBF16, p.d, span, static_cast<size_t>(dot.ldvt) * 2};
+  cpu::GemmBf16(packed_p, nq, span, values, 0, p.d, o0, p.ldo);
+  for (int64_t qi = 0; qi < nq; ++qi) RoundBF16(o0 + qi * p.ldo, p.d);
+}
+
+void AttentionDotItems(const kernels::AttentionArgs& p, const kernels::AttentionDotArgs& dot,
+                       int64_t begin, int64_t end, float* scratch) {
+  const int64_t blocks = kernels::AttentionDotItemCount(p.Tq, 1);
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t i_begin = item % blocks * kernels::kAttentionDotQueries;
+    AttentionDotBlock(p, dot, i_begin, std::min(p.Tq, i_begin + kernels::kAttentionDotQueries),
+                      item / blocks, scratch);
+  }
+}
+
 void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end, float* scratch) {
   const int64_t blocks = kernels::AttentionItemCount(p.Tq, 1);
   for (int64_t item = begin; item < end; ++item) {
@@ -706,6 +763,8 @@ const kernels::KernelTable kTable = {
     ToF32,
     nullptr,  // pack_bf16, gemm_bf16: set by ops.cc on AVX512_BF16 CPUs (cpu/gemm_bf16.h)
     nullptr,
+    // Kept by ops.cc only where the CPU has AVX512_BF16 (it calls gemm_bf16).
+    HWY_TARGET == HWY_AVX3 ? AttentionDotItems : nullptr,
 };
 
 }  // namespace HWY_NAMESPACE

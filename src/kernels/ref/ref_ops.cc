@@ -272,7 +272,8 @@ const kernels::KernelTable& Table() {
       RopeRowBF16,
       AttentionItems,
       ToF32,
-      nullptr,  // pack_bf16, gemm_bf16: no scalar bf16 dot-product GEMM
+      nullptr,  // pack_bf16, gemm_bf16, attention_dot_items: no scalar bf16 dot products
+      nullptr,
       nullptr,
   };
   return table;
