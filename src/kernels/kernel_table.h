@@ -56,7 +56,7 @@ struct AttentionDotArgs {
   const uint16_t* vt;
   int64_t ldvt;
 };
-inline constexpr int64_t kAttentionDotQueries = 32;
+inline constexpr int64_t kAttentionDotQueries = 64;
 inline int64_t AttentionDotItemCount(int64_t Tq, int64_t Hq) {
   return Hq * ((Tq + kAttentionDotQueries - 1) / kAttentionDotQueries);
 }
