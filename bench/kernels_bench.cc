@@ -5,6 +5,7 @@
 // cores). Example:
 //   build/bench/kernels_bench --benchmark_filter='MatMul/avx2'
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 
 #include <atomic>
 #include <cmath>
@@ -160,6 +161,56 @@ void BM_Attention(benchmark::State& state, std::string isa, AttentionShape s,
       4.0 * s.Tq * s.Tk * s.Hq * s.d * static_cast<double>(state.iterations()) * 1e-9,
       benchmark::Counter::kIsRate);
 }
+
+// The compute roofline of one core: independent FMA / bf16 dot-product chains in registers
+// (24 accumulators, enough to hide the latency). GFLOP/s: 2 per multiply-add.
+__attribute__((target("avx512f"))) float PeakFma(int64_t iters) {
+  __m512 acc[24];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  __m512 x = _mm512_set1_ps(1.0f);
+  const __m512 y = _mm512_set1_ps(1e-9f);
+  for (int64_t i = 0; i < iters; ++i) {
+    asm volatile("" : "+v"(x));  // opaque to the optimizer: the loop must run
+#pragma GCC unroll 24
+    for (__m512& a : acc) a = _mm512_fmadd_ps(x, y, a);
+  }
+  __m512 sum = acc[0];
+  for (int i = 1; i < 24; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  return lanes[0];
+}
+__attribute__((target("avx512f,avx512bf16"))) float PeakBf16Dot(int64_t iters) {
+  __m512 acc[24];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80);  // bf16 pairs (1, 1)
+  for (int64_t i = 0; i < iters; ++i) {
+    asm volatile("" : "+v"(x));  // opaque to the optimizer: the loop must run
+#pragma GCC unroll 24
+    for (__m512& a : acc) a = _mm512_dpbf16_ps(a, x, x);
+  }
+  __m512 sum = acc[0];
+  for (int i = 1; i < 24; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  return lanes[0];
+}
+
+void BM_PeakOneCore(benchmark::State& state, bool bf16) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || (bf16 && !__builtin_cpu_supports("avx512bf16"))) {
+    state.SkipWithError("no AVX-512 (BF16) on this CPU");
+    return;
+  }
+  constexpr int64_t kIters = 1 << 20;
+  for (auto _ : state) benchmark::DoNotOptimize(bf16 ? PeakBf16Dot(kIters) : PeakFma(kIters));
+  // 24 instructions × 16 lanes × (2 or 4) flops per lane.
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      24.0 * 16 * (bf16 ? 4 : 2) * kIters * static_cast<double>(state.iterations()) * 1e-9,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_PeakOneCore, fma_f32, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PeakOneCore, dot_bf16, true)->Unit(benchmark::kMillisecond);
 
 // Round trip of an (almost) empty ParallelFor: the per-call overhead decode pays ~150x/token.
 void BM_ParallelForOverhead(benchmark::State& state) {
