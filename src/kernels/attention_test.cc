@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/ref/ref_ops.h"
@@ -301,15 +302,20 @@ TEST(AttentionTest, Bf16DotProductKernelEqualsPlainKernel) {
     ASSERT_TRUE(SetIsa(saved).ok());
     GTEST_SKIP() << "no AVX512_BF16 on this CPU";
   }
-  const int64_t Tq = 37, Tk = 45, Hq = 4, Hkv = 2, d = 24, ld = Hkv * d, ldvt = 46;
+  const int64_t Tq = 37, Tk = 45, Hq = 4, Hkv = 2, d = 24, ld = Hkv * d;
   std::vector<float> q = RandomFloats(Tq * Hq * d, 61, -2.0f, 2.0f);
   std::vector<uint16_t> kb, vb;
   for (float x : RandomFloats(Tk * ld, 62, -2.0f, 2.0f)) kb.push_back(F32ToBF16(x));
   for (float x : RandomFloats(Tk * ld, 63)) vb.push_back(F32ToBF16(x));
   for (float& x : q) x = BF16ToF32(F32ToBF16(x));
-  std::vector<uint16_t> vt(ld * ldvt, 0);
-  for (int64_t tk = 0; tk < Tk; ++tk) {
-    for (int64_t c = 0; c < ld; ++c) vt[c * ldvt + tk] = vb[tk * ld + c];
+  // K rows and V columns of each KV head, packed as ops::Attention packs them.
+  const int64_t keys = kernels::AttentionDotKeys(Tk), key_words = keys * d / 2;
+  const int64_t value_pairs = keys / 2, value_words = (d + 15) / 16 * 16 * value_pairs;
+  std::vector<uint32_t> packed_k(Hkv * key_words), packed_v(Hkv * value_words);
+  for (int64_t h = 0; h < Hkv; ++h) {
+    cpu::PackBf16Rows(kb.data() + h * d, Tk, d, ld, packed_k.data() + h * key_words);
+    cpu::PackBf16Columns(vb.data() + h * d, Tk, d, ld, value_pairs,
+                         packed_v.data() + h * value_words);
   }
   std::vector<int32_t> begin(Tq), end(Tq);
   for (int64_t i = 0; i < Tq; ++i) {  // causal, with one empty range
@@ -325,9 +331,10 @@ TEST(AttentionTest, Bf16DotProductKernelEqualsPlainKernel) {
   table.attention_items(args, 0, kernels::AttentionItemCount(Tq, Hq), scratch.data());
   kernels::AttentionArgs dot_args = args;
   dot_args.out = dot.data();
-  std::vector<float> dot_scratch(kernels::AttentionDotScratchFloats(ldvt, d));
-  table.attention_dot_items(dot_args, {kb.data(), ld, vt.data(), ldvt}, 0,
-                            kernels::AttentionDotItemCount(Tq, Hq), dot_scratch.data());
+  std::vector<float> dot_scratch(kernels::AttentionDotScratchFloats(Tk, d));
+  table.attention_dot_items(
+      dot_args, {packed_k.data(), key_words, packed_v.data(), value_words, value_pairs}, 0,
+      kernels::AttentionDotItemCount(Tq, Hq), dot_scratch.data());
   ExpectClose(dot.data(), plain.data(), mag.data(), Tq * Hq * d, 2e-2, 0.0, "dot vs plain");
   for (int64_t j = 0; j < Hq * d; ++j) EXPECT_EQ(dot[5 * Hq * d + j], 0.0f);  // empty range
   ASSERT_TRUE(SetIsa(saved).ok());

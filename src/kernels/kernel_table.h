@@ -47,23 +47,28 @@ inline int64_t AttentionScratchFloats(int64_t Tk, int64_t d) {
 }
 
 // The bf16 dot-product attention (Precision::kBF16 on AVX512_BF16, many queries): besides
-// AttentionArgs, K as bf16 rows and V transposed, [Hkv * d][ldvt] bf16 (ldvt even, >= Tk,
-// zero past Tk), both made once per call and shared by its work items. A work item is one
-// head × a block of up to kAttentionDotQueries consecutive queries.
+// AttentionArgs, K and V packed once per call for the products of cpu/gemm_bf16.h and shared
+// by the call's work items (one head × up to kAttentionDotQueries consecutive queries):
+// keys: each KV head's K rows [Tk, d], packed rows (ceil(Tk / 16) groups, zero past Tk);
+// values: each KV head's V columns packed (PackBf16Columns, `value_pairs` = padded keys / 2).
 struct AttentionDotArgs {
-  const uint16_t* kb;
-  int64_t ldkb;
-  const uint16_t* vt;
-  int64_t ldvt;
+  const uint32_t* keys;
+  int64_t keys_head_stride;  // words
+  const uint32_t* values;
+  int64_t values_head_stride;  // words
+  int64_t value_pairs;
 };
 inline constexpr int64_t kAttentionDotQueries = 64;
 inline int64_t AttentionDotItemCount(int64_t Tq, int64_t Hq) {
   return Hq * ((Tq + kAttentionDotQueries - 1) / kAttentionDotQueries);
 }
-// Floats of scratch one attention_dot_items call needs: the block's scores [32][ldvt], its
-// packed probabilities and packed queries (cpu/gemm_bf16.h layout).
-inline int64_t AttentionDotScratchFloats(int64_t ldvt, int64_t d) {
-  return kAttentionDotQueries * ldvt + kAttentionDotQueries * ldvt / 2 +
+// Keys rounded up to whole 16-row groups: the width of a block's scores.
+inline int64_t AttentionDotKeys(int64_t Tk) { return (Tk + 15) / 16 * 16; }
+// Floats of scratch one attention_dot_items call needs: a block's scores [64][keys], its
+// probabilities and queries as bf16 rows.
+inline int64_t AttentionDotScratchFloats(int64_t Tk, int64_t d) {
+  const int64_t keys = AttentionDotKeys(Tk);
+  return kAttentionDotQueries * keys + kAttentionDotQueries * keys / 2 +
          kAttentionDotQueries * (d + 1) / 2 + 64;
 }
 

@@ -344,9 +344,6 @@ int64_t ArenaFloats(int64_t floats) {
   return static_cast<int64_t>(Arena::Rounded(floats * sizeof(float)) / sizeof(float));
 }
 
-// Row stride of the transposed V of the bf16 dot-product attention: even, >= Tk.
-int64_t TransposedValueStride(int64_t Tk) { return (Tk + 1) & ~int64_t{1}; }
-
 // Whether ops::Attention takes the bf16 dot-product kernels: Precision::kBF16 (its inputs are
 // bf16 values: q, k, v are rounded op outputs or a bf16 KV cache), enough queries to fill the
 // GEMM tiles, even head size, a plain (not ring) KV layout, and a CPU with bf16 dot products.
@@ -370,34 +367,19 @@ bool AreBf16Values(const float* x, int64_t rows, int64_t cols, int64_t ld) {
   return true;
 }
 
-uint16_t Bf16Bits(const float* x, int64_t i) {
-  uint32_t bits;
-  std::memcpy(&bits, x + i, sizeof(bits));
-  return static_cast<uint16_t>(bits >> 16);  // exact: checked by AreBf16Values
-}
-uint16_t Bf16Bits(const uint16_t* x, int64_t i) { return x[i]; }
-
-// vt[c * ldvt + t] = v[t * ldv + c] for c < cols, t < Tk; zero for t in [Tk, ldvt).
-template <class T>
-void TransposeToBf16(const T* v, int64_t Tk, int64_t cols, int64_t ldv, uint16_t* vt,
-                     int64_t ldvt) {
-  constexpr int64_t kBlock = 16;  // a block of keys per pass: reads stay in cache lines
-  for (int64_t t0 = 0; t0 < Tk; t0 += kBlock) {
-    const int64_t t1 = std::min(Tk, t0 + kBlock);
-    for (int64_t c = 0; c < cols; ++c) {
-      for (int64_t t = t0; t < t1; ++t) vt[c * ldvt + t] = Bf16Bits(v, t * ldv + c);
-    }
-  }
-  for (int64_t c = 0; c < cols; ++c) std::fill(vt + c * ldvt + Tk, vt + (c + 1) * ldvt, 0);
-}
-
 }  // namespace
+
+// Words of one KV head's packed keys and packed values (kernel_table.h AttentionDotArgs).
+int64_t PackedKeyWords(int64_t Tk, int64_t d) { return kernels::AttentionDotKeys(Tk) * (d / 2); }
+int64_t PackedValueWords(int64_t Tk, int64_t d) {
+  return (d + 15) / 16 * 16 * (kernels::AttentionDotKeys(Tk) / 2);
+}
 
 int64_t AttentionArenaFloats(int threads, int64_t Tk, int64_t Hkv, int64_t d) {
   const int64_t plain = threads * ArenaFloats(kernels::AttentionScratchFloats(Tk, d));
-  const int64_t ldvt = TransposedValueStride(Tk);
-  const int64_t dot = ArenaFloats(Tk * Hkv * d / 2 + 1) + ArenaFloats(Hkv * d * ldvt / 2) +
-                      threads * ArenaFloats(kernels::AttentionDotScratchFloats(ldvt, d));
+  const int64_t dot = ArenaFloats(Hkv * PackedKeyWords(Tk, d)) +
+                      ArenaFloats(Hkv * PackedValueWords(Tk, d)) +
+                      threads * ArenaFloats(kernels::AttentionDotScratchFloats(Tk, d));
   return std::max(plain, dot);
 }
 
@@ -423,25 +405,28 @@ void Attention(const Exec& ex, const float* q, int64_t Tq, int64_t Hq, int64_t l
   if (UsesAttentionDot(ex, Tq, d, kv) && AreBf16Values(q, Tq, Hq * d, ldq) &&
       (kv.bf16 || (AreBf16Values(static_cast<const float*>(kv.k), kv.Tk, kv_cols, kv.ldk) &&
                    AreBf16Values(static_cast<const float*>(kv.v), kv.Tk, kv_cols, kv.ldv)))) {
-    kernels::AttentionDotArgs dot{static_cast<const uint16_t*>(kv.k), kv.ldk, nullptr,
-                                  TransposedValueStride(kv.Tk)};
-    if (!kv.bf16) {  // K as bf16 rows
-      uint16_t* kb = ex.arena.Alloc<uint16_t>(kv.Tk * kv_cols + 2);
-      const float* k = static_cast<const float*>(kv.k);
-      for (int64_t t = 0; t < kv.Tk; ++t) {
-        for (int64_t c = 0; c < kv_cols; ++c) kb[t * kv_cols + c] = Bf16Bits(k, t * kv.ldk + c);
+    // K rows and V columns of each KV head packed once for every work item (in parallel).
+    const int64_t key_words = PackedKeyWords(kv.Tk, d), value_words = PackedValueWords(kv.Tk, d);
+    uint32_t* keys = ex.arena.Alloc<uint32_t>(Hkv * key_words);
+    uint32_t* values = ex.arena.Alloc<uint32_t>(Hkv * value_words);
+    const int64_t value_pairs = kernels::AttentionDotKeys(kv.Tk) / 2;
+    ex.pool().ParallelFor(Hkv, [&](int64_t h0, int64_t h1) {
+      for (int64_t h = h0; h < h1; ++h) {
+        if (kv.bf16) {
+          const uint16_t* k = static_cast<const uint16_t*>(kv.k) + h * d;
+          const uint16_t* v = static_cast<const uint16_t*>(kv.v) + h * d;
+          cpu::PackBf16Rows(k, kv.Tk, d, kv.ldk, keys + h * key_words);
+          cpu::PackBf16Columns(v, kv.Tk, d, kv.ldv, value_pairs, values + h * value_words);
+        } else {
+          const float* k = static_cast<const float*>(kv.k) + h * d;
+          const float* v = static_cast<const float*>(kv.v) + h * d;
+          cpu::PackBf16Rows(k, kv.Tk, d, kv.ldk, 0, (kv.Tk + 15) / 16, false, keys + h * key_words);
+          cpu::PackBf16Columns(v, kv.Tk, d, kv.ldv, value_pairs, values + h * value_words);
+        }
       }
-      dot.kb = kb;
-      dot.ldkb = kv_cols;
-    }
-    uint16_t* vt = ex.arena.Alloc<uint16_t>(kv_cols * dot.ldvt);
-    if (kv.bf16) {
-      TransposeToBf16(static_cast<const uint16_t*>(kv.v), kv.Tk, kv_cols, kv.ldv, vt, dot.ldvt);
-    } else {
-      TransposeToBf16(static_cast<const float*>(kv.v), kv.Tk, kv_cols, kv.ldv, vt, dot.ldvt);
-    }
-    dot.vt = vt;
-    const int64_t per_thread = ArenaFloats(kernels::AttentionDotScratchFloats(dot.ldvt, d));
+    });
+    const kernels::AttentionDotArgs dot{keys, key_words, values, value_words, value_pairs};
+    const int64_t per_thread = ArenaFloats(kernels::AttentionDotScratchFloats(kv.Tk, d));
     float* scratch = ex.arena.Floats(per_thread * threads);
     const int64_t items = kernels::AttentionDotItemCount(Tq, Hq);
     const int64_t units = std::min<int64_t>(threads, items);

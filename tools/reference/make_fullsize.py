@@ -1,11 +1,14 @@
-"""Random-weight checkpoints with the real PaliGemma 1 3B-224 and PaliGemma 2 3B-224 configs.
+"""Random-weight checkpoints with the real PaliGemma 1 and PaliGemma 2 3B configs (224, 448 or 896 px).
 
 For benchmarking only (`ocular bench`): the shapes, dtypes and file layout of the released
 checkpoints (bf16, hub tensor names), random N(0, 0.02) weights. Never committed. The
 tokenizer is the tiny one (bench feeds synthetic ids); the preprocessor is PaliGemma's.
 
 Run: .venv/bin/python -m tools.reference.make_fullsize --out fullsize [--which pg1 pg2]
-Writes ~5.9 GB (pg1) and ~6.1 GB (pg2); streams tensor by tensor, so RAM stays ~1.5 GB.
+       [--image-size 224|448|896]
+Writes ~5.9 GB (pg1) and ~6.1 GB (pg2) into OUT/pg1, OUT/pg2 (OUT/pg2-448, ... at other
+sizes); streams tensor by tensor, so RAM stays ~1.5 GB. At 448 and 896 px only the SigLIP
+position table (and the image token count) grows, as in the released -448/-896 checkpoints.
 """
 
 import argparse
@@ -34,10 +37,10 @@ CONFIGS = {
 }
 
 
-def config_json(which):
+def config_json(which, image_size=224):
     text = dict(CONFIGS[which]["text"])
     hidden = text["hidden_size"]
-    vision = dict(VISION, projection_dim=hidden)
+    vision = dict(VISION, projection_dim=hidden, image_size=image_size)
     return {"architectures": ["PaliGemmaForConditionalGeneration"], "model_type": "paligemma",
             "torch_dtype": "bfloat16", "image_token_index": 257152, "vocab_size": 257216,
             "projection_dim": hidden, "hidden_size": hidden, "bos_token_id": 2,
@@ -100,18 +103,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="fullsize")
     ap.add_argument("--which", nargs="+", default=["pg1", "pg2"], choices=sorted(CONFIGS))
+    ap.add_argument("--image-size", type=int, default=224, choices=[224, 448, 896])
     args = ap.parse_args()
+    size = args.image_size
     for i, which in enumerate(args.which):
-        d = os.path.join(args.out, which)
+        d = os.path.join(args.out, which if size == 224 else f"{which}-{size}")
         os.makedirs(d, exist_ok=True)
-        cfg = config_json(which)
+        cfg = config_json(which, size)
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(cfg, f, indent=2, sort_keys=True)
         for name in ("tokenizer.model", "special_tokens_map.json"):
             shutil.copy(os.path.join("testdata/tiny/tokenizer", name), d)
         write_bench_tokenizer(d)
         with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
-            json.dump({"do_resize": True, "size": {"height": 224, "width": 224}, "resample": 3,
+            json.dump({"do_resize": True, "size": {"height": size, "width": size}, "resample": 3,
                        "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
                        "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
                        "image_processor_type": "SiglipImageProcessor"}, f, indent=2)

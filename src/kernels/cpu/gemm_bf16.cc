@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/check.h"
 
@@ -82,16 +83,25 @@ OCULAR_BF16_TARGET bool PackBlock(const float* a, int64_t rows, int64_t lda, int
   return true;
 }
 
-// acc[c][v] over column pairs [0, pairs): a = the tile's first group at its first pair (groups
-// `group_stride` words apart), w = its first weight row at the same column (rows ldw apart).
-// Writes tile[c][16 v + i] = the dot product of row 16 v + i and weight row c.
-template <int kV, int kC>
-OCULAR_BF16_TARGET void Tile(const uint32_t* a, int64_t group_stride, const uint16_t* w,
-                             int64_t ldw, int64_t pairs, float* tile) {
-  __m512 acc[kC][kV];
-  for (int c = 0; c < kC; ++c) {
-    for (int v = 0; v < kV; ++v) acc[c][v] = _mm512_setzero_ps();
+// The same from bf16 rows: 16 pairs of a row are 16 words already.
+OCULAR_BF16_TARGET void PackBlock(const uint16_t* a, int64_t rows, int64_t lda, int64_t p0,
+                                  int64_t count, uint32_t* dst) {
+  const __mmask16 words = static_cast<__mmask16>(count >= 16 ? 0xFFFF : (1u << count) - 1);
+  __m512i r[16];
+  for (int i = 0; i < 16; ++i) {
+    r[i] = i < rows ? _mm512_maskz_loadu_epi32(words, a + i * lda + 2 * p0) : _mm512_setzero_si512();
   }
+  Transpose16(r);
+  for (int64_t j = 0; j < count; ++j) _mm512_storeu_si512(dst + j * kGroup, r[j]);
+}
+
+// acc[c][v] += over column pairs [0, pairs): a = the tile's first group at its first pair
+// (groups `group_stride` words apart), w = its first weight row at the same column (rows ldw
+// apart): acc[c][v] lane i accumulates row 16 v + i times weight row c.
+template <int kV, int kC>
+OCULAR_BF16_TARGET inline void Accumulate(__m512 (&acc)[kC][kV], const uint32_t* a,
+                                          int64_t group_stride, const uint16_t* w, int64_t ldw,
+                                          int64_t pairs) {
   for (int64_t p = 0; p < pairs; ++p) {
     __m512bh av[kV];
     for (int v = 0; v < kV; ++v) av[v] = (__m512bh)_mm512_loadu_si512(a + v * group_stride + p * kGroup);
@@ -102,19 +112,95 @@ OCULAR_BF16_TARGET void Tile(const uint32_t* a, int64_t group_stride, const uint
       for (int v = 0; v < kV; ++v) acc[c][v] = _mm512_dpbf16_ps(acc[c][v], av[v], b);
     }
   }
+}
+
+// Writes tile[c][16 v + i] = row 16 v + i times weight row c.
+template <int kV, int kC>
+OCULAR_BF16_TARGET void Tile(const uint32_t* a, int64_t group_stride, const uint16_t* w,
+                             int64_t ldw, int64_t pairs, float* tile) {
+  __m512 acc[kC][kV];
+  for (int c = 0; c < kC; ++c) {
+    for (int v = 0; v < kV; ++v) acc[c][v] = _mm512_setzero_ps();
+  }
+  Accumulate<kV, kC>(acc, a, group_stride, w, ldw, pairs);
   for (int c = 0; c < kC; ++c) {
     for (int v = 0; v < kV; ++v) _mm512_storeu_ps(tile + c * kTileGroups * kGroup + v * kGroup, acc[c][v]);
   }
 }
 
+// The transposed tile straight into out: out[c * ldo + 16 v + i] (+)= row 16 v + i times weight
+// row c, for the first `rows` rows (masked stores past them).
+template <int kV, int kC>
+OCULAR_BF16_TARGET void TileT(const uint32_t* a, int64_t group_stride, const uint16_t* w,
+                              int64_t ldw, int64_t pairs, float* out, int64_t ldo, int64_t rows,
+                              bool accumulate) {
+  __m512 acc[kC][kV];
+  for (int c = 0; c < kC; ++c) {
+    for (int v = 0; v < kV; ++v) acc[c][v] = _mm512_setzero_ps();
+  }
+  Accumulate<kV, kC>(acc, a, group_stride, w, ldw, pairs);
+  for (int v = 0; v < kV; ++v) {
+    const int64_t lanes = std::clamp<int64_t>(rows - v * kGroup, 0, kGroup);
+    const __mmask16 mask = static_cast<__mmask16>(lanes >= 16 ? 0xFFFF : (1u << lanes) - 1);
+    for (int c = 0; c < kC; ++c) {
+      float* o = out + c * ldo + v * kGroup;
+      const __m512 x = accumulate ? _mm512_add_ps(acc[c][v], _mm512_maskz_loadu_ps(mask, o)) : acc[c][v];
+      _mm512_mask_storeu_ps(o, mask, x);
+    }
+  }
+}
+
 using TileFn = void (*)(const uint32_t*, int64_t, const uint16_t*, int64_t, int64_t, float*);
+using TileTFn = void (*)(const uint32_t*, int64_t, const uint16_t*, int64_t, int64_t, float*,
+                         int64_t, int64_t, bool);
 
 template <int kV, int... kC>
 constexpr TileFn kTileRow[] = {Tile<kV, kC>...};
 constexpr const TileFn* kTiles[kTileGroups] = {
     kTileRow<1, 1, 2, 3, 4, 5, 6>, kTileRow<2, 1, 2, 3, 4, 5, 6>, kTileRow<3, 1, 2, 3, 4, 5, 6>,
     kTileRow<4, 1, 2, 3, 4, 5, 6>};
+template <int kV, int... kC>
+constexpr TileTFn kTileTRow[] = {TileT<kV, kC>...};
+constexpr const TileTFn* kTilesT[kTileGroups] = {
+    kTileTRow<1, 1, 2, 3, 4, 5, 6>, kTileTRow<2, 1, 2, 3, 4, 5, 6>,
+    kTileTRow<3, 1, 2, 3, 4, 5, 6>, kTileTRow<4, 1, 2, 3, 4, 5, 6>};
 static_assert(kTileCols == 6, "kTiles lists tiles of 1..6 weight rows");
+
+// The cache blocking of a product of `groups` packed groups by K2 column pairs: groups per L2
+// block (every group when that leaves kMinPairs of depth, so the weights stream from memory
+// once per call) and pairs per block (equal depths).
+struct Blocking {
+  int64_t groups, pairs;
+};
+Blocking BlockShape(int64_t groups, int64_t K2) {
+  const int64_t block_groups =
+      std::max<int64_t>(1, std::min(groups, kBlockWords / (kGroup * std::min(K2, kMinPairs))));
+  const int64_t max_pairs = std::max<int64_t>(1, kBlockWords / (kGroup * block_groups));
+  const int64_t depth_blocks = (K2 + max_pairs - 1) / max_pairs;
+  return {block_groups, (K2 + depth_blocks - 1) / depth_blocks};
+}
+
+// Calls tile(g, tile_groups, n, cols, p0, pairs) over the blocks and tiles of a product of
+// `groups` packed groups, K2 column pairs and weight rows [n0, n1).
+template <class F>
+inline void ForEachTile(int64_t groups, int64_t K2, int64_t n0, int64_t n1, const F& tile) {
+  const Blocking block = BlockShape(groups, K2);
+  for (int64_t p0 = 0; p0 < K2; p0 += block.pairs) {
+    const int64_t pairs = std::min(block.pairs, K2 - p0);
+    for (int64_t gb = 0; gb < groups; gb += block.groups) {
+      const int64_t count = std::min(groups, gb + block.groups) - gb;
+      // Tiles of (nearly) equal size: 17 groups as 4+4+3+3+3, never 4+4+4+4+1.
+      const int64_t tiles = (count + kTileGroups - 1) / kTileGroups;
+      for (int64_t n = n0; n < n1; n += kTileCols) {
+        const int64_t cols = std::min<int64_t>(kTileCols, n1 - n);
+        for (int64_t t = 0; t < tiles; ++t) {
+          const int64_t g = gb + count * t / tiles;
+          tile(g, gb + count * (t + 1) / tiles - g, n, cols, p0, pairs);
+        }
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -138,45 +224,97 @@ bool PackBf16Rows(const float* a, int64_t M, int64_t K, int64_t lda, int64_t g0,
   return true;
 }
 
+void PackBf16Rows(const uint16_t* a, int64_t M, int64_t K, int64_t lda, uint32_t* packed) {
+  OCULAR_CHECK(K % 2 == 0);
+  const int64_t K2 = K / 2;
+  for (int64_t g = 0; g * kGroup < M; ++g) {
+    const int64_t rows = std::min(kGroup, M - g * kGroup);
+    for (int64_t p = 0; p < K2; p += kGroup) {
+      PackBlock(a + g * kGroup * lda, rows, lda, p, std::min(kGroup, K2 - p),
+                packed + (g * K2 + p) * kGroup);
+    }
+  }
+}
+
+namespace {
+
+// Lane i of word p: (x[2p][c0 + i], x[2p + 1][c0 + i]) as bf16 (rows past T, lanes past `lanes`
+// zero). x holds bf16 values (f32 rows: their upper halves).
+template <class T>
+OCULAR_BF16_TARGET inline __m512i ColumnPair(const T* x, int64_t T_rows, int64_t ldx, int64_t p,
+                                             int64_t c0, __mmask16 mask) {
+  __m512i w[2];
+  for (int r = 0; r < 2; ++r) {
+    const int64_t t = 2 * p + r;
+    if (t >= T_rows) {
+      w[r] = _mm512_setzero_si512();
+    } else if constexpr (std::is_same_v<T, float>) {
+      w[r] = _mm512_srli_epi32(_mm512_maskz_loadu_epi32(mask, x + t * ldx + c0), 16);
+    } else {
+      w[r] = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, x + t * ldx + c0));
+    }
+  }
+  return _mm512_or_si512(w[0], _mm512_slli_epi32(w[1], 16));
+}
+
+template <class T>
+OCULAR_BF16_TARGET void PackColumns(const T* x, int64_t T_rows, int64_t cols, int64_t ldx,
+                                    int64_t pairs, uint32_t* packed) {
+  for (int64_t g = 0; g * kGroup < cols; ++g) {
+    const int64_t lanes = std::min(kGroup, cols - g * kGroup);
+    const __mmask16 mask = static_cast<__mmask16>(lanes >= 16 ? 0xFFFF : (1u << lanes) - 1);
+    for (int64_t p = 0; p < pairs; ++p) {
+      _mm512_storeu_si512(packed + (g * pairs + p) * kGroup,
+                          ColumnPair(x, T_rows, ldx, p, g * kGroup, mask));
+    }
+  }
+}
+
+}  // namespace
+
+void PackBf16Columns(const float* x, int64_t T, int64_t cols, int64_t ldx, int64_t pairs,
+                     uint32_t* packed) {
+  PackColumns(x, T, cols, ldx, pairs, packed);
+}
+void PackBf16Columns(const uint16_t* x, int64_t T, int64_t cols, int64_t ldx, int64_t pairs,
+                     uint32_t* packed) {
+  PackColumns(x, T, cols, ldx, pairs, packed);
+}
+
 void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0,
               int64_t n1, float* out, int64_t ldo) {
   OCULAR_CHECK(w.format == WFormat::kBF16 && w.cols == K && K % 2 == 0 && w.row_bytes % 4 == 0);
   const int64_t K2 = K / 2, groups = (M + kGroup - 1) / kGroup;
-  const int64_t ldw = static_cast<int64_t>(w.row_bytes / 2);
   const int64_t group_stride = K2 * kGroup;
-  // Block shape: every group in one block when that leaves kMinPairs of depth (the weights
-  // then stream from memory once per call), else as many groups as fit at that depth.
-  const int64_t block_groups =
-      std::max<int64_t>(1, std::min(groups, kBlockWords / (kGroup * std::min(K2, kMinPairs))));
-  const int64_t max_pairs = std::max<int64_t>(1, kBlockWords / (kGroup * block_groups));
-  const int64_t depth_blocks = (K2 + max_pairs - 1) / max_pairs;
-  const int64_t block_pairs = (K2 + depth_blocks - 1) / depth_blocks;  // equal depths
+  const int64_t ldw = static_cast<int64_t>(w.row_bytes / 2);
   const uint16_t* wb = reinterpret_cast<const uint16_t*>(w.data);
   alignas(64) float tile[kTileCols * kTileGroups * kGroup];
-  for (int64_t p0 = 0; p0 < K2; p0 += block_pairs) {
-    const int64_t pairs = std::min(block_pairs, K2 - p0);
-    for (int64_t gb = 0; gb < groups; gb += block_groups) {
-      const int64_t count = std::min(groups, gb + block_groups) - gb;
-      // Tiles of (nearly) equal size: 17 groups as 4+4+3+3+3, never 4+4+4+4+1.
-      const int64_t tiles = (count + kTileGroups - 1) / kTileGroups;
-      for (int64_t n = n0; n < n1; n += kTileCols) {
-        const int64_t cols = std::min<int64_t>(kTileCols, n1 - n);
-        for (int64_t t = 0; t < tiles; ++t) {
-          const int64_t g = gb + count * t / tiles, tile_groups = gb + count * (t + 1) / tiles - g;
-          kTiles[tile_groups - 1][cols - 1](packed + g * group_stride + p0 * kGroup, group_stride,
-                                            wb + n * ldw + 2 * p0, ldw, pairs, tile);
-          const int64_t m0 = g * kGroup, rows = std::min(tile_groups * kGroup, M - m0);
-          for (int64_t i = 0; i < rows; ++i) {
-            float* o = out + (m0 + i) * ldo + n;
-            for (int64_t c = 0; c < cols; ++c) {
-              const float v = tile[c * kTileGroups * kGroup + i];
-              o[c] = p0 == 0 ? v : o[c] + v;
-            }
-          }
-        }
+  ForEachTile(groups, K2, n0, n1, [&](int64_t g, int64_t tile_groups, int64_t n, int64_t cols,
+                                      int64_t p0, int64_t pairs) {
+    kTiles[tile_groups - 1][cols - 1](packed + g * group_stride + p0 * kGroup, group_stride,
+                                      wb + n * ldw + 2 * p0, ldw, pairs, tile);
+    const int64_t m0 = g * kGroup, rows = std::min(tile_groups * kGroup, M - m0);
+    for (int64_t i = 0; i < rows; ++i) {
+      float* o = out + (m0 + i) * ldo + n;
+      if (p0 == 0) {
+        for (int64_t c = 0; c < cols; ++c) o[c] = tile[c * kTileGroups * kGroup + i];
+      } else {
+        for (int64_t c = 0; c < cols; ++c) o[c] += tile[c * kTileGroups * kGroup + i];
       }
     }
-  }
+  });
+}
+
+void GemmBf16T(const uint32_t* packed, int64_t group_stride, int64_t M, int64_t K,
+               const uint16_t* w, int64_t ldw, int64_t n0, int64_t n1, float* out, int64_t ldo) {
+  OCULAR_CHECK(K % 2 == 0 && ldw % 2 == 0);
+  const int64_t groups = (M + kGroup - 1) / kGroup;
+  ForEachTile(groups, K / 2, n0, n1, [&](int64_t g, int64_t tile_groups, int64_t n, int64_t cols,
+                                         int64_t p0, int64_t pairs) {
+    kTilesT[tile_groups - 1][cols - 1](packed + g * group_stride + p0 * kGroup, group_stride,
+                                       w + n * ldw + 2 * p0, ldw, pairs,
+                                       out + n * ldo + g * kGroup, ldo, M - g * kGroup, p0 > 0);
+  });
 }
 
 }  // namespace ocular::cpu

@@ -33,10 +33,29 @@ int64_t PackedBf16Words(int64_t M, int64_t K);
 bool PackBf16Rows(const float* a, int64_t M, int64_t K, int64_t lda, int64_t g0, int64_t g1,
                   bool exact_only, uint32_t* packed);
 
+// The same packing from bf16 rows (all ceil(M / 16) groups; no rounding). REQUIRES: K even.
+void PackBf16Rows(const uint16_t* a, int64_t M, int64_t K, int64_t lda, uint32_t* packed);
+
+// Packs the columns of x[T, cols] (row stride ldx; bf16 values, as f32 or as bf16) as the rows
+// of the product's left operand: `cols` rows in ceil(cols / 16) groups of `pairs` pairs (pairs
+// >= ceil(T / 2); rows of x past T read as zero), i.e. lane i of vector (g, p) holds
+// (x[2p][16g + i], x[2p + 1][16g + i]). Attention's V, whose columns are the rows of Vᵀ.
+void PackBf16Columns(const float* x, int64_t T, int64_t cols, int64_t ldx, int64_t pairs,
+                     uint32_t* packed);
+void PackBf16Columns(const uint16_t* x, int64_t T, int64_t cols, int64_t ldx, int64_t pairs,
+                     uint32_t* packed);
+
 // out[m, n] = sum_k a[m, k] * w[n, k] for m < M, n in [n0, n1), from the packed activations.
 // w's rows may be strided (row_bytes, a multiple of 4: K/V rows of attention).
 // REQUIRES: Bf16DotSupported(), w.format == kBF16 with w.cols == K (even).
 void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0,
               int64_t n1, float* out, int64_t ldo);
+
+// The transposed product with vector stores: out[n * ldo + m] = sum_k a[m, k] * w[n, k] for
+// m < M, n in [n0, n1). packed: the M rows' groups `group_stride` words apart, at the first of
+// their K / 2 pairs; w: bf16 rows ldw elements apart (ldw even). Attention's scores (keys ×
+// queries, stored per query) and outputs (Vᵀ × probabilities, stored per query).
+void GemmBf16T(const uint32_t* packed, int64_t group_stride, int64_t M, int64_t K,
+               const uint16_t* w, int64_t ldw, int64_t n0, int64_t n1, float* out, int64_t ldo);
 
 }  // namespace ocular::cpu

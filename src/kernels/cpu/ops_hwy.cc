@@ -565,6 +565,18 @@ void WeightedSumRowsN(int64_t nq, const float* probs, int64_t ls, const KV* v, i
   }
 }
 
+// max(x[0, n)), n >= 1.
+HWY_INLINE float MaxOf(const float* x, int64_t n) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  VF m = hn::Set(df, -INFINITY);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) m = hn::Max(m, hn::LoadU(df, x + i));
+  float best = hn::GetLane(hn::MaxOfLanes(df, m));
+  for (; i < n; ++i) best = std::max(best, x[i]);
+  return best;
+}
+
 // Softmax of one query's scores sr[0, n) in place, with the scale and softcap first
 // (ref/ AttentionOne documents the order; with bf16 rounding at torch's points).
 HWY_INLINE void ScaledSoftmax(float* sr, int64_t n, float scale, float cap, bool bf16) {
@@ -585,13 +597,11 @@ HWY_INLINE void ScaledSoftmax(float* sr, int64_t n, float scale, float cap, bool
     });
   }
   // softmax: e = exp(s - max); p = e * (1 / sum e).
-  float max_score = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) max_score = std::max(max_score, sr[j]);
+  const float max_score = MaxOf(sr, n);
   Transform(sr, n, [max_score](DF d, VF v) HWY_ATTR {
     return hn::Exp(d, hn::Sub(v, hn::Set(d, max_score)));
   });
-  double sum = 0.0;
-  for (int64_t j = 0; j < n; ++j) sum += sr[j];
+  const double sum = SumF64(sr, n, /*squared=*/false, 0.0);
   const float inv_sum = 1.0f / static_cast<float>(sum);
   Transform(sr, n, [inv_sum, bf16](DF d, VF v) HWY_ATTR {
     v = hn::Mul(v, hn::Set(d, inv_sum));
@@ -645,10 +655,32 @@ void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_
   }
 }
 
+// The bf16 bits of a bf16 value held in an f32 (its upper half; exact, no rounding).
+HWY_INLINE uint16_t Bf16Bits(float x) {
+  uint32_t u;
+  hwy::CopyBytes<4>(&x, &u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// out[i] = Bf16Bits(x[i]) for i < n.
+HWY_INLINE void Bf16BitsOf(const float* x, int64_t n, uint16_t* out) {
+  const DF df;
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto bits = hn::ShiftRight<16>(hn::BitCast(du32, hn::LoadU(df, x + i)));
+    hn::StoreU(hn::TruncateTo(du16, bits), du16, out + i);
+  }
+  for (; i < n; ++i) out[i] = Bf16Bits(x[i]);
+}
+
 // One head × up to kAttentionDotQueries queries with bf16 dot products (cpu/gemm_bf16.h):
-// scores = q·kᵀ over the union of the queries' key ranges, each query's scaled softmax over
-// its own range (zero elsewhere, rounded at torch's bf16 points), then p·v. The products
-// are those of the f32 path on the same bf16 values; only the summation order differs.
+// scores = q·kᵀ over the 16-key groups covering the union of the queries' key ranges, each
+// query's scaled softmax over its own range (zero elsewhere, rounded at torch's bf16 points),
+// then p·v. The products are those of the f32 path on the same bf16 values; only the
+// summation order differs. Both products store whole rows per query (GemmBf16T).
 void AttentionDotBlock(const kernels::AttentionArgs& p, const kernels::AttentionDotArgs& dot,
                        int64_t i_begin, int64_t i_end, int64_t h, float* scratch) {
   const int64_t kvh = h / (p.Hq / p.Hkv), nq = i_end - i_begin;
@@ -663,31 +695,31 @@ void AttentionDotBlock(const kernels::AttentionArgs& p, const kernels::Attention
     for (int64_t qi = 0; qi < nq; ++qi) std::fill_n(o0 + qi * p.ldo, p.d, 0.0f);
     return;
   }
-  // Keys [a0, a1): the union widened to whole pairs of columns (zero probabilities).
-  const int64_t a0 = u0 & ~int64_t{1}, a1 = (u1 + 1) & ~int64_t{1}, span = a1 - a0;
-  float* s = scratch;  // [nq][span]
-  uint32_t* packed_p = reinterpret_cast<uint32_t*>(s + kernels::kAttentionDotQueries * dot.ldvt);
-  uint32_t* packed_q = packed_p + kernels::kAttentionDotQueries * dot.ldvt / 2;
-  const int64_t groups = (nq + 15) / 16;
-  cpu::PackBf16Rows(p.q + i_begin * p.ldq + h * p.d, nq, p.d, p.ldq, 0, groups, false, packed_q);
-  const Matrix keys{reinterpret_cast<const std::byte*>(dot.kb + kvh * p.d), WFormat::kBF16, p.Tk,
-                    p.d, static_cast<size_t>(dot.ldkb) * 2};
-  cpu::GemmBf16(packed_q, nq, p.d, keys, u0, u1, s - a0, span);
-  for (int64_t qi = 0; qi < nq; ++qi) {
-    float* sr = s + qi * span;
-    const int64_t b = p.key_begin[i_begin + qi] - a0, e = p.key_end[i_begin + qi] - a0;
-    if (b >= e) {
-      std::fill_n(sr, span, 0.0f);
-      continue;
-    }
-    std::fill_n(sr, b, 0.0f);
-    std::fill(sr + e, sr + span, 0.0f);
-    ScaledSoftmax(sr + b, e - b, p.scale, p.softcap, /*bf16=*/true);
+  // Keys [b0, b0 + span): whole 16-key groups (packed keys past Tk are zero).
+  const int64_t b0 = u0 / 16 * 16, span = (u1 + 15) / 16 * 16 - b0;
+  const int64_t width = kernels::AttentionDotKeys(p.Tk);
+  float* s = scratch;  // [nq][width]
+  uint16_t* probs = reinterpret_cast<uint16_t*>(s + kernels::kAttentionDotQueries * width);
+  uint16_t* queries = probs + kernels::kAttentionDotQueries * width;  // [nq][d]
+  for (int64_t qi = 0; qi < nq; ++qi) {  // bf16 values: the upper halves
+    const float* q = p.q + (i_begin + qi) * p.ldq + h * p.d;
+    for (int64_t j = 0; j < p.d; ++j) queries[qi * p.d + j] = Bf16Bits(q[j]);
   }
-  cpu::PackBf16Rows(s, nq, span, span, 0, groups, false, packed_p);
-  const Matrix values{reinterpret_cast<const std::byte*>(dot.vt + kvh * p.d * dot.ldvt + a0),
-                      WFormat::kBF16, p.d, span, static_cast<size_t>(dot.ldvt) * 2};
-  cpu::GemmBf16(packed_p, nq, span, values, 0, p.d, o0, p.ldo);
+  const int64_t key_group = p.d / 2 * 16;  // words per packed group of 16 keys
+  cpu::GemmBf16T(dot.keys + kvh * dot.keys_head_stride + b0 / 16 * key_group, key_group, span,
+                 p.d, queries, p.d, 0, nq, s, width);
+  for (int64_t qi = 0; qi < nq; ++qi) {
+    float* sr = s + qi * width;
+    uint16_t* pr = probs + qi * width;
+    const int64_t b = p.key_begin[i_begin + qi] - b0, e = p.key_end[i_begin + qi] - b0;
+    std::fill_n(pr, span, uint16_t{0});
+    if (b >= e) continue;
+    ScaledSoftmax(sr + b, e - b, p.scale, p.softcap, /*bf16=*/true);
+    Bf16BitsOf(sr + b, e - b, pr + b);  // already bf16 values
+  }
+  const int64_t value_group = dot.value_pairs * 16;
+  cpu::GemmBf16T(dot.values + kvh * dot.values_head_stride + b0 / 2 * 16, value_group, p.d, span,
+                 probs, width, 0, nq, o0, p.ldo);
   for (int64_t qi = 0; qi < nq; ++qi) RoundBF16(o0 + qi * p.ldo, p.d);
 }
 
