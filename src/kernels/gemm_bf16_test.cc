@@ -57,9 +57,9 @@ TEST(GemmBf16Test, PacksPairsOfColumnsIntoSixteenRowGroups) {
         for (int64_t p = 0; p < K2; ++p) {
           for (int64_t i = 0; i < 16; ++i) {
             const int64_t m = g * 16 + i;
-            const uint32_t want =
-                m < M ? F32ToBF16(a[m * lda + 2 * p]) | uint32_t{F32ToBF16(a[m * lda + 2 * p + 1])} << 16
-                      : 0u;
+            const uint32_t want = m < M ? F32ToBF16(a[m * lda + 2 * p]) |
+                                              uint32_t{F32ToBF16(a[m * lda + 2 * p + 1])} << 16
+                                        : 0u;
             ASSERT_EQ(packed[(g * K2 + p) * 16 + i], want)
                 << "M=" << M << " K=" << K << " g=" << g << " p=" << p << " i=" << i;
           }
@@ -80,9 +80,8 @@ TEST(GemmBf16Test, MatchesTheReferenceOnEveryTail) {
   struct Case {
     int64_t M, K, N;
   };
-  const Case cases[] = {{9, 2, 1},    {16, 32, 6},    {17, 34, 7},   {63, 30, 5},
-                        {64, 66, 12}, {65, 770, 13},  {130, 96, 37}, {272, 1154, 19},
-                        {300, 64, 6}, {20, 2, 300}};
+  const Case cases[] = {{9, 2, 1},     {16, 32, 6},   {17, 34, 7},     {63, 30, 5},  {64, 66, 12},
+                        {65, 770, 13}, {130, 96, 37}, {272, 1154, 19}, {300, 64, 6}, {20, 2, 300}};
   ForEachIsa([&](const std::string&) {
     TestExec t(2, Precision::kBF16Fast);
     for (const Case& c : cases) {
@@ -93,9 +92,9 @@ TEST(GemmBf16Test, MatchesTheReferenceOnEveryTail) {
       ref::MatMulBlock(a.data(), c.M, c.K, lda, w.matrix(), 0, c.N, want.data(), c.N);
       ops::MatMul(t.ex, a.data(), c.M, c.K, lda, w.matrix(), nullptr, got.data(), c.N);
       const std::vector<float> scale = AbsScale(a, c.M, c.K, lda, w, c.N);
-      ExpectClose(got.data(), want.data(), scale.data(), c.M * c.N, 1e-6, 0.0,
-                  "M=" + std::to_string(c.M) + " K=" + std::to_string(c.K) +
-                      " N=" + std::to_string(c.N));
+      ExpectClose(
+          got.data(), want.data(), scale.data(), c.M * c.N, 1e-6, 0.0,
+          "M=" + std::to_string(c.M) + " K=" + std::to_string(c.K) + " N=" + std::to_string(c.N));
       if (HasFatalFailure()) return;
     }
   });
@@ -120,44 +119,51 @@ TEST(GemmBf16Test, Bf16FastRoundsActivationsWhereTheCpuHasBf16DotProducts) {
   });
 }
 
-// Under kBF16 the GEMM runs only on activations that are bf16 values; any other input takes
-// the f32 kernel, whose result rounded to bf16 is what the epilogue gives.
+// Under kBF16 the bf16 dot products (the GEMM, and the batched-decode kernel for 2-8 rows)
+// run only on activations that are bf16 values; any other input takes the f32 kernel, whose
+// result rounded to bf16 is what the epilogue gives.
 TEST(GemmBf16Test, Bf16PrecisionKeepsF32KernelForInexactActivations) {
-  const int64_t M = 40, K = 70, N = 23;
-  std::vector<float> a = Bf16Values(M * K, 5);
-  a[M * K - 1] += 1e-4f;  // one value that is not a bf16
-  Weights w = RandomWeights(DType::kBF16, {N, K}, 6);
-  Weights b = RandomWeights(DType::kBF16, {N}, 7);
-  ForEachIsa([&](const std::string&) {
-    TestExec f32(2), bf16(2, Precision::kBF16);
-    std::vector<float> want(M * N), got(M * N);
-    ops::MatMul(f32.ex, a.data(), M, K, K, w.matrix(), &b.view, want.data(), N);
-    ops::MatMul(bf16.ex, a.data(), M, K, K, w.matrix(), &b.view, got.data(), N);
-    for (int64_t i = 0; i < M * N; ++i) ASSERT_EQ(got[i], RoundBf16(want[i])) << i;
-  });
+  for (int64_t M : {5, 40}) {
+    const int64_t K = 70, N = 23;
+    std::vector<float> a = Bf16Values(M * K, 5);
+    a[M * K - 1] += 1e-4f;  // one value that is not a bf16
+    Weights w = RandomWeights(DType::kBF16, {N, K}, 6);
+    Weights b = RandomWeights(DType::kBF16, {N}, 7);
+    ForEachIsa([&](const std::string&) {
+      TestExec f32(2), bf16(2, Precision::kBF16);
+      std::vector<float> want(M * N), got(M * N);
+      ops::MatMul(f32.ex, a.data(), M, K, K, w.matrix(), &b.view, want.data(), N);
+      ops::MatMul(bf16.ex, a.data(), M, K, K, w.matrix(), &b.view, got.data(), N);
+      for (int64_t i = 0; i < M * N; ++i)
+        ASSERT_EQ(got[i], RoundBf16(want[i])) << "M=" << M << " " << i;
+    });
+  }
 }
 
-// On bf16 activations kBF16 takes the GEMM: the bias and the bf16 epilogue still apply, and
-// the result is the rounded f32 product within one bf16 rounding step (summation order only).
+// On bf16 activations kBF16 takes the bf16 dot products (batched decode or GEMM): the bias
+// and the bf16 epilogue still apply, and the result is the rounded f32 product within one
+// bf16 rounding step (summation order only).
 TEST(GemmBf16Test, Bf16PrecisionOnBf16ActivationsAddsBiasAndRounds) {
-  const int64_t M = 70, K = 1152, N = 45;
-  std::vector<float> a = Bf16Values(M * K, 8);
-  Weights w = RandomWeights(DType::kBF16, {N, K}, 9);
-  Weights b = RandomWeights(DType::kBF16, {N}, 10);
-  ForEachIsa([&](const std::string&) {
-    TestExec f32(1), bf16(2, Precision::kBF16), bf16_one(1, Precision::kBF16);
-    std::vector<float> want(M * N), got(M * N), got_one(M * N);
-    ops::MatMul(f32.ex, a.data(), M, K, K, w.matrix(), &b.view, want.data(), N);
-    ops::MatMul(bf16.ex, a.data(), M, K, K, w.matrix(), &b.view, got.data(), N);
-    ops::MatMul(bf16_one.ex, a.data(), M, K, K, w.matrix(), &b.view, got_one.data(), N);
-    const std::vector<float> scale = AbsScale(a, M, K, K, w, N);
-    for (int64_t i = 0; i < M * N; ++i) {
-      ASSERT_EQ(got[i], RoundBf16(got[i])) << i;
-      ASSERT_EQ(got[i], got_one[i]) << i;  // the split over threads does not change results
-      const double ulp = std::ldexp(std::fabs(want[i]), -7);
-      ASSERT_LE(std::fabs(got[i] - want[i]), ulp + 1e-6 * scale[i]) << i;
-    }
-  });
+  for (int64_t M : {4, 70}) {
+    const int64_t K = 1152, N = 45;
+    std::vector<float> a = Bf16Values(M * K, 8);
+    Weights w = RandomWeights(DType::kBF16, {N, K}, 9);
+    Weights b = RandomWeights(DType::kBF16, {N}, 10);
+    ForEachIsa([&](const std::string&) {
+      TestExec f32(1), bf16(2, Precision::kBF16), bf16_one(1, Precision::kBF16);
+      std::vector<float> want(M * N), got(M * N), got_one(M * N);
+      ops::MatMul(f32.ex, a.data(), M, K, K, w.matrix(), &b.view, want.data(), N);
+      ops::MatMul(bf16.ex, a.data(), M, K, K, w.matrix(), &b.view, got.data(), N);
+      ops::MatMul(bf16_one.ex, a.data(), M, K, K, w.matrix(), &b.view, got_one.data(), N);
+      const std::vector<float> scale = AbsScale(a, M, K, K, w, N);
+      for (int64_t i = 0; i < M * N; ++i) {
+        ASSERT_EQ(got[i], RoundBf16(got[i])) << i;
+        ASSERT_EQ(got[i], got_one[i]) << i;  // the split over threads does not change results
+        const double ulp = std::ldexp(std::fabs(want[i]), -7);
+        ASSERT_LE(std::fabs(got[i] - want[i]), ulp + 1e-6 * scale[i]) << "M=" << M << " " << i;
+      }
+    });
+  }
 }
 
 }  // namespace

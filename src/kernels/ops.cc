@@ -124,6 +124,21 @@ constexpr int64_t kMinParallelMacs = 1 << 15;
 // Column granularity of the MatMul split; a multiple of every kernel's column tile.
 constexpr int64_t kColumnsPerUnit = 16;
 
+// Whether every x[r * ld + c] (r < rows, c < cols) is a bf16 value (low 16 bits zero).
+bool AreBf16Values(const float* x, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    uint32_t low = 0;
+    const float* row = x + r * ld;
+    for (int64_t c = 0; c < cols; ++c) {
+      uint32_t bits;
+      std::memcpy(&bits, row + c, sizeof(bits));
+      low |= bits & 0xFFFFu;
+    }
+    if (low != 0) return false;
+  }
+  return true;
+}
+
 // Arena floats of one thread's MatMulFn scratch (kernel_table.h).
 int64_t ThreadScratchFloats(int64_t K) {
   return static_cast<int64_t>(Arena::Rounded(kernels::MatMulScratchFloats(K) * sizeof(float)) /
@@ -249,10 +264,13 @@ void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, c
       return;
     }
   }
-  // bf16-fast batched decode: bf16 dot products where the CPU has them. One row stays on the
-  // f32 GEMV, which is bandwidth-bound anyway and skips the activation conversion.
-  const bool bf16_dot = ex.precision == Precision::kBF16Fast && w.format == WFormat::kBF16 &&
-                        M >= 2 && M <= 8 && table.matmul_bf16_dot != nullptr;
+  // Batched decode (2-8 rows): bf16 dot products where the CPU has them, under bf16-fast, and
+  // under bf16 when the activations are bf16 values (exact products, as the GEMM above). One
+  // row stays on the f32 GEMV, which is bandwidth-bound anyway and skips the conversion.
+  const bool bf16_dot = w.format == WFormat::kBF16 && M >= 2 && M <= 8 &&
+                        table.matmul_bf16_dot != nullptr &&
+                        (ex.precision == Precision::kBF16Fast ||
+                         (ex.precision == Precision::kBF16 && AreBf16Values(a, M, K, lda)));
   const kernels::MatMulFn kernel =
       bf16_dot ? table.matmul_bf16_dot : table.matmul[static_cast<int>(w.format)];
   OCULAR_CHECK(kernel != nullptr, "HINT: no kernel for this weight format (refused at load)");
@@ -350,21 +368,6 @@ int64_t ArenaFloats(int64_t floats) {
 bool UsesAttentionDot(const Exec& ex, int64_t Tq, int64_t d, const KvRows& kv) {
   return ex.table().attention_dot_items != nullptr && ex.table().gemm_bf16 != nullptr &&
          ex.precision == Precision::kBF16 && Tq >= 16 && d % 2 == 0 && kv.ring == 0;
-}
-
-// Whether every x[r * ld + c] (r < rows, c < cols) is a bf16 value (low 16 bits zero).
-bool AreBf16Values(const float* x, int64_t rows, int64_t cols, int64_t ld) {
-  for (int64_t r = 0; r < rows; ++r) {
-    uint32_t low = 0;
-    const float* row = x + r * ld;
-    for (int64_t c = 0; c < cols; ++c) {
-      uint32_t bits;
-      std::memcpy(&bits, row + c, sizeof(bits));
-      low |= bits & 0xFFFFu;
-    }
-    if (low != 0) return false;
-  }
-  return true;
 }
 
 }  // namespace
