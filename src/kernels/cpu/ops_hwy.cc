@@ -579,7 +579,10 @@ HWY_INLINE float MaxOf(const float* x, int64_t n) {
 
 // Softmax of one query's scores sr[0, n) in place, with the scale and softcap first
 // (ref/ AttentionOne documents the order; with bf16 rounding at torch's points).
-HWY_INLINE void ScaledSoftmax(float* sr, int64_t n, float scale, float cap, bool bf16) {
+// vector_sum: the f64 sum of the exponentials in vector lanes (fast; another order than the
+// scalar reference's, so a result may differ from it in the last bit) instead of in order.
+HWY_INLINE void ScaledSoftmax(float* sr, int64_t n, float scale, float cap, bool bf16,
+                              bool vector_sum = false) {
   if (bf16) {
     Transform(sr, n, [scale, cap](DF d, VF v) HWY_ATTR {
       v = RoundBF16V(d, hn::Mul(RoundBF16V(d, v), hn::Set(d, scale)));
@@ -601,7 +604,12 @@ HWY_INLINE void ScaledSoftmax(float* sr, int64_t n, float scale, float cap, bool
   Transform(sr, n, [max_score](DF d, VF v) HWY_ATTR {
     return hn::Exp(d, hn::Sub(v, hn::Set(d, max_score)));
   });
-  const double sum = SumF64(sr, n, /*squared=*/false, 0.0);
+  double sum = 0.0;
+  if (vector_sum) {
+    sum = SumF64(sr, n, /*squared=*/false, 0.0);
+  } else {
+    for (int64_t j = 0; j < n; ++j) sum += sr[j];
+  }
   const float inv_sum = 1.0f / static_cast<float>(sum);
   Transform(sr, n, [inv_sum, bf16](DF d, VF v) HWY_ATTR {
     v = hn::Mul(v, hn::Set(d, inv_sum));
@@ -714,7 +722,7 @@ void AttentionDotBlock(const kernels::AttentionArgs& p, const kernels::Attention
     const int64_t b = p.key_begin[i_begin + qi] - b0, e = p.key_end[i_begin + qi] - b0;
     std::fill_n(pr, span, uint16_t{0});
     if (b >= e) continue;
-    ScaledSoftmax(sr + b, e - b, p.scale, p.softcap, /*bf16=*/true);
+    ScaledSoftmax(sr + b, e - b, p.scale, p.softcap, /*bf16=*/true, /*vector_sum=*/true);
     Bf16BitsOf(sr + b, e - b, pr + b);  // already bf16 values
   }
   const int64_t value_group = dot.value_pairs * 16;
