@@ -37,7 +37,7 @@ struct AttentionArgs {
 // Attention work item: one head × a block of up to kAttentionQueryBlock consecutive queries
 // (item = head * ceil(Tq / kAttentionQueryBlock) + block), so a kernel can share each K/V
 // row it loads among the block's queries.
-inline constexpr int64_t kAttentionQueryBlock = 4;
+inline constexpr int64_t kAttentionQueryBlock = 32;
 inline int64_t AttentionItemCount(int64_t Tq, int64_t Hq) {
   return Hq * ((Tq + kAttentionQueryBlock - 1) / kAttentionQueryBlock);
 }

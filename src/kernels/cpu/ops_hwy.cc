@@ -618,8 +618,14 @@ HWY_INLINE void ScaledSoftmax(float* sr, int64_t n, float scale, float cap, bool
 }
 
 // One head × up to kAttentionQueryBlock queries. Scores are computed for the union of the
-// queries' key ranges (each K row loaded once for the block); each query then softmaxes its
-// own range, and probabilities outside it are zero so p·v can share each V row too.
+// queries' key ranges; each query then softmaxes its own range, and probabilities outside it
+// are zero so p·v can share each V row too. Keys are visited in chunks of kKeyChunk rows,
+// each chunk used by every 4-query group of the block while it is in L1 (long contexts
+// would otherwise stream K and V from memory once per 4 queries). Every query's sums run in
+// the same order whatever the block, the chunking or a ring's wrap (bit-identical results).
+constexpr int64_t kKeyChunk = 64;
+constexpr int64_t kQueryGroup = 4;
+
 template <class KV>
 void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_end, int64_t h,
                     float* scratch) {
@@ -639,8 +645,17 @@ void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_
   const float* q0 = p.q + i_begin * p.ldq + h * p.d;
   const KV* kbase = static_cast<const KV*>(p.k) + kvh * p.d;
   const KV* vbase = static_cast<const KV*>(p.v) + kvh * p.d;
-  ForEachKeyRun(p.kv_ring, u0, u1, [&](int64_t row, int64_t off, int64_t n) {
-    ScoreRowsN(nq, q0, p.ldq, kbase + row * p.ldk, p.ldk, n, p.d, scratch + off, ls);
+  // Calls fn(first_row, offset, count) per chunk of the key runs, in logical key order.
+  auto for_each_chunk = [&](const auto& fn) {
+    ForEachKeyRun(p.kv_ring, u0, u1, [&](int64_t row, int64_t off, int64_t n) {
+      for (int64_t c = 0; c < n; c += kKeyChunk) fn(row + c, off + c, std::min(kKeyChunk, n - c));
+    });
+  };
+  for_each_chunk([&](int64_t row, int64_t off, int64_t n) {
+    for (int64_t g = 0; g < nq; g += kQueryGroup) {
+      ScoreRowsN(std::min(kQueryGroup, nq - g), q0 + g * p.ldq, p.ldq, kbase + row * p.ldk, p.ldk,
+                 n, p.d, scratch + g * ls + off, ls);
+    }
   });
   for (int64_t qi = 0; qi < nq; ++qi) {
     float* s = scratch + qi * ls;
@@ -653,10 +668,13 @@ void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_
     std::fill(s + e, s + nt, 0.0f);
     ScaledSoftmax(s + b, e - b, p.scale, p.softcap, p.round_bf16);
   }
-  // out[qi] = p[qi] · v over the union range; each V vector feeds every query of the block.
+  // out[qi] = p[qi] · v over the union range, continuing each query's sum chunk by chunk.
   float* o0 = p.out + i_begin * p.ldo + h * p.d;
-  ForEachKeyRun(p.kv_ring, u0, u1, [&](int64_t row, int64_t off, int64_t n) {
-    WeightedSumRowsN(nq, scratch + off, ls, vbase + row * p.ldv, p.ldv, n, p.d, off > 0, o0, p.ldo);
+  for_each_chunk([&](int64_t row, int64_t off, int64_t n) {
+    for (int64_t g = 0; g < nq; g += kQueryGroup) {
+      WeightedSumRowsN(std::min(kQueryGroup, nq - g), scratch + g * ls + off, ls,
+                       vbase + row * p.ldv, p.ldv, n, p.d, off > 0, o0 + g * p.ldo, p.ldo);
+    }
   });
   if (p.round_bf16) {
     for (int64_t qi = 0; qi < nq; ++qi) RoundBF16(o0 + qi * p.ldo, p.d);
