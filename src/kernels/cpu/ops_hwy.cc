@@ -39,17 +39,28 @@ struct BF16 {
   uint16_t bits;
 };
 
-HWY_INLINE VF LoadWeights(DF df, const float* p) { return hn::LoadU(df, p); }
-HWY_INLINE VF LoadWeights(DF df, const BF16* p) {
-  const hn::Rebind<uint16_t, DF> du16;
-  const hn::RebindToUnsigned<DF> du32;
+// D: a float tag (the full vector DF, or HalfF for a tail).
+template <class D>
+HWY_INLINE hn::Vec<D> LoadWeights(D df, const float* p) {
+  return hn::LoadU(df, p);
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadWeights(D df, const BF16* p) {
+  const hn::Rebind<uint16_t, D> du16;
+  const hn::RebindToUnsigned<D> du32;
   const auto bits = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p));
   return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, bits)));
 }
-HWY_INLINE VF LoadWeights(DF df, const hwy::float16_t* p) {
-  const hn::Rebind<hwy::float16_t, DF> df16;
+template <class D>
+HWY_INLINE hn::Vec<D> LoadWeights(D df, const hwy::float16_t* p) {
+  const hn::Rebind<hwy::float16_t, D> df16;
   return hn::PromoteTo(df, hn::LoadU(df16, p));
 }
+
+// Half a vector (8 floats) where a vector holds 16: on AVX-512 one more vector step for a tail
+// of 8..15 elements (attention head size 72 = 4 × 16 + 8) instead of scalar code.
+using HalfF = hn::CappedTag<float, 8>;
+constexpr bool kHalfTail = HWY_TARGET == HWY_AVX3;
 
 HWY_INLINE float WeightToF32(float w) { return w; }
 HWY_INLINE float WeightToF32(BF16 w) {
@@ -86,9 +97,25 @@ HWY_INLINE void DotTile(const float* HWY_RESTRICT a, int64_t lda, const W* HWY_R
       for (size_t n = 0; n < kN; ++n) acc[m][n] = hn::MulAdd(av, wv[n], acc[m][n]);
     }
   }
+  float sums[kM][kN];
+  for (size_t m = 0; m < kM; ++m) {
+    for (size_t n = 0; n < kN; ++n) sums[m][n] = hn::GetLane(hn::SumOfLanes(df, acc[m][n]));
+  }
+  if constexpr (kHalfTail) {
+    if (K - k >= 8) {
+      const HalfF dh;
+      for (size_t n = 0; n < kN; ++n) {
+        const auto wv = LoadWeights(dh, w + n * ldw + k);
+        for (size_t m = 0; m < kM; ++m) {
+          sums[m][n] += hn::GetLane(hn::SumOfLanes(dh, hn::Mul(hn::LoadU(dh, a + m * lda + k), wv)));
+        }
+      }
+      k += 8;
+    }
+  }
   for (size_t m = 0; m < kM; ++m) {
     for (size_t n = 0; n < kN; ++n) {
-      float sum = hn::GetLane(hn::SumOfLanes(df, acc[m][n]));
+      float sum = sums[m][n];
       for (int64_t kk = k; kk < K; ++kk) sum += a[m * lda + kk] * WeightToF32(w[n * ldw + kk]);
       out[m * ldo + n] = sum;
     }
@@ -523,6 +550,22 @@ HWY_INLINE void WeightedSumRows(const float* probs, int64_t ls, const KV* v, int
         acc[q] = hn::MulAdd(hn::Set(df, probs[q * ls + t]), vv, acc[q]);
     }
     for (size_t q = 0; q < kQ; ++q) hn::StoreU(acc[q], df, out + q * ldo + j);
+  }
+  if constexpr (kHalfTail) {
+    if (d - j >= 8) {
+      const HalfF dh;
+      hn::Vec<HalfF> acc[kQ];
+      for (size_t q = 0; q < kQ; ++q) {
+        acc[q] = accumulate ? hn::LoadU(dh, out + q * ldo + j) : hn::Zero(dh);
+      }
+      for (int64_t t = 0; t < nt; ++t) {
+        const auto vv = LoadWeights(dh, v + t * ldv + j);
+        for (size_t q = 0; q < kQ; ++q)
+          acc[q] = hn::MulAdd(hn::Set(dh, probs[q * ls + t]), vv, acc[q]);
+      }
+      for (size_t q = 0; q < kQ; ++q) hn::StoreU(acc[q], dh, out + q * ldo + j);
+      j += 8;
+    }
   }
   for (; j < d; ++j) {
     for (size_t q = 0; q < kQ; ++q) {
