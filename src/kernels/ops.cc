@@ -139,6 +139,37 @@ bool AreBf16Values(const float* x, int64_t rows, int64_t cols, int64_t ld) {
   return true;
 }
 
+// Elementwise ops split over the pool above this many elements (below, a thread round trip
+// costs more than the work). Every element is computed alone, so results never depend on the
+// split.
+constexpr int64_t kMinParallelElements = 1 << 16;
+
+// fn(begin, count) over [0, n): in one call, or in contiguous ranges (multiples of 64 elements,
+// so vector tails stay at the end) on the pool's threads.
+template <class F>
+void ForRanges(const Exec& ex, int64_t n, const F& fn) {
+  const int64_t threads = std::min<int64_t>(ex.pool().size(), n / kMinParallelElements);
+  if (threads <= 1) return fn(int64_t{0}, n);
+  const int64_t chunks = (n + 63) / 64;
+  ex.pool().ParallelFor(threads, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t begin = chunks * t / threads * 64;
+      const int64_t end = std::min(n, chunks * (t + 1) / threads * 64);
+      if (end > begin) fn(begin, end - begin);
+    }
+  });
+}
+
+// fn(r0, r1) over blocks of whole rows of a [rows, dim] matrix, split like ForRanges.
+template <class F>
+void ForRowBlocks(const Exec& ex, int64_t rows, int64_t dim, const F& fn) {
+  const int64_t threads = std::min<int64_t>({ex.pool().size(), rows, rows * dim / kMinParallelElements});
+  if (threads <= 1) return fn(int64_t{0}, rows);
+  ex.pool().ParallelFor(threads, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) fn(rows * t / threads, rows * (t + 1) / threads);
+  });
+}
+
 // Arena floats of one thread's MatMulFn scratch (kernel_table.h).
 int64_t ThreadScratchFloats(int64_t K) {
   return static_cast<int64_t>(Arena::Rounded(kernels::MatMulScratchFloats(K) * sizeof(float)) /
@@ -292,37 +323,51 @@ int64_t MatMulArenaFloats(int threads, int64_t M, int64_t K) {
 void RmsNorm(const Exec& ex, const float* x, int64_t rows, int64_t dim, const TensorView& w,
              float eps, bool add_one, float* y) {
   CheckVector(w, dim);
-  ex.table().rms_norm(x, rows, dim, w, eps, add_one, y);
-  Epilogue(ex, y, rows * dim);
+  ForRowBlocks(ex, rows, dim, [&](int64_t r0, int64_t r1) {
+    ex.table().rms_norm(x + r0 * dim, r1 - r0, dim, w, eps, add_one, y + r0 * dim);
+    Epilogue(ex, y + r0 * dim, (r1 - r0) * dim);
+  });
 }
 
 void LayerNorm(const Exec& ex, const float* x, int64_t rows, int64_t dim, const TensorView& w,
                const TensorView& b, float eps, float* y) {
   CheckVector(w, dim);
   CheckVector(b, dim);
-  ex.table().layer_norm(x, rows, dim, w, b, eps, y);
-  Epilogue(ex, y, rows * dim);
+  ForRowBlocks(ex, rows, dim, [&](int64_t r0, int64_t r1) {
+    ex.table().layer_norm(x + r0 * dim, r1 - r0, dim, w, b, eps, y + r0 * dim);
+    Epilogue(ex, y + r0 * dim, (r1 - r0) * dim);
+  });
 }
 
 void GeluTanh(const Exec& ex, float* x, int64_t n) {
-  ex.table().gelu_tanh(x, n);
-  Epilogue(ex, x, n);
+  ForRanges(ex, n, [&](int64_t i, int64_t m) {
+    ex.table().gelu_tanh(x + i, m);
+    Epilogue(ex, x + i, m);
+  });
 }
 void GeluErf(const Exec& ex, float* x, int64_t n) {
-  ex.table().gelu_erf(x, n);
-  Epilogue(ex, x, n);
+  ForRanges(ex, n, [&](int64_t i, int64_t m) {
+    ex.table().gelu_erf(x + i, m);
+    Epilogue(ex, x + i, m);
+  });
 }
 void Mul(const Exec& ex, const float* a, const float* b, float* out, int64_t n) {
-  ex.table().mul(a, b, out, n);
-  Epilogue(ex, out, n);
+  ForRanges(ex, n, [&](int64_t i, int64_t m) {
+    ex.table().mul(a + i, b + i, out + i, m);
+    Epilogue(ex, out + i, m);
+  });
 }
 void Add(const Exec& ex, const float* a, const float* b, float* out, int64_t n) {
-  ex.table().add(a, b, out, n);
-  Epilogue(ex, out, n);
+  ForRanges(ex, n, [&](int64_t i, int64_t m) {
+    ex.table().add(a + i, b + i, out + i, m);
+    Epilogue(ex, out + i, m);
+  });
 }
 void Scale(const Exec& ex, float* x, int64_t n, float s) {
-  ex.table().scale(x, n, s);
-  Epilogue(ex, x, n);
+  ForRanges(ex, n, [&](int64_t i, int64_t m) {
+    ex.table().scale(x + i, m, s);
+    Epilogue(ex, x + i, m);
+  });
 }
 void Divide(const Exec& ex, float* x, int64_t n, float s) {
   for (int64_t i = 0; i < n; ++i) x[i] /= s;  // rare (once per image): no table entry
