@@ -237,6 +237,9 @@ constexpr Shape3 kShapes[] = {
     {"siglip_fc2_256x4304x1152", 256, 4304, 1152},
     {"prefill272_gate_2304x9216", 272, 2304, 9216},  // PaliGemma 2 3B prefill at 224 px
     {"prefill272_down_9216x2304", 272, 9216, 2304},
+    {"m256_gate_2304x9216", 256, 2304, 9216},  // 16 row groups: 4-group tiles only
+    {"m192_gate_2304x9216", 192, 2304, 9216},  // 12 row groups: 4-group tiles
+    {"m144_gate_2304x9216", 144, 2304, 9216},  // 9 row groups: 3-group tiles
 };
 
 // name, M, K, N: weights [N, K].
