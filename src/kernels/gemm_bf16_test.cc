@@ -1,5 +1,5 @@
 // The packed bf16 dot-product GEMM (cpu/gemm_bf16.h) behind ops::MatMul for bf16 weights and
-// more than 8 rows under the bf16 precisions: its packing, its products against the scalar
+// more than 4 rows under the bf16 precisions: its packing, its products against the scalar
 // reference, and when MatMul must not use it.
 #include "kernels/cpu/gemm_bf16.h"
 

@@ -177,10 +177,11 @@ int64_t ThreadScratchFloats(int64_t K) {
 }
 
 // Whether MatMul takes the packed bf16 dot-product GEMM (kernel_table.h gemm_bf16): bf16
-// weights, more rows than a decode batch, and a precision whose activations are (kBF16) or
-// may be rounded to (kBF16Fast) bf16.
+// weights, more than 4 rows (fewer run faster on matmul_bf16_dot's dot-product tiles; from 5
+// rows, batched decode included, the GEMM's broadcast tiles win), and a precision whose
+// activations are (kBF16) or may be rounded to (kBF16Fast) bf16.
 bool UsesGemmBf16(const Exec& ex, int64_t M, int64_t K, const Matrix& w) {
-  return ex.table().gemm_bf16 != nullptr && w.format == WFormat::kBF16 && M > 8 && K % 2 == 0 &&
+  return ex.table().gemm_bf16 != nullptr && w.format == WFormat::kBF16 && M > 4 && K % 2 == 0 &&
          ex.precision != Precision::kF32;
 }
 

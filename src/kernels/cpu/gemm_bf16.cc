@@ -103,6 +103,11 @@ OCULAR_BF16_TARGET inline void Accumulate(__m512 (&acc)[kC][kV], const uint32_t*
                                           int64_t group_stride, const uint16_t* w, int64_t ldw,
                                           int64_t pairs) {
   for (int64_t p = 0; p < pairs; ++p) {
+    if ((p & 15) == 0) {  // the next strip's rows, a cache line each, while these compute
+      for (int c = 0; c < kTileCols; ++c) {
+        _mm_prefetch(reinterpret_cast<const char*>(w + (kTileCols + c) * ldw + 2 * p), _MM_HINT_T0);
+      }
+    }
     __m512bh av[kV];
     for (int v = 0; v < kV; ++v) av[v] = (__m512bh)_mm512_loadu_si512(a + v * group_stride + p * kGroup);
     for (int c = 0; c < kC; ++c) {
