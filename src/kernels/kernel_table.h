@@ -121,8 +121,8 @@ struct KernelTable {
                     int64_t n1, float* out, int64_t ldo);
   // Attention outputs for bf16 dot-product work items [begin, end) (AttentionDotArgs), with
   // torch's bf16 rounding points; needs gemm_bf16. scratch: AttentionDotScratchFloats floats.
-  void (*attention_dot_items)(const AttentionArgs& args, const AttentionDotArgs& dot,
-                              int64_t begin, int64_t end, float* scratch);
+  void (*attention_dot_items)(const AttentionArgs& args, const AttentionDotArgs& dot, int64_t begin,
+                              int64_t end, float* scratch);
 };
 
 }  // namespace ocular::kernels

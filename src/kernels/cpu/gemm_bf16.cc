@@ -59,8 +59,9 @@ OCULAR_BF16_TARGET inline void Transpose16(__m512i r[16]) {
 OCULAR_BF16_TARGET bool PackBlock(const float* a, int64_t rows, int64_t lda, int64_t p0,
                                   int64_t count, bool exact_only, uint32_t* dst) {
   const __mmask16 lo = static_cast<__mmask16>(count >= 8 ? 0xFFFF : (1u << (2 * count)) - 1);
-  const __mmask16 hi =
-      static_cast<__mmask16>(count <= 8 ? 0 : count >= 16 ? 0xFFFF : (1u << (2 * (count - 8))) - 1);
+  const __mmask16 hi = static_cast<__mmask16>(count <= 8    ? 0
+                                              : count >= 16 ? 0xFFFF
+                                                            : (1u << (2 * (count - 8))) - 1);
   const __m512i low_bits = _mm512_set1_epi32(0xFFFF);
   __mmask16 inexact = 0;
   __m512i r[16];
@@ -89,7 +90,8 @@ OCULAR_BF16_TARGET void PackBlock(const uint16_t* a, int64_t rows, int64_t lda, 
   const __mmask16 words = static_cast<__mmask16>(count >= 16 ? 0xFFFF : (1u << count) - 1);
   __m512i r[16];
   for (int i = 0; i < 16; ++i) {
-    r[i] = i < rows ? _mm512_maskz_loadu_epi32(words, a + i * lda + 2 * p0) : _mm512_setzero_si512();
+    r[i] =
+        i < rows ? _mm512_maskz_loadu_epi32(words, a + i * lda + 2 * p0) : _mm512_setzero_si512();
   }
   Transpose16(r);
   for (int64_t j = 0; j < count; ++j) _mm512_storeu_si512(dst + j * kGroup, r[j]);
@@ -109,7 +111,8 @@ OCULAR_BF16_TARGET inline void Accumulate(__m512 (&acc)[kC][kV], const uint32_t*
       }
     }
     __m512bh av[kV];
-    for (int v = 0; v < kV; ++v) av[v] = (__m512bh)_mm512_loadu_si512(a + v * group_stride + p * kGroup);
+    for (int v = 0; v < kV; ++v)
+      av[v] = (__m512bh)_mm512_loadu_si512(a + v * group_stride + p * kGroup);
     for (int c = 0; c < kC; ++c) {
       uint32_t pair;
       std::memcpy(&pair, w + c * ldw + 2 * p, sizeof(pair));
@@ -129,7 +132,8 @@ OCULAR_BF16_TARGET void Tile(const uint32_t* a, int64_t group_stride, const uint
   }
   Accumulate<kV, kC>(acc, a, group_stride, w, ldw, pairs);
   for (int c = 0; c < kC; ++c) {
-    for (int v = 0; v < kV; ++v) _mm512_storeu_ps(tile + c * kTileGroups * kGroup + v * kGroup, acc[c][v]);
+    for (int v = 0; v < kV; ++v)
+      _mm512_storeu_ps(tile + c * kTileGroups * kGroup + v * kGroup, acc[c][v]);
   }
 }
 
@@ -149,7 +153,8 @@ OCULAR_BF16_TARGET void TileT(const uint32_t* a, int64_t group_stride, const uin
     const __mmask16 mask = static_cast<__mmask16>(lanes >= 16 ? 0xFFFF : (1u << lanes) - 1);
     for (int c = 0; c < kC; ++c) {
       float* o = out + c * ldo + v * kGroup;
-      const __m512 x = accumulate ? _mm512_add_ps(acc[c][v], _mm512_maskz_loadu_ps(mask, o)) : acc[c][v];
+      const __m512 x =
+          accumulate ? _mm512_add_ps(acc[c][v], _mm512_maskz_loadu_ps(mask, o)) : acc[c][v];
       _mm512_mask_storeu_ps(o, mask, x);
     }
   }
@@ -167,8 +172,8 @@ constexpr const TileFn* kTiles[kTileGroups] = {
 template <int kV, int... kC>
 constexpr TileTFn kTileTRow[] = {TileT<kV, kC>...};
 constexpr const TileTFn* kTilesT[kTileGroups] = {
-    kTileTRow<1, 1, 2, 3, 4, 5, 6>, kTileTRow<2, 1, 2, 3, 4, 5, 6>,
-    kTileTRow<3, 1, 2, 3, 4, 5, 6>, kTileTRow<4, 1, 2, 3, 4, 5, 6>};
+    kTileTRow<1, 1, 2, 3, 4, 5, 6>, kTileTRow<2, 1, 2, 3, 4, 5, 6>, kTileTRow<3, 1, 2, 3, 4, 5, 6>,
+    kTileTRow<4, 1, 2, 3, 4, 5, 6>};
 static_assert(kTileCols == 6, "kTiles lists tiles of 1..6 weight rows");
 
 // The cache blocking of a product of `groups` packed groups by K2 column pairs: groups per L2
@@ -286,40 +291,42 @@ void PackBf16Columns(const uint16_t* x, int64_t T, int64_t cols, int64_t ldx, in
   PackColumns(x, T, cols, ldx, pairs, packed);
 }
 
-void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0,
-              int64_t n1, float* out, int64_t ldo) {
+void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0, int64_t n1,
+              float* out, int64_t ldo) {
   OCULAR_CHECK(w.format == WFormat::kBF16 && w.cols == K && K % 2 == 0 && w.row_bytes % 4 == 0);
   const int64_t K2 = K / 2, groups = (M + kGroup - 1) / kGroup;
   const int64_t group_stride = K2 * kGroup;
   const int64_t ldw = static_cast<int64_t>(w.row_bytes / 2);
   const uint16_t* wb = reinterpret_cast<const uint16_t*>(w.data);
   alignas(64) float tile[kTileCols * kTileGroups * kGroup];
-  ForEachTile(groups, K2, n0, n1, [&](int64_t g, int64_t tile_groups, int64_t n, int64_t cols,
-                                      int64_t p0, int64_t pairs) {
-    kTiles[tile_groups - 1][cols - 1](packed + g * group_stride + p0 * kGroup, group_stride,
-                                      wb + n * ldw + 2 * p0, ldw, pairs, tile);
-    const int64_t m0 = g * kGroup, rows = std::min(tile_groups * kGroup, M - m0);
-    for (int64_t i = 0; i < rows; ++i) {
-      float* o = out + (m0 + i) * ldo + n;
-      if (p0 == 0) {
-        for (int64_t c = 0; c < cols; ++c) o[c] = tile[c * kTileGroups * kGroup + i];
-      } else {
-        for (int64_t c = 0; c < cols; ++c) o[c] += tile[c * kTileGroups * kGroup + i];
-      }
-    }
-  });
+  ForEachTile(
+      groups, K2, n0, n1,
+      [&](int64_t g, int64_t tile_groups, int64_t n, int64_t cols, int64_t p0, int64_t pairs) {
+        kTiles[tile_groups - 1][cols - 1](packed + g * group_stride + p0 * kGroup, group_stride,
+                                          wb + n * ldw + 2 * p0, ldw, pairs, tile);
+        const int64_t m0 = g * kGroup, rows = std::min(tile_groups * kGroup, M - m0);
+        for (int64_t i = 0; i < rows; ++i) {
+          float* o = out + (m0 + i) * ldo + n;
+          if (p0 == 0) {
+            for (int64_t c = 0; c < cols; ++c) o[c] = tile[c * kTileGroups * kGroup + i];
+          } else {
+            for (int64_t c = 0; c < cols; ++c) o[c] += tile[c * kTileGroups * kGroup + i];
+          }
+        }
+      });
 }
 
 void GemmBf16T(const uint32_t* packed, int64_t group_stride, int64_t M, int64_t K,
                const uint16_t* w, int64_t ldw, int64_t n0, int64_t n1, float* out, int64_t ldo) {
   OCULAR_CHECK(K % 2 == 0 && ldw % 2 == 0);
   const int64_t groups = (M + kGroup - 1) / kGroup;
-  ForEachTile(groups, K / 2, n0, n1, [&](int64_t g, int64_t tile_groups, int64_t n, int64_t cols,
-                                         int64_t p0, int64_t pairs) {
-    kTilesT[tile_groups - 1][cols - 1](packed + g * group_stride + p0 * kGroup, group_stride,
-                                       w + n * ldw + 2 * p0, ldw, pairs,
-                                       out + n * ldo + g * kGroup, ldo, M - g * kGroup, p0 > 0);
-  });
+  ForEachTile(
+      groups, K / 2, n0, n1,
+      [&](int64_t g, int64_t tile_groups, int64_t n, int64_t cols, int64_t p0, int64_t pairs) {
+        kTilesT[tile_groups - 1][cols - 1](packed + g * group_stride + p0 * kGroup, group_stride,
+                                           w + n * ldw + 2 * p0, ldw, pairs,
+                                           out + n * ldo + g * kGroup, ldo, M - g * kGroup, p0 > 0);
+      });
 }
 
 }  // namespace ocular::cpu

@@ -50,8 +50,8 @@ void PackBf16Columns(const uint16_t* x, int64_t T, int64_t cols, int64_t ldx, in
 // out[m, n] = sum_k a[m, k] * w[n, k] for m < M, n in [n0, n1), from the packed activations.
 // w's rows may be strided (row_bytes, a multiple of 4: K/V rows of attention).
 // REQUIRES: Bf16DotSupported(), w.format == kBF16 with w.cols == K (even).
-void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0,
-              int64_t n1, float* out, int64_t ldo);
+void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0, int64_t n1,
+              float* out, int64_t ldo);
 
 // The transposed product with vector stores: out[n * ldo + m] = sum_k a[m, k] * w[n, k] for
 // m < M, n in [n0, n1). packed: the M rows' groups `group_stride` words apart, at the first of
