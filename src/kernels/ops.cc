@@ -296,9 +296,10 @@ void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, c
       return;
     }
   }
-  // Batched decode (2-8 rows): bf16 dot products where the CPU has them, under bf16-fast, and
-  // under bf16 when the activations are bf16 values (exact products, as the GEMM above). One
-  // row stays on the f32 GEMV, which is bandwidth-bound anyway and skips the conversion.
+  // Batched decode of 2-4 rows (5-8 where the GEMM does not apply: odd K): bf16 dot products
+  // where the CPU has them, under bf16-fast, and under bf16 when the activations are bf16
+  // values (exact products, as the GEMM above). One row stays on the f32 GEMV, which is
+  // bandwidth-bound anyway and skips the conversion.
   const bool bf16_dot = w.format == WFormat::kBF16 && M >= 2 && M <= 8 &&
                         table.matmul_bf16_dot != nullptr &&
                         (ex.precision == Precision::kBF16Fast ||

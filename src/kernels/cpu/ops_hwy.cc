@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -660,6 +661,19 @@ HWY_INLINE void ScaledSoftmax(float* sr, int64_t n, float scale, float cap, bool
   });
 }
 
+// The union [u0, u1) of the non-empty key ranges of queries [i_begin, i_end); u0 >= u1 when
+// every range is empty.
+HWY_INLINE std::pair<int64_t, int64_t> KeyUnion(const kernels::AttentionArgs& p, int64_t i_begin,
+                                                int64_t i_end) {
+  int64_t u0 = p.Tk, u1 = 0;
+  for (int64_t i = i_begin; i < i_end; ++i) {
+    if (p.key_begin[i] >= p.key_end[i]) continue;
+    u0 = std::min<int64_t>(u0, p.key_begin[i]);
+    u1 = std::max<int64_t>(u1, p.key_end[i]);
+  }
+  return {u0, u1};
+}
+
 // One head × up to kAttentionQueryBlock queries. Scores are computed for the union of the
 // queries' key ranges; each query then softmaxes its own range, and probabilities outside it
 // are zero so p·v can share each V row too. Keys are visited in chunks of kKeyChunk rows,
@@ -673,12 +687,8 @@ template <class KV>
 void AttentionBlock(const kernels::AttentionArgs& p, int64_t i_begin, int64_t i_end, int64_t h,
                     float* scratch) {
   const int64_t kvh = h / (p.Hq / p.Hkv);
-  int64_t u0 = p.Tk, u1 = 0;  // union of the non-empty key ranges
-  for (int64_t i = i_begin; i < i_end; ++i) {
-    if (p.key_begin[i] >= p.key_end[i]) continue;
-    u0 = std::min<int64_t>(u0, p.key_begin[i]);
-    u1 = std::max<int64_t>(u1, p.key_end[i]);
-  }
+  const std::pair<int64_t, int64_t> keys = KeyUnion(p, i_begin, i_end);
+  const int64_t u0 = keys.first, u1 = keys.second;  // (not a structured binding: lambdas use them)
   const int64_t nq = i_end - i_begin;
   if (u0 >= u1) {  // every range empty: zero rows
     for (int64_t i = i_begin; i < i_end; ++i) std::fill_n(p.out + i * p.ldo + h * p.d, p.d, 0.0f);
@@ -753,12 +763,8 @@ HWY_INLINE void Bf16BitsOf(const float* x, int64_t n, uint16_t* out) {
 void AttentionDotBlock(const kernels::AttentionArgs& p, const kernels::AttentionDotArgs& dot,
                        int64_t i_begin, int64_t i_end, int64_t h, float* scratch) {
   const int64_t kvh = h / (p.Hq / p.Hkv), nq = i_end - i_begin;
-  int64_t u0 = p.Tk, u1 = 0;  // union of the non-empty key ranges
-  for (int64_t i = i_begin; i < i_end; ++i) {
-    if (p.key_begin[i] >= p.key_end[i]) continue;
-    u0 = std::min<int64_t>(u0, p.key_begin[i]);
-    u1 = std::max<int64_t>(u1, p.key_end[i]);
-  }
+  const std::pair<int64_t, int64_t> keys = KeyUnion(p, i_begin, i_end);
+  const int64_t u0 = keys.first, u1 = keys.second;  // (not a structured binding: lambdas use them)
   float* o0 = p.out + i_begin * p.ldo + h * p.d;
   if (u0 >= u1) {
     for (int64_t qi = 0; qi < nq; ++qi) std::fill_n(o0 + qi * p.ldo, p.d, 0.0f);
