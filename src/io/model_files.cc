@@ -36,7 +36,22 @@ std::string GgufFiles::Where(std::string_view name) const {
   return gguf_->origin() + ":" + std::string(name);
 }
 
-StatusOr<ModelFiles> ModelFiles::Open(const std::string& path) {
+StatusOr<std::string> MemoryFiles::Read(std::string_view name, int64_t max_bytes,
+                                        std::string_view component) const {
+  const auto it = files_.find(name);
+  if (it == files_.end()) return Error(StatusCode::kNotFound, component, Where(name), ": not in the file");
+  if (static_cast<int64_t>(it->second.size()) > max_bytes) {
+    return Error(StatusCode::kResourceExhausted, component, Where(name), ": ", it->second.size(),
+                 " bytes, over the limit of ", max_bytes, " bytes for this file");
+  }
+  return it->second;
+}
+
+std::string MemoryFiles::Where(std::string_view name) const {
+  return origin_ + ":" + std::string(name);
+}
+
+StatusOr<ModelFiles> ModelFiles::Open(const std::string& path, const GgufAdapter& adapter) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
@@ -54,6 +69,11 @@ StatusOr<ModelFiles> ModelFiles::Open(const std::string& path) {
   OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));
   out.gguf = std::move(gguf);
   out.files = std::make_unique<GgufFiles>(out.gguf);
+  if (!out.files->Has("config.json") && adapter) {
+    OCULAR_ASSIGN_OR_RETURN(out.files, adapter(*out.gguf));
+    out.llamacpp = true;
+    return out;
+  }
   if (!out.files->Has("config.json")) {
     StatusOr<std::string_view> arch = out.gguf->GetString("general.architecture");
     return Error(StatusCode::kUnimplemented, "gguf", path, ": a GGUF model of architecture '",

@@ -44,7 +44,8 @@ struct ModelSpec {
   int image_tokens = 0;       // feature rows per image
   double image_gflop = 0;     // matmul + attention FLOPs (2 per MAC) to encode one image
   int32_t image_token_id = -1;
-  int32_t eos_id = -1;
+  // End-of-generation ids from the config (Gemma 3: eos_token_id [1, 106], <end_of_turn>).
+  std::vector<int32_t> eos_ids;
   DType weight_dtype = DType::kF32;   // of the weight matrices (F32 if mixed or quantized)
   std::string weight_formats;         // every matrix format, "+"-joined: "bf16", "q4_k+q6_k+f32"
   size_t weight_bytes = 0;

@@ -5,6 +5,7 @@
 #include "core/file_io.h"
 #include "io/model_files.h"
 #include "models/gemma3/gemma3.h"
+#include "models/gemma3/llamacpp_gguf.h"
 #include "models/gemma3/processor.h"
 #include "models/paligemma/paligemma.h"
 #include "models/paligemma/processor.h"
@@ -32,6 +33,17 @@ StatusOr<LoadedModel> LoadGemma3(const ModelFiles& files) {
   return out;
 }
 
+// A GGUF file converted by llama.cpp: the side files of the family its architecture names.
+StatusOr<std::unique_ptr<FileSet>> AdaptLlamaCppGguf(const GgufFile& gguf) {
+  StatusOr<std::string_view> arch = gguf.GetString("general.architecture");
+  if (arch.ok() && *arch == "gemma3") return gemma3::LlamaCppFiles(gguf);
+  return Error(StatusCode::kUnimplemented, "gguf", gguf.origin(), ": a GGUF model of architecture '",
+               arch.ok() ? std::string(*arch) : std::string("?"),
+               "' without ocular's embedded configuration (", kGgufFilePrefix,
+               "config.json); ocular runs GGUF files written by `ocular quantize` and llama.cpp's ",
+               "Gemma 3 text files (architecture 'gemma3')");
+}
+
 struct Family {
   const char* model_type;
   StatusOr<LoadedModel> (*load)(const ModelFiles& files);
@@ -52,7 +64,7 @@ std::vector<std::string> RegisteredModelTypes() {
 }
 
 StatusOr<LoadedModel> LoadModel(const std::string& model_path) {
-  OCULAR_ASSIGN_OR_RETURN(ModelFiles files, ModelFiles::Open(model_path));
+  OCULAR_ASSIGN_OR_RETURN(ModelFiles files, ModelFiles::Open(model_path, AdaptLlamaCppGguf));
   const std::string path = files.files->Where("config.json");
   OCULAR_ASSIGN_OR_RETURN(std::string text,
                           files.files->Read("config.json", kMaxConfigFileBytes, "config"));

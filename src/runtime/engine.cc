@@ -354,7 +354,18 @@ class EngineImpl : public Engine {
     req.max_new_tokens = o.max_tokens;
     req.sampling = {o.temperature, o.top_k, o.top_p, o.seed,
                     o.suppress_padding_tokens ? model_->spec().image_token_id : -1};
-    req.eos_id = o.stop_at_eos ? tok.eos_id() : -1;
+    // The tokenizer's eos and the config's end-of-generation ids (generate() stops on any).
+    if (o.stop_at_eos) {
+      if (tok.eos_id() >= 0) req.eos_ids.push_back(tok.eos_id());
+      for (int32_t id : model_->spec().eos_ids) {
+        if (std::find(req.eos_ids.begin(), req.eos_ids.end(), id) == req.eos_ids.end()) {
+          req.eos_ids.push_back(id);
+        }
+      }
+    }
+    auto is_eos = [&](int32_t id) {
+      return std::find(req.eos_ids.begin(), req.eos_ids.end(), id) != req.eos_ids.end();
+    };
     req.record_prompt_logits = tracer != nullptr;
     req.record_decode_logits = tracer != nullptr;
     req.progress = o.on_progress ? &o.on_progress : nullptr;
@@ -363,7 +374,7 @@ class EngineImpl : public Engine {
     TokenSink sink = nullptr;
     if (on_text || stop.active()) {
       sink = [&](int32_t id) {
-        if (id == req.eos_id) return true;
+        if (is_eos(id)) return true;
         std::string piece = stream.Put(id);
         if (stop.active()) piece = stop.Put(piece);
         const bool go_on = piece.empty() || !on_text || on_text(piece);
@@ -380,7 +391,7 @@ class EngineImpl : public Engine {
     r.output_ids = out.generated;
     r.finish_reason = stop.stopped() ? "stop" : FinishReasonName(out.finish);
     std::vector<int32_t> answer = out.generated;
-    if (!answer.empty() && answer.back() == tok.eos_id() && o.stop_at_eos) answer.pop_back();
+    if (!answer.empty() && is_eos(answer.back())) answer.pop_back();
     r.text = stop.Cut(tok.Decode(answer, /*skip_special=*/true));
     r.raw_text = stop.Cut(tok.Decode(answer, /*skip_special=*/false));
     r.timings.image_ms = load_ms + out.image_ms;

@@ -54,7 +54,7 @@ StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const Generation
   p.prefix_len = req.prefix_len >= 0 ? req.prefix_len : T;
   p.max_new_tokens = req.max_new_tokens;
   p.sampling = req.sampling;
-  p.eos_id = req.eos_id;
+  p.eos_ids = req.eos_ids;
   OCULAR_ASSIGN_OR_RETURN(KvHandle cache, kv.Acquire(capacity));
   Sequence seq(std::move(p), std::move(cache), runner.vocab());
   std::vector<float> prompt_logits;

@@ -21,7 +21,7 @@ struct GenerationRequest {
   const Tensor* features = nullptr;       // or image features computed before (a cache)
   int max_new_tokens = 16;
   SamplingParams sampling;
-  int32_t eos_id = -1;                 // stop after emitting this id; -1: never stop early
+  std::vector<int32_t> eos_ids;        // stop after emitting any of these; empty: never early
   bool record_prompt_logits = false;   // logits of every prompt position (tracing)
   bool record_decode_logits = false;   // the logits row that chose each generated token
   // Told when the encode, prefill and decode stages begin and end, and after each generated

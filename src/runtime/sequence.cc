@@ -1,5 +1,7 @@
 #include "runtime/sequence.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 
 namespace ocular {
@@ -38,7 +40,7 @@ int32_t Sequence::SampleAndAppend(const float* logits, int32_t vocab) {
   }
   const int32_t id = sampler_.Next(logits, vocab);
   generated_.push_back(id);
-  if (id == p_.eos_id) {
+  if (std::find(p_.eos_ids.begin(), p_.eos_ids.end(), id) != p_.eos_ids.end()) {
     finish_ = FinishReason::kEos;
   } else if (static_cast<int>(generated_.size()) >= p_.max_new_tokens) {
     finish_ = FinishReason::kLength;

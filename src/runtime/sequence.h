@@ -20,7 +20,7 @@ struct SequenceParams {
   int64_t prefix_len = 0;       // [0, prefix_len) attends bidirectionally
   int max_new_tokens = 16;
   SamplingParams sampling;
-  int32_t eos_id = -1;  // finishes after emitting this id; -1: never early
+  std::vector<int32_t> eos_ids;  // finishes after emitting any of these; empty: never early
 };
 
 class Sequence {

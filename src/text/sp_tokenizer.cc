@@ -2,6 +2,9 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
+#include <unordered_map>
+
 #include "text/utf8.h"
 
 namespace ocular::text {
@@ -9,7 +12,8 @@ namespace {
 
 class SentencePieceTokenizer final : public Tokenizer {
  public:
-  static StatusOr<std::unique_ptr<Tokenizer>> Create(std::string_view proto) {
+  static StatusOr<std::unique_ptr<Tokenizer>> Create(
+      std::string_view proto, std::vector<std::pair<std::string, int32_t>> atomic) {
     auto tok = std::make_unique<SentencePieceTokenizer>();
     const auto status = tok->sp_.LoadFromSerializedProto(proto);
     if (!status.ok()) {
@@ -23,6 +27,13 @@ class SentencePieceTokenizer final : public Tokenizer {
     tok->bos_id_ = tok->sp_.bos_id();
     tok->eos_id_ = tok->sp_.eos_id();
     tok->pad_id_ = tok->sp_.pad_id();
+    // Longest first within each first byte, so the first match found is the longest.
+    std::sort(atomic.begin(), atomic.end(),
+              [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+    for (auto& [content, id] : atomic) {
+      if (content.empty() || id < 0 || id >= tok->vocab_size_) continue;
+      tok->atomic_[static_cast<unsigned char>(content[0])].emplace_back(std::move(content), id);
+    }
     return std::unique_ptr<Tokenizer>(std::move(tok));
   }
 
@@ -31,12 +42,22 @@ class SentencePieceTokenizer final : public Tokenizer {
       return Error(StatusCode::kInvalidArgument, "tokenizer", "input is not valid UTF-8 (byte ",
                    bad, " of ", text.size(), ")");
     }
-    std::vector<int> ids;
-    const auto status = sp_.Encode(text, &ids);
-    if (!status.ok()) {
-      return Error(StatusCode::kInternal, "tokenizer", "sentencepiece: ", status.ToString());
+    std::vector<int32_t> out;
+    size_t begin = 0;  // of the text not yet encoded
+    for (size_t i = 0; i < text.size() && !atomic_.empty(); ++i) {
+      const auto it = atomic_.find(static_cast<unsigned char>(text[i]));
+      if (it == atomic_.end()) continue;
+      for (const auto& [content, id] : it->second) {
+        if (text.compare(i, content.size(), content) != 0) continue;
+        OCULAR_RETURN_IF_ERROR(EncodePlain(text.substr(begin, i - begin), &out));
+        out.push_back(id);
+        begin = i + content.size();
+        i = begin - 1;
+        break;
+      }
     }
-    return std::vector<int32_t>(ids.begin(), ids.end());
+    OCULAR_RETURN_IF_ERROR(EncodePlain(text.substr(begin), &out));
+    return out;
   }
 
   std::string Decode(std::span<const int32_t> ids, bool skip_special) const override {
@@ -76,13 +97,27 @@ class SentencePieceTokenizer final : public Tokenizer {
   }
 
  private:
+  Status EncodePlain(std::string_view text, std::vector<int32_t>* out) const {
+    if (text.empty()) return Status::Ok();
+    std::vector<int> ids;
+    const auto status = sp_.Encode(text, &ids);
+    if (!status.ok()) {
+      return Error(StatusCode::kInternal, "tokenizer", "sentencepiece: ", status.ToString());
+    }
+    out->insert(out->end(), ids.begin(), ids.end());
+    return Status::Ok();
+  }
+
   sentencepiece::SentencePieceProcessor sp_;
+  // Atomic tokens by first byte, longest first.
+  std::unordered_map<unsigned char, std::vector<std::pair<std::string, int32_t>>> atomic_;
 };
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Tokenizer>> LoadSentencePieceTokenizer(std::string_view model_proto) {
-  return SentencePieceTokenizer::Create(model_proto);
+StatusOr<std::unique_ptr<Tokenizer>> LoadSentencePieceTokenizer(
+    std::string_view model_proto, std::vector<std::pair<std::string, int32_t>> atomic) {
+  return SentencePieceTokenizer::Create(model_proto, std::move(atomic));
 }
 
 }  // namespace ocular::text

@@ -1,5 +1,9 @@
 #include "text/tokenizer.h"
 
+#include <climits>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
 #include "core/file_io.h"
 #include "core/file_set.h"
 #include "text/hf_tokenizer.h"
@@ -18,6 +22,33 @@ Status FileError(const Status& s, const std::string& path) {
 
 // The sentencepiece decoder emits U+FFFD for incomplete byte pieces, as does ByteFallback.
 bool EndsWithReplacement(std::string_view s) { return s.ends_with("\xEF\xBF\xBD"); }
+
+// tokenizer_config.json's "added_tokens_decoder" {"id": {"content": ...}}: the tokens HF's slow
+// (SentencePiece) tokenizers split the text on before the model runs.
+StatusOr<std::vector<std::pair<std::string, int32_t>>> AddedTokens(const std::string& text,
+                                                                    const std::string& path) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Error(StatusCode::kDataLoss, "tokenizer", path, ": not a JSON object");
+  }
+  std::vector<std::pair<std::string, int32_t>> out;
+  const auto it = j.find("added_tokens_decoder");
+  if (it == j.end() || it->is_null()) return out;
+  if (!it->is_object()) {
+    return Error(StatusCode::kDataLoss, "tokenizer", path, ": added_tokens_decoder is not an object");
+  }
+  for (const auto& [key, entry] : it->items()) {
+    char* end = nullptr;
+    const long id = std::strtol(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || id < 0 || id > INT32_MAX || !entry.is_object() ||
+        !entry.contains("content") || !entry["content"].is_string()) {
+      return Error(StatusCode::kDataLoss, "tokenizer", path, ": added_tokens_decoder entry '",
+                   key.substr(0, 20), "' is not {\"content\": string} under a token id");
+    }
+    out.emplace_back(entry["content"].get<std::string>(), static_cast<int32_t>(id));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -41,7 +72,13 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const FileSet& files) {
   if (files.Has("tokenizer.model")) {
     OCULAR_ASSIGN_OR_RETURN(std::string proto,
                             files.Read("tokenizer.model", kMaxTokenizerFileBytes, "tokenizer"));
-    auto tok = FromSentencePiece(proto);
+    std::vector<std::pair<std::string, int32_t>> atomic;
+    if (files.Has("tokenizer_config.json")) {
+      OCULAR_ASSIGN_OR_RETURN(
+          std::string config, files.Read("tokenizer_config.json", kMaxTokenizerFileBytes, "tokenizer"));
+      OCULAR_ASSIGN_OR_RETURN(atomic, AddedTokens(config, files.Where("tokenizer_config.json")));
+    }
+    auto tok = text::LoadSentencePieceTokenizer(proto, std::move(atomic));
     if (!tok.ok()) return FileError(tok.status(), files.Where("tokenizer.model"));
     return tok;
   }

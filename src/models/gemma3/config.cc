@@ -21,20 +21,31 @@ using config_internal::kMaxVocab;
 using config_internal::Section;
 using config_internal::Shown;
 
-// A token id, or the first of a list (eos_token_id: [1, 106] in released configs; ocular
-// stops on one id).
-Status TokenId(const Section& s, const char* key, int* out) {
+// A token id, or a list of them (eos_token_id: [1, 106] in released configs): `out` is the
+// first, `all` (if given) every one.
+Status TokenId(const Section& s, const char* key, int* out, std::vector<int>* all = nullptr) {
   const Json* v = s.Find(key);
   if (v != nullptr && v->is_array()) {
-    if (v->empty() || !(*v)[0].is_number_integer() || (*v)[0].get<int64_t>() < 0 ||
-        (*v)[0].get<int64_t>() >= kMaxVocab) {
+    if (v->empty() || v->size() > 64) {
       return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v),
                     " must be a token id or a list of them");
     }
-    *out = (*v)[0].get<int>();
+    std::vector<int> ids;
+    for (const Json& e : *v) {
+      if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= kMaxVocab) {
+        return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v),
+                      " must be a token id or a list of them");
+      }
+      ids.push_back(e.get<int>());
+    }
+    *out = ids[0];
+    if (all != nullptr) *all = std::move(ids);
     return Status::Ok();
   }
-  return s.Int(key, 0, kMaxVocab, out);
+  const bool present = v != nullptr;
+  OCULAR_RETURN_IF_ERROR(s.Int(key, 0, kMaxVocab, out));
+  if (all != nullptr && present) *all = {*out};
+  return Status::Ok();
 }
 
 // Gemma3TextConfig (configuration_gemma3.py), defaults as its __init__.
@@ -87,7 +98,7 @@ Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* 
       s.Float("final_logit_softcapping", 0, false, kMaxScalar, &t.final_logit_softcapping));
   OCULAR_RETURN_IF_ERROR(s.Int("pad_token_id", 0, kMaxVocab, &c->pad_token_id));
   OCULAR_RETURN_IF_ERROR(TokenId(s, "bos_token_id", &c->bos_token_id));
-  OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id));
+  OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id, &c->eos_token_ids));
 
   // rope_scaling: null, {"rope_type": "default"} or {"rope_type": "linear", "factor": f}
   // (Gemma 3 4B/12B/27B: linear, factor 8). Other types change the frequencies otherwise.
@@ -168,6 +179,11 @@ Status Gemma3TextConfig::Validate() const {
       return fail(name, " (", id, ") must be a token id below vocab_size (", gemma.vocab_size, ")");
     }
   }
+  for (int id : eos_token_ids) {
+    if (id < 0 || id >= gemma.vocab_size) {
+      return fail("eos_token_id (", id, ") must be a token id below vocab_size (", gemma.vocab_size, ")");
+    }
+  }
   return Status::Ok();
 }
 
@@ -230,7 +246,7 @@ StatusOr<Gemma3Config> ParseGemma3Config(const std::string& json_text, const std
     }
     // The top-level ids (Gemma3Config kwargs) override nothing in the text model; EOS is
     // read from there when present, as generate() does.
-    OCULAR_RETURN_IF_ERROR(TokenId(top, "eos_token_id", &c.text.eos_token_id));
+    OCULAR_RETURN_IF_ERROR(TokenId(top, "eos_token_id", &c.text.eos_token_id, &c.text.eos_token_ids));
     OCULAR_RETURN_IF_ERROR(TokenId(top, "bos_token_id", &c.text.bos_token_id));
   } else {
     return top.Fail(StatusCode::kUnimplemented, "model_type '", c.model_type.substr(0, 40),

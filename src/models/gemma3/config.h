@@ -22,6 +22,7 @@ struct Gemma3TextConfig {
   float rope_local_base_freq = 10000.0f;  // RoPE base of the sliding layers
   float rope_scaling_factor = 1.0f;       // rope_scaling {"rope_type": "linear"}; global layers
   int pad_token_id = 0, bos_token_id = 2, eos_token_id = 1;
+  std::vector<int> eos_token_ids = {1};  // every id of eos_token_id (generate() stops on each)
 
   // query_pre_attn_scalar ** -0.5 (Gemma3Attention.scaling).
   float attention_scale() const;

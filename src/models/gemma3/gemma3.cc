@@ -93,7 +93,11 @@ Status ForEachTensor(const Gemma3Config& cfg, Gemma3Weights* w, const TensorVisi
 StatusOr<std::unique_ptr<Gemma3>> Gemma3::Load(const ModelFiles& files) {
   OCULAR_ASSIGN_OR_RETURN(Gemma3Config cfg, LoadGemma3Config(*files.files));
   if (files.gguf != nullptr) {
-    auto source = std::make_unique<GgufSource>(files.gguf, GgufNames(cfg));
+    if (files.llamacpp && cfg.has_vision) {
+      return Error(StatusCode::kUnimplemented, "gemma3", files.path,
+                   ": the vision tower of a llama.cpp GGUF (its mmproj file) is not read");
+    }
+    auto source = std::make_unique<GgufSource>(files.gguf, GgufNames(cfg, files.llamacpp));
     return Load(std::move(cfg), std::move(source));
   }
   OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
@@ -174,7 +178,7 @@ void Gemma3::BuildSpec() {
                                         sliding ? 1.0f : cfg_.text.rope_scaling_factor,
                                         cfg_.has_vision ? cfg_.image_token_index : -1});
   }
-  spec_.eos_id = cfg_.text.eos_token_id;
+  spec_.eos_ids.assign(cfg_.text.eos_token_ids.begin(), cfg_.text.eos_token_ids.end());
   if (!cfg_.has_vision) return;
   spec_.image_size = cfg_.vision.image_size;
   spec_.image_tokens = cfg_.mm_tokens_per_image;

@@ -60,11 +60,11 @@ std::string GgufTensorName(const std::string& hf) {
   return "";
 }
 
-std::vector<GgufName> GgufNames(const Gemma3Config& cfg) {
+std::vector<GgufName> GgufNames(const Gemma3Config& cfg, bool llamacpp) {
   std::vector<GgufName> out;
   Gemma3Weights scratch;
   (void)ForEachTensor(cfg, &scratch, [&](const std::string& name, const Shape&, WeightSlot, bool) {
-    out.push_back({name, GgufTensorName(name), false});
+    out.push_back({name, GgufTensorName(name), llamacpp && name.ends_with("norm.weight")});
     return Status::Ok();
   });
   return out;

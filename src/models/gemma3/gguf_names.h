@@ -15,7 +15,9 @@ namespace ocular::gemma3 {
 // The GGUF name of the tensor HF calls `hf` (as gemma3.cc visits them); "" if unknown.
 std::string GgufTensorName(const std::string& hf);
 
-// The table for every tensor of `cfg`'s model, for GgufSource (norms stored as in HF).
-std::vector<GgufName> GgufNames(const Gemma3Config& cfg);
+// The table for every tensor of `cfg`'s model, for GgufSource. `llamacpp`: the file was
+// converted by llama.cpp, whose Gemma3Model stores every "*norm.weight" as 1 + w
+// (convert_hf_to_gguf.py norm_shift); ocular's own files store the norms as in HF.
+std::vector<GgufName> GgufNames(const Gemma3Config& cfg, bool llamacpp = false);
 
 }  // namespace ocular::gemma3

@@ -126,7 +126,7 @@ void PaliGemma::BuildSpec() {
     spec_.image_gflop = (2 * N * K * D + cfg_.vision.num_hidden_layers * per_layer +
                          2 * N * D * t.hidden_size) / 1e9;
   }
-  spec_.eos_id = cfg_.eos_token_id;
+  spec_.eos_ids = {cfg_.eos_token_id};
 }
 
 size_t PaliGemma::WorkspaceBytes(const WorkspaceShape& s) const {

@@ -1,0 +1,163 @@
+#include "models/gemma3/llamacpp_gguf.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "io/gguf_vocab.h"
+#include "io/model_files.h"
+
+namespace ocular::gemma3 {
+
+namespace {
+
+// The gemma3.* keys llama.cpp writes for Gemma3ForCausalLM (gguf-py constants, Keys.LLM /
+// Keys.Attention / Keys.Rope), all read below.
+const std::set<std::string, std::less<>>& KnownKeys() {
+  static const std::set<std::string, std::less<>> keys = {
+      "gemma3.context_length",
+      "gemma3.embedding_length",
+      "gemma3.block_count",
+      "gemma3.feed_forward_length",
+      "gemma3.attention.head_count",
+      "gemma3.attention.head_count_kv",
+      "gemma3.attention.key_length",
+      "gemma3.attention.value_length",
+      "gemma3.attention.layer_norm_rms_epsilon",
+      "gemma3.attention.sliding_window",
+      "gemma3.attention.sliding_window_pattern",
+      "gemma3.rope.freq_base",
+      "gemma3.rope.freq_base_swa",
+      "gemma3.rope.scaling.type",
+      "gemma3.rope.scaling.factor",
+      "gemma3.final_logit_softcapping",
+  };
+  return keys;
+}
+
+Status Refuse(const GgufFile& g, const auto&... what) {
+  return Error(StatusCode::kUnimplemented, "gguf", g.origin(), ": ", what...);
+}
+
+StatusOr<int64_t> Required(const GgufFile& g, const char* key) {
+  OCULAR_ASSIGN_OR_RETURN(uint64_t v, g.GetUint(key));
+  if (v == 0 || v > (uint64_t{1} << 31)) {
+    return Error(StatusCode::kDataLoss, "gguf", g.origin(), ": metadata '", key, "' = ", v,
+                 " is out of range");
+  }
+  return static_cast<int64_t>(v);
+}
+
+StatusOr<double> OptionalFloat(const GgufFile& g, const char* key, double fallback) {
+  if (g.Find(key) == nullptr) return fallback;
+  return g.GetFloat(key);
+}
+
+}  // namespace
+
+StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& g, const GgufVocab& vocab) {
+  OCULAR_ASSIGN_OR_RETURN(std::string_view arch, g.GetString("general.architecture"));
+  if (arch != "gemma3") return Refuse(g, "architecture '", arch, "' is not Gemma 3");
+  for (const auto& [key, value] : g.metadata()) {
+    if (key.starts_with("general.") || key.starts_with("tokenizer.")) continue;
+    if (!KnownKeys().contains(key)) {
+      return Refuse(g, "metadata '", key, "' is not implemented for llama.cpp's Gemma 3 files");
+    }
+  }
+  nlohmann::ordered_json c;
+  c["architectures"] = {"Gemma3ForCausalLM"};
+  c["model_type"] = "gemma3_text";
+  OCULAR_ASSIGN_OR_RETURN(const int64_t hidden, Required(g, "gemma3.embedding_length"));
+  OCULAR_ASSIGN_OR_RETURN(const int64_t layers, Required(g, "gemma3.block_count"));
+  OCULAR_ASSIGN_OR_RETURN(const int64_t heads, Required(g, "gemma3.attention.head_count"));
+  OCULAR_ASSIGN_OR_RETURN(const int64_t kv_heads, Required(g, "gemma3.attention.head_count_kv"));
+  OCULAR_ASSIGN_OR_RETURN(const int64_t head_dim, Required(g, "gemma3.attention.key_length"));
+  OCULAR_ASSIGN_OR_RETURN(const int64_t v_dim, Required(g, "gemma3.attention.value_length"));
+  if (v_dim != head_dim) {
+    return Refuse(g, "attention.value_length ", v_dim, " != key_length ", head_dim);
+  }
+  const GgufTensor* embed = g.FindTensor("token_embd.weight");
+  if (embed == nullptr || embed->ne.size() != 2) {
+    return Error(StatusCode::kDataLoss, "gguf", g.origin(), ": no 2-D tensor token_embd.weight");
+  }
+  if (g.FindTensor("output.weight") != nullptr) {
+    return Refuse(g, "an untied output projection (output.weight) is not implemented");
+  }
+  c["vocab_size"] = embed->ne[1];
+  c["hidden_size"] = hidden;
+  OCULAR_ASSIGN_OR_RETURN(c["intermediate_size"], Required(g, "gemma3.feed_forward_length"));
+  c["num_hidden_layers"] = layers;
+  c["num_attention_heads"] = heads;
+  c["num_key_value_heads"] = kv_heads;
+  c["head_dim"] = head_dim;
+  OCULAR_ASSIGN_OR_RETURN(c["max_position_embeddings"], Required(g, "gemma3.context_length"));
+  OCULAR_ASSIGN_OR_RETURN(c["rms_norm_eps"],
+                          g.GetFloat("gemma3.attention.layer_norm_rms_epsilon"));
+  OCULAR_ASSIGN_OR_RETURN(c["rope_theta"], OptionalFloat(g, "gemma3.rope.freq_base", 1e6));
+  OCULAR_ASSIGN_OR_RETURN(c["rope_local_base_freq"],
+                          OptionalFloat(g, "gemma3.rope.freq_base_swa", 10000.0));
+  // llama.cpp (gemma3.cpp load_arch_hparams): Q is scaled by 1/sqrt(hidden/heads) for the
+  // 62-layer 27B, else 1/sqrt(head_dim): the checkpoints' query_pre_attn_scalar.
+  c["query_pre_attn_scalar"] = layers == 62 ? hidden / heads : head_dim;
+  c["hidden_activation"] = "gelu_pytorch_tanh";
+  c["attn_logit_softcapping"] = nullptr;
+  OCULAR_ASSIGN_OR_RETURN(const double softcap,
+                          OptionalFloat(g, "gemma3.final_logit_softcapping", 0));
+  c["final_logit_softcapping"] = softcap > 0 ? nlohmann::ordered_json(softcap) : nullptr;
+
+  // Sliding layers: llama.cpp's set_swa_pattern(n) makes layer i sliding iff i % n < n - 1
+  // (the HF rule (i + 1) % n != 0); no sliding_window key means every layer is global.
+  nlohmann::ordered_json types = nlohmann::ordered_json::array();
+  if (g.Find("gemma3.attention.sliding_window") != nullptr) {
+    OCULAR_ASSIGN_OR_RETURN(c["sliding_window"], Required(g, "gemma3.attention.sliding_window"));
+    int64_t pattern = 6;
+    if (const GgufValue* p = g.Find("gemma3.attention.sliding_window_pattern")) {
+      if (p->type == GgufType::kArray) {
+        return Refuse(g, "a per-layer sliding_window_pattern array is not implemented");
+      }
+      OCULAR_ASSIGN_OR_RETURN(pattern, Required(g, "gemma3.attention.sliding_window_pattern"));
+    }
+    for (int64_t i = 0; i < layers; ++i) {
+      types.push_back(i % pattern < pattern - 1 ? "sliding_attention" : "full_attention");
+    }
+  } else {
+    for (int64_t i = 0; i < layers; ++i) types.push_back("full_attention");
+  }
+  c["layer_types"] = std::move(types);
+
+  c["rope_scaling"] = nullptr;
+  if (g.Find("gemma3.rope.scaling.type") != nullptr) {
+    OCULAR_ASSIGN_OR_RETURN(std::string_view type, g.GetString("gemma3.rope.scaling.type"));
+    OCULAR_ASSIGN_OR_RETURN(const double factor,
+                            OptionalFloat(g, "gemma3.rope.scaling.factor", 1.0));
+    if (type == "linear") {
+      c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", factor}};
+    } else if (type != "none") {
+      return Refuse(g, "rope.scaling.type '", type, "' is not implemented (none, linear)");
+    }
+  } else if (g.Find("gemma3.rope.scaling.factor") != nullptr) {
+    return Refuse(g, "rope.scaling.factor without rope.scaling.type");
+  }
+  if (vocab.bos_id < 0 || vocab.eos_id < 0) {
+    return Refuse(g, "a vocabulary without bos and eos tokens");
+  }
+  c["bos_token_id"] = vocab.bos_id;
+  nlohmann::ordered_json eos = nlohmann::ordered_json::array({vocab.eos_id});
+  for (int32_t id : vocab.extra_eog_ids) eos.push_back(id);
+  c["eos_token_id"] = std::move(eos);
+  c["pad_token_id"] = std::max(vocab.pad_id, 0);
+  return c.dump(2);
+}
+
+StatusOr<std::unique_ptr<FileSet>> LlamaCppFiles(const GgufFile& g) {
+  OCULAR_ASSIGN_OR_RETURN(GgufVocab vocab, ReadGgufVocab(g));
+  OCULAR_ASSIGN_OR_RETURN(std::string config, ConfigJsonFromLlamaCpp(g, vocab));
+  std::map<std::string, std::string, std::less<>> files;
+  files["config.json"] = std::move(config);
+  files["tokenizer.model"] = std::move(vocab.tokenizer_model);
+  files["tokenizer_config.json"] = std::move(vocab.tokenizer_config_json);
+  return std::unique_ptr<FileSet>(std::make_unique<MemoryFiles>(g.origin(), std::move(files)));
+}
+
+}  // namespace ocular::gemma3
