@@ -107,15 +107,6 @@ StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
       pre != nullptr && (pre->type != GgufType::kString || pre->str != "default")) {
     return Refuse(g, "tokenizer.ggml.pre other than 'default' is not implemented");
   }
-  const GgufValue* tokens = g.Find("tokenizer.ggml.tokens");
-  if (tokens == nullptr || tokens->type != GgufType::kArray ||
-      tokens->elem_type != GgufType::kString || tokens->strings.empty()) {
-    return Corrupt(g, "metadata 'tokenizer.ggml.tokens' must be a non-empty array of strings");
-  }
-  const int64_t n = static_cast<int64_t>(tokens->strings.size());
-  OCULAR_ASSIGN_OR_RETURN(const uint8_t* scores, Array4(g, "tokenizer.ggml.scores", GgufType::kF32, n));
-  OCULAR_ASSIGN_OR_RETURN(const uint8_t* types,
-                          Array4(g, "tokenizer.ggml.token_type", GgufType::kI32, n));
   OCULAR_ASSIGN_OR_RETURN(const bool add_bos, OptionalBool(g, "tokenizer.ggml.add_bos_token", true));
   OCULAR_ASSIGN_OR_RETURN(const bool add_eos, OptionalBool(g, "tokenizer.ggml.add_eos_token", false));
   OCULAR_ASSIGN_OR_RETURN(const bool add_sep, OptionalBool(g, "tokenizer.ggml.add_sep_token", false));
@@ -128,6 +119,15 @@ StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
     return Refuse(g, "tokenizer.ggml.add_eos_token / add_sep_token true is not implemented");
   }
 
+  const GgufValue* tokens = g.Find("tokenizer.ggml.tokens");
+  if (tokens == nullptr || tokens->type != GgufType::kArray ||
+      tokens->elem_type != GgufType::kString || tokens->strings.empty()) {
+    return Corrupt(g, "metadata 'tokenizer.ggml.tokens' must be a non-empty array of strings");
+  }
+  const int64_t n = static_cast<int64_t>(tokens->strings.size());
+  OCULAR_ASSIGN_OR_RETURN(const uint8_t* scores, Array4(g, "tokenizer.ggml.scores", GgufType::kF32, n));
+  OCULAR_ASSIGN_OR_RETURN(const uint8_t* types,
+                          Array4(g, "tokenizer.ggml.token_type", GgufType::kI32, n));
   GgufVocab out;
   out.vocab_size = n;
   OCULAR_ASSIGN_OR_RETURN(out.bos_id, OptionalId(g, "tokenizer.ggml.bos_token_id", n));

@@ -54,9 +54,8 @@ StatusOr<double> OptionalFloat(const GgufFile& g, const char* key, double fallba
   return g.GetFloat(key);
 }
 
-}  // namespace
-
-StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& g, const GgufVocab& vocab) {
+// The architecture, and no key this file does not read (general.* is descriptive).
+Status CheckKeys(const GgufFile& g) {
   OCULAR_ASSIGN_OR_RETURN(std::string_view arch, g.GetString("general.architecture"));
   if (arch != "gemma3") return Refuse(g, "architecture '", arch, "' is not Gemma 3");
   for (const auto& [key, value] : g.metadata()) {
@@ -65,6 +64,13 @@ StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& g, const GgufVocab&
       return Refuse(g, "metadata '", key, "' is not implemented for llama.cpp's Gemma 3 files");
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& g, const GgufVocab& vocab) {
+  OCULAR_RETURN_IF_ERROR(CheckKeys(g));
   nlohmann::ordered_json c;
   c["architectures"] = {"Gemma3ForCausalLM"};
   c["model_type"] = "gemma3_text";
@@ -151,6 +157,7 @@ StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& g, const GgufVocab&
 }
 
 StatusOr<std::unique_ptr<FileSet>> LlamaCppFiles(const GgufFile& g) {
+  OCULAR_RETURN_IF_ERROR(CheckKeys(g));
   OCULAR_ASSIGN_OR_RETURN(GgufVocab vocab, ReadGgufVocab(g));
   OCULAR_ASSIGN_OR_RETURN(std::string config, ConfigJsonFromLlamaCpp(g, vocab));
   std::map<std::string, std::string, std::less<>> files;

@@ -1,0 +1,212 @@
+"""ocular, llama.cpp and transformers on the same shapes, back to back, in one table.
+
+PaliGemma (--model, a random-weight checkpoint from tools/reference/make_fullsize.py, and
+--ggufs, the folder make_ggufs.py wrote):
+  ocular        `ocular bench` on the checkpoint: vision encode, prefill (image + 16 text
+                tokens), decode
+  llama.cpp     llama-bench on gemma2-2b-<type>.gguf: pp<image tokens + 16> and tg<decode>;
+                llama-mtmd-cli with mmproj-so400m-<size>-<type>.gguf: "image ... encoded in N ms"
+                (with -fa on and off: its flash attention leaves the fast path at head_dim 72)
+  transformers  the same checkpoint in the reference venv (bf16, eager): vision, prefill, decode
+Gemma 3 (--gemma3-gguf, e.g. the real 270M Q4_K_M file): ocular bench and llama-bench on the
+same file, text only.
+
+Every engine gets the same thread count. llama.cpp's threads spin at barriers and collapse when
+anything else runs: measure on a quiet machine and repeat (--repeat keeps each engine's best).
+Run from the repository root:
+  python3 bench/peers/run.py --llama-bin LLAMA/build-ocular-peers/bin \\
+      --model fullsize/pg2 --ggufs peers [--size 224] [--threads 2] [--gemma3-gguf FILE]
+Missing pieces are skipped (a column of "-"); --json also prints the raw numbers.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+VENV_PYTHON = os.path.join(".venv", "bin", "python")
+
+# transformers' side, run in the reference venv: one JSON line.
+HF_BENCH = r"""
+import json, sys, time, torch
+from transformers import PaliGemmaForConditionalGeneration
+path, threads, text_tokens, decode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+torch.set_num_threads(threads)
+m = PaliGemmaForConditionalGeneration.from_pretrained(path, dtype=torch.bfloat16).eval()
+v = m.config.vision_config
+n_img = (v.image_size // v.patch_size) ** 2
+pixels = torch.randn(1, 3, v.image_size, v.image_size, dtype=torch.bfloat16)
+ids = torch.randint(3, 2000, (1, n_img + text_tokens))
+ids[0, :n_img] = m.config.image_token_index
+best = None
+with torch.no_grad():
+    for _ in range(2):
+        t = time.perf_counter(); m.get_image_features(pixels); vision = time.perf_counter() - t
+        t = time.perf_counter(); out = m(input_ids=ids, pixel_values=pixels, use_cache=True)
+        ttft = time.perf_counter() - t
+        cache, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        t = time.perf_counter()
+        for _ in range(decode):
+            o = m(input_ids=nxt, past_key_values=cache, use_cache=True)
+            cache, nxt = o.past_key_values, o.logits[:, -1:].argmax(-1)
+        step = (time.perf_counter() - t) / decode
+        r = {"vision_ms": vision * 1e3, "prefill_tok_s": ids.shape[1] / (ttft - vision),
+             "decode_tok_s": 1 / step}
+        best = r if best is None or r["prefill_tok_s"] > best["prefill_tok_s"] else best
+print(json.dumps(best))
+"""
+
+
+def sh(cmd, **kw):
+    print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
+    if p.returncode != 0:
+        print(p.stdout[-2000:] + p.stderr[-2000:], file=sys.stderr)
+        return None
+    return p
+
+
+def best(runs, key, higher=True):
+    vals = [r[key] for r in runs if r and r.get(key)]
+    return (max(vals) if higher else min(vals)) if vals else None
+
+
+def ocular_bench(ocular, model, threads, text_tokens, decode):
+    p = sh([ocular, "bench", "-m", model, "-t", str(threads), "--prompt-tokens", str(text_tokens),
+            "--decode-tokens", str(decode)])
+    if p is None:
+        return None
+    j = json.loads(p.stdout)
+    return {"vision_ms": j["vision_encode_ms"] or None, "prefill_tok_s": j["prefill_tok_s"],
+            "decode_tok_s": j["decode_tok_s"], "prefill_tokens": j["prefill_tokens"]}
+
+
+def llama_bench(bin_dir, gguf, threads, prompt, decode):
+    p = sh([os.path.join(bin_dir, "llama-bench"), "-m", gguf, "-t", str(threads), "-p", str(prompt),
+            "-n", str(decode), "-r", "3", "-o", "json"])
+    if p is None:
+        return None
+    out = {}
+    for row in json.loads(p.stdout):
+        key = "prefill_tok_s" if row.get("n_prompt", 0) > 0 else "decode_tok_s"
+        out[key] = row["avg_ts"]
+    return out
+
+
+def llama_encode_ms(bin_dir, stub, mmproj, image, threads, flash):
+    p = sh([os.path.join(bin_dir, "llama-mtmd-cli"), "-m", stub, "--mmproj", mmproj, "--image",
+            image, "-p", "x", "-n", "1", "-t", str(threads), "-fa", flash])
+    if p is None:
+        return None
+    m = re.search(r"encoded in\s+([0-9.]+)\s*ms", p.stdout + p.stderr)
+    return float(m.group(1)) if m else None
+
+
+def hf_bench(model, threads, text_tokens, decode):
+    if not os.path.exists(VENV_PYTHON):
+        return None
+    p = sh([VENV_PYTHON, "-c", HF_BENCH, model, str(threads), str(text_tokens), str(decode)])
+    return json.loads(p.stdout.strip().splitlines()[-1]) if p else None
+
+
+def fmt(v, unit):
+    return "-" if v is None else f"{v:.1f} {unit}" if unit == "ms" else f"{v:.2f} {unit}"
+
+
+def ratio(ours, peer, lower_is_better):
+    if ours is None or peer is None:
+        return "-"
+    return f"{(peer / ours if lower_is_better else ours / peer):.2f}x"
+
+
+def print_table(title, rows, columns):
+    """rows: (label, unit, lower_is_better, {column: value}); ratios are ocular's speedup."""
+    peers = [c for c in columns if c != "ocular"]
+    head = ["", *columns, *[f"ocular vs {c}" for c in peers]]
+    lines = [head]
+    for label, unit, lower, vals in rows:
+        lines.append([label, *[fmt(vals.get(c), unit) for c in columns],
+                      *[ratio(vals.get("ocular"), vals.get(c), lower) for c in peers]])
+    widths = [max(len(r[i]) for r in lines) for i in range(len(head))]
+    print(f"\n{title}")
+    for r in lines:
+        print("| " + " | ".join(x.ljust(w) for x, w in zip(r, widths)) + " |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ocular", default="build/tools/cli/ocular")
+    ap.add_argument("--llama-bin", help="bin/ of bench/peers/build_llamacpp.sh's build")
+    ap.add_argument("--model", help="PaliGemma checkpoint (tools/reference/make_fullsize.py)")
+    ap.add_argument("--ggufs", help="folder written by bench/peers/make_ggufs.py")
+    ap.add_argument("--type", default="bf16", help="decoder GGUF type to use (bf16, f16)")
+    ap.add_argument("--vision-type", default="f16")
+    ap.add_argument("--size", type=int, default=224, help="image size of the mmproj to time")
+    ap.add_argument("--image", default=None, help="any image (default: one from testdata)")
+    ap.add_argument("--gemma3-gguf", help="a Gemma 3 text GGUF both engines read")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--text-tokens", type=int, default=16)
+    ap.add_argument("--decode", type=int, default=32)
+    ap.add_argument("--repeat", type=int, default=1, help="runs per engine; the best is kept")
+    ap.add_argument("--no-hf", action="store_true", help="skip transformers")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    image = a.image or sorted(glob.glob("testdata/golden/inputs/*.png"))[0]
+    raw = {}
+
+    if a.model:
+        o = [ocular_bench(a.ocular, a.model, a.threads, a.text_tokens, a.decode) for _ in range(a.repeat)]
+        n_prompt = next((r["prefill_tokens"] for r in o if r), (a.size // 14) ** 2 + a.text_tokens)
+        l, enc_on, enc_off = [], [], []
+        if a.llama_bin and a.ggufs:
+            dec = os.path.join(a.ggufs, f"gemma2-2b-{a.type}.gguf")
+            mmproj = os.path.join(a.ggufs, f"mmproj-so400m-{a.size}-{a.vision_type}.gguf")
+            stub = os.path.join(a.ggufs, "gemma3-1layer-2304.gguf")
+            for _ in range(a.repeat):
+                l.append(llama_bench(a.llama_bin, dec, a.threads, n_prompt, a.decode))
+                enc_on.append(llama_encode_ms(a.llama_bin, stub, mmproj, image, a.threads, "on"))
+                enc_off.append(llama_encode_ms(a.llama_bin, stub, mmproj, image, a.threads, "off"))
+        h = [] if a.no_hf else [hf_bench(a.model, a.threads, a.text_tokens, a.decode)
+                                for _ in range(a.repeat)]
+        enc = [v for v in enc_on + enc_off if v]
+        vals = {
+            "vision": {"ocular": best(o, "vision_ms", False), "llama.cpp": min(enc) if enc else None,
+                       "transformers": best(h, "vision_ms", False)},
+            "prefill": {"ocular": best(o, "prefill_tok_s"), "llama.cpp": best(l, "prefill_tok_s"),
+                        "transformers": best(h, "prefill_tok_s")},
+            "decode": {"ocular": best(o, "decode_tok_s"), "llama.cpp": best(l, "decode_tok_s"),
+                       "transformers": best(h, "decode_tok_s")},
+        }
+        raw["paligemma"] = {"ocular": o, "llama_bench": l, "llama_encode_ms_fa_on": enc_on,
+                            "llama_encode_ms_fa_off": enc_off, "transformers": h, "best": vals}
+        print_table(f"PaliGemma shapes, {a.threads} threads, image {a.size} px, prompt {n_prompt} "
+                    f"tokens, decode {a.decode} (llama.cpp: best of -fa on/off for the encode)",
+                    [(f"vision encode {a.size}", "ms", True, vals["vision"]),
+                     (f"prefill ({n_prompt} tokens)", "tok/s", False, vals["prefill"]),
+                     ("decode", "tok/s", False, vals["decode"])],
+                    ["ocular", "llama.cpp", "transformers"])
+
+    if a.gemma3_gguf:
+        o = [ocular_bench(a.ocular, a.gemma3_gguf, a.threads, a.text_tokens, a.decode)
+             for _ in range(a.repeat)]
+        n_prompt = next((r["prefill_tokens"] for r in o if r), a.text_tokens)
+        l = [llama_bench(a.llama_bin, a.gemma3_gguf, a.threads, n_prompt, a.decode)
+             for _ in range(a.repeat)] if a.llama_bin else []
+        vals = {"prefill": {"ocular": best(o, "prefill_tok_s"), "llama.cpp": best(l, "prefill_tok_s")},
+                "decode": {"ocular": best(o, "decode_tok_s"), "llama.cpp": best(l, "decode_tok_s")}}
+        raw["gemma3"] = {"ocular": o, "llama_bench": l, "best": vals}
+        print_table(f"{os.path.basename(a.gemma3_gguf)}, {a.threads} threads",
+                    [(f"prefill ({n_prompt} tokens)", "tok/s", False, vals["prefill"]),
+                     (f"decode ({a.decode} tokens)", "tok/s", False, vals["decode"])],
+                    ["ocular", "llama.cpp"])
+    if a.json:
+        print(json.dumps(raw, indent=1))
+    if not a.model and not a.gemma3_gguf:
+        ap.error("nothing to run: give --model (with --ggufs, --llama-bin) and/or --gemma3-gguf")
+
+
+if __name__ == "__main__":
+    main()
