@@ -19,10 +19,12 @@ build=${2:-$src/build-ocular-peers}
 jobs=${JOBS:-2}
 
 # llama-bench:    prefill (pp) and decode (tg) tok/s.
-# llama-simple:   greedy decoding with no sampler options: the deterministic text to compare.
+# llama-simple:   greedy decoding with no sampler options (f16 KV cache).
+# llama-completion: greedy (--temp 0) with an f32 KV cache (-ctk/-ctv f32): the text compared.
 # llama-mtmd-cli: image encode time with an mmproj file.
 # llama-quantize: makes Q8_0 / Q4_K_M files of the random-weight GGUFs.
-targets=(llama-bench llama-simple llama-mtmd-cli llama-quantize)
+# llama-tokenize: the prompt's token ids (tools/reference/gemma3_gguf_parity.py).
+targets=(llama-bench llama-simple llama-completion llama-mtmd-cli llama-quantize llama-tokenize)
 
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi

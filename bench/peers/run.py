@@ -62,7 +62,8 @@ print(json.dumps(best))
 
 def sh(cmd, **kw):
     print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
-    p = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                       stdin=subprocess.DEVNULL, **kw)
     if p.returncode != 0:
         print(p.stdout[-2000:] + p.stderr[-2000:], file=sys.stderr)
         return None

@@ -1,6 +1,8 @@
 #include "io/gguf_source.h"
 
+#include <cstdlib>
 #include <set>
+#include <string_view>
 
 #include "kernels/ops.h"
 #include "kernels/quant/blocks.h"
@@ -9,6 +11,8 @@ namespace ocular {
 
 GgufSource::GgufSource(std::shared_ptr<const GgufFile> file, const std::vector<GgufName>& names)
     : file_(std::move(file)) {
+  const char* env = std::getenv("OCULAR_GGUF_DEQUANTIZE");
+  dequantize_ = env != nullptr && std::string_view(env) == "1";
   for (const GgufName& n : names) {
     if (file_->FindTensor(n.gguf) != nullptr) by_hf_[n.hf] = n;
   }
@@ -83,6 +87,11 @@ StatusOr<Matrix> GgufSource::GetMatrix(const std::string& name, const Shape& sha
                  WFormatName(m.format), ", which ocular's kernels do not implement yet");
   }
   const int64_t rows = shape.empty() ? 1 : shape[0];
+  const bool is_float = m.format == WFormat::kF32 || m.format == WFormat::kBF16 || m.format == WFormat::kF16;
+  if (dequantize_ && !is_float) {
+    OCULAR_ASSIGN_OR_RETURN(TensorView f32, Get(name, shape));
+    return MatrixFromView(f32, rows, NumElements(shape) / (rows > 0 ? rows : 1));
+  }
   return MatrixFromBlocks(t->data, m.format, rows, NumElements(shape) / (rows > 0 ? rows : 1));
 }
 

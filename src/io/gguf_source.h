@@ -35,7 +35,7 @@ class GgufSource final : public TensorSource {
   // Float tensors are returned in place; quantized ones, and norms stored plus one, as an
   // f32 copy owned by this source.
   StatusOr<TensorView> Get(const std::string& name, const Shape& shape) const override;
-  // In the stored format (quantized blocks stay quantized).
+  // In the stored format (quantized blocks stay quantized; f32 under OCULAR_GGUF_DEQUANTIZE=1).
   StatusOr<Matrix> GetMatrix(const std::string& name, const Shape& shape) const override;
 
  private:
@@ -44,6 +44,10 @@ class GgufSource final : public TensorSource {
                                      const GgufName** entry) const;
 
   std::shared_ptr<const GgufFile> file_;
+  // OCULAR_GGUF_DEQUANTIZE=1: quantized matrices are dequantized to f32 at load, so the
+  // kernels run in f32 (no int8 activations): a parity check of the model on the file's exact
+  // values against a reference that dequantizes the same way (tools/reference).
+  bool dequantize_ = false;
   std::map<std::string, GgufName> by_hf_;
   mutable std::deque<std::vector<float>> owned_;  // f32 copies handed out by Get
 };

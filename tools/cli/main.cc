@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
       "                                 support)\n"
       "  OCULAR_THREADS=N               worker threads when --threads is 0 (default: physical\n"
       "                                 cores)\n"
+      "  OCULAR_GGUF_DEQUANTIZE=1       run a GGUF's quantized matrices in f32 (parity checks)\n"
       "Exit codes: 0 ok, 1 runtime failure (diff: over tolerance), 2 bad argument or\n"
       "undecodable input, 3 file not found or unreadable, 4 corrupt file, 5 unsupported model\n"
       "or format, 6 over a limit (image pixels, context length, file size).\n"

