@@ -7,6 +7,8 @@ For each prompt of PROMPTS:
      gguf package (gemma3_gguf.py) and the same input_ids, the same taps;
   3. `ocular diff` of the two dumps: relative error per tap (per layer);
   4. top-1 agreement, teacher-forced on ocular's sequence (top1 below);
+  With --dequantize, ocular runs the quantized matrices in f32 (OCULAR_GGUF_DEQUANTIZE=1)
+  instead of its int8-activation kernels: the model itself against transformers.
   5. with --llama-bin: llama.cpp's tokens for the prompt (llama-tokenize) and its greedy
      64-token continuation (llama-completion --temp 0) against `ocular run`'s; where they
      differ, the first differing token and ocular's logit margin there (a near-tie or not).
@@ -118,11 +120,12 @@ def tokens_of(ocular, gguf, text):
             if line and not line.startswith("#")]
 
 
-def divergence(ocular, gguf, prompt, text_llama, trace_path):
+def divergence(ocular, gguf, prompt, text_llama, trace_path, tokens):
     """Where llama.cpp's continuation leaves ocular's: (tokens in common, ocular's logit margin
     of its own choice over llama.cpp's there), from ocular's trace (its decode logits)."""
     if not os.path.exists(trace_path):
-        return None
+        run([ocular, "trace", "-m", gguf, "-p", prompt, "--max-tokens", str(tokens), "-o",
+             trace_path])
     ours = load_file(trace_path)
     t = ours["input_ids"].numel()
     theirs = tokens_of(ocular, gguf, prompt + text_llama)[t:]
@@ -169,8 +172,13 @@ def main():
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--out", default=None, help="folder for the dumps (default: a temp dir)")
     parser.add_argument("--no-hf", action="store_true", help="only the llama.cpp comparison")
+    parser.add_argument("--dequantize", action="store_true",
+                        help="run ocular with OCULAR_GGUF_DEQUANTIZE=1 (f32 matrices, no int8 "
+                             "activations): the model itself against transformers")
     parser.add_argument("--prompts", type=int, default=len(PROMPTS), help="use the first N prompts")
     args = parser.parse_args()
+    if args.dequantize:
+        os.environ["OCULAR_GGUF_DEQUANTIZE"] = "1"  # inherited by every ocular run
     common.set_determinism()
     out_dir = args.out or tempfile.mkdtemp(prefix="gemma3_parity_")
     os.makedirs(out_dir, exist_ok=True)
@@ -191,10 +199,9 @@ def main():
             row["greedy_equal_llama"] = text_llama == text_ours
             if text_llama != text_ours:
                 row["llama"], row["ocular"] = text_llama, text_ours
-                d = divergence(args.ocular, args.gguf, prompt, text_llama,
-                               os.path.join(out_dir, f"ocular_{k}.safetensors"))
-                if d:
-                    row["tokens_equal_llama"], row["ocular_margin_at_divergence"] = d
+                row["tokens_equal_llama"], row["ocular_margin_at_divergence"] = divergence(
+                    args.ocular, args.gguf, prompt, text_llama,
+                    os.path.join(out_dir, f"ocular_{k}.safetensors"), args.tokens)
         summary.append(row)
         print(json.dumps(row, ensure_ascii=False), flush=True)
     if total:
