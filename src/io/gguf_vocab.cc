@@ -10,19 +10,34 @@ namespace {
 
 // llama.cpp's token types (llama.h llama_token_type), the same numbers as SentencePiece's
 // ModelProto.SentencePiece.Type.
-enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+enum TokenType : int32_t {
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6
+};
 
 // The tokenizer.* keys read here; any other is refused.
 const std::set<std::string, std::less<>>& KnownKeys() {
   static const std::set<std::string, std::less<>> keys = {
-      "tokenizer.ggml.model",          "tokenizer.ggml.pre",
-      "tokenizer.ggml.tokens",         "tokenizer.ggml.scores",
-      "tokenizer.ggml.token_type",     "tokenizer.ggml.bos_token_id",
-      "tokenizer.ggml.eos_token_id",   "tokenizer.ggml.unknown_token_id",
-      "tokenizer.ggml.padding_token_id", "tokenizer.ggml.eot_token_id",
-      "tokenizer.ggml.add_bos_token",  "tokenizer.ggml.add_eos_token",
-      "tokenizer.ggml.add_sep_token",  "tokenizer.ggml.add_space_prefix",
-      "tokenizer.ggml.remove_extra_whitespaces", "tokenizer.chat_template",
+      "tokenizer.ggml.model",
+      "tokenizer.ggml.pre",
+      "tokenizer.ggml.tokens",
+      "tokenizer.ggml.scores",
+      "tokenizer.ggml.token_type",
+      "tokenizer.ggml.bos_token_id",
+      "tokenizer.ggml.eos_token_id",
+      "tokenizer.ggml.unknown_token_id",
+      "tokenizer.ggml.padding_token_id",
+      "tokenizer.ggml.eot_token_id",
+      "tokenizer.ggml.add_bos_token",
+      "tokenizer.ggml.add_eos_token",
+      "tokenizer.ggml.add_sep_token",
+      "tokenizer.ggml.add_space_prefix",
+      "tokenizer.ggml.remove_extra_whitespaces",
+      "tokenizer.chat_template",
   };
   return keys;
 }
@@ -36,7 +51,9 @@ void Varint(std::string* out, uint64_t v) {
   }
   out->push_back(static_cast<char>(v));
 }
-void Tag(std::string* out, int field, int wire) { Varint(out, (static_cast<uint64_t>(field) << 3) | wire); }
+void Tag(std::string* out, int field, int wire) {
+  Varint(out, (static_cast<uint64_t>(field) << 3) | wire);
+}
 void Bytes(std::string* out, int field, std::string_view bytes) {
   Tag(out, field, 2);
   Varint(out, bytes.size());
@@ -72,7 +89,8 @@ StatusOr<int32_t> OptionalId(const GgufFile& g, std::string_view key, int64_t n)
   if (g.Find(key) == nullptr) return -1;
   OCULAR_ASSIGN_OR_RETURN(uint64_t id, g.GetUint(key));
   if (id >= static_cast<uint64_t>(n)) {
-    return Corrupt(g, "metadata '", key, "' = ", id, " is outside the vocabulary of ", n, " tokens");
+    return Corrupt(g, "metadata '", key, "' = ", id, " is outside the vocabulary of ", n,
+                   " tokens");
   }
   return static_cast<int32_t>(id);
 }
@@ -107,9 +125,12 @@ StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
       pre != nullptr && (pre->type != GgufType::kString || pre->str != "default")) {
     return Refuse(g, "tokenizer.ggml.pre other than 'default' is not implemented");
   }
-  OCULAR_ASSIGN_OR_RETURN(const bool add_bos, OptionalBool(g, "tokenizer.ggml.add_bos_token", true));
-  OCULAR_ASSIGN_OR_RETURN(const bool add_eos, OptionalBool(g, "tokenizer.ggml.add_eos_token", false));
-  OCULAR_ASSIGN_OR_RETURN(const bool add_sep, OptionalBool(g, "tokenizer.ggml.add_sep_token", false));
+  OCULAR_ASSIGN_OR_RETURN(const bool add_bos,
+                          OptionalBool(g, "tokenizer.ggml.add_bos_token", true));
+  OCULAR_ASSIGN_OR_RETURN(const bool add_eos,
+                          OptionalBool(g, "tokenizer.ggml.add_eos_token", false));
+  OCULAR_ASSIGN_OR_RETURN(const bool add_sep,
+                          OptionalBool(g, "tokenizer.ggml.add_sep_token", false));
   // llama.cpp's SPM default: a space prefix unless the file says otherwise.
   OCULAR_ASSIGN_OR_RETURN(const bool space_prefix,
                           OptionalBool(g, "tokenizer.ggml.add_space_prefix", true));
@@ -125,7 +146,8 @@ StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
     return Corrupt(g, "metadata 'tokenizer.ggml.tokens' must be a non-empty array of strings");
   }
   const int64_t n = static_cast<int64_t>(tokens->strings.size());
-  OCULAR_ASSIGN_OR_RETURN(const uint8_t* scores, Array4(g, "tokenizer.ggml.scores", GgufType::kF32, n));
+  OCULAR_ASSIGN_OR_RETURN(const uint8_t* scores,
+                          Array4(g, "tokenizer.ggml.scores", GgufType::kF32, n));
   OCULAR_ASSIGN_OR_RETURN(const uint8_t* types,
                           Array4(g, "tokenizer.ggml.token_type", GgufType::kI32, n));
   GgufVocab out;

@@ -36,7 +36,7 @@ TEST(Gemma3LlamaCppTest, ConfigVocabularyAndStopIdsFromTheMetadata) {
   EXPECT_EQ(t.gemma.vocab_size, 640);  // token_embd's rows
   EXPECT_EQ(t.gemma.sliding_window, 4);
   EXPECT_EQ(t.gemma.layer_is_sliding, (std::vector<bool>{true, false}));  // pattern 2
-  EXPECT_FLOAT_EQ(t.attention_scale(), 1.0f / std::sqrt(32.0f));           // 1/sqrt(head_dim)
+  EXPECT_FLOAT_EQ(t.attention_scale(), 1.0f / std::sqrt(32.0f));          // 1/sqrt(head_dim)
   EXPECT_FLOAT_EQ(t.rope_local_base_freq, 10000.0f);
   EXPECT_FLOAT_EQ(t.gemma.rope_theta, 1e6f);
   EXPECT_EQ(t.gemma.final_logit_softcapping, 0.0f);
@@ -112,7 +112,8 @@ TEST(Gemma3LlamaCppTest, RefusesWhatItDoesNotRead) {
     EXPECT_NE(m.status().message().find(c.says), std::string::npos) << m.status().ToString();
   }
   // Another architecture: refused by name.
-  const std::string path = Write("arch", [](GgufWriter&) {}, "llama");
+  const std::string path = Write(
+      "arch", [](GgufWriter&) {}, "llama");
   auto m = LoadModel(path);
   fs::remove(path);
   ASSERT_FALSE(m.ok());

@@ -98,8 +98,7 @@ StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& g, const GgufVocab&
   c["num_key_value_heads"] = kv_heads;
   c["head_dim"] = head_dim;
   OCULAR_ASSIGN_OR_RETURN(c["max_position_embeddings"], Required(g, "gemma3.context_length"));
-  OCULAR_ASSIGN_OR_RETURN(c["rms_norm_eps"],
-                          g.GetFloat("gemma3.attention.layer_norm_rms_epsilon"));
+  OCULAR_ASSIGN_OR_RETURN(c["rms_norm_eps"], g.GetFloat("gemma3.attention.layer_norm_rms_epsilon"));
   OCULAR_ASSIGN_OR_RETURN(c["rope_theta"], OptionalFloat(g, "gemma3.rope.freq_base", 1e6));
   OCULAR_ASSIGN_OR_RETURN(c["rope_local_base_freq"],
                           OptionalFloat(g, "gemma3.rope.freq_base_swa", 10000.0));
