@@ -99,17 +99,20 @@ def llama_bench(bin_dir, gguf, threads, prompt, decode):
 
 def llama_encode_ms(bin_dir, stub, mmproj, image, threads, flash):
     p = sh([os.path.join(bin_dir, "llama-mtmd-cli"), "-m", stub, "--mmproj", mmproj, "--image",
-            image, "-p", "x", "-n", "1", "-t", str(threads), "-fa", flash])
+            image, "-p", "x", "-n", "1", "-t", str(threads), "-fa", flash,
+            "--chat-template", "gemma"])  # the stub carries no template; mtmd-cli needs one
     if p is None:
         return None
-    m = re.search(r"encoded in\s+([0-9.]+)\s*ms", p.stdout + p.stderr)
+    # "image slice encoded in N ms" (older builds) or "mtmd batch encoding done in N ms".
+    m = re.search(r"encod(?:ed|ing done) in\s+([0-9.]+)\s*ms", p.stdout + p.stderr)
     return float(m.group(1)) if m else None
 
 
-def hf_bench(model, threads, text_tokens, decode):
-    if not os.path.exists(VENV_PYTHON):
+def hf_bench(python, model, threads, text_tokens, decode):
+    if not os.path.exists(python):
+        print(f"transformers skipped: no {python}", file=sys.stderr)
         return None
-    p = sh([VENV_PYTHON, "-c", HF_BENCH, model, str(threads), str(text_tokens), str(decode)])
+    p = sh([python, "-c", HF_BENCH, model, str(threads), str(text_tokens), str(decode)])
     return json.loads(p.stdout.strip().splitlines()[-1]) if p else None
 
 
@@ -153,6 +156,7 @@ def main():
     ap.add_argument("--decode", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=1, help="runs per engine; the best is kept")
     ap.add_argument("--no-hf", action="store_true", help="skip transformers")
+    ap.add_argument("--python", default=VENV_PYTHON, help="python of the reference venv")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     image = a.image or sorted(glob.glob("testdata/golden/inputs/*.png"))[0]
@@ -170,7 +174,7 @@ def main():
                 l.append(llama_bench(a.llama_bin, dec, a.threads, n_prompt, a.decode))
                 enc_on.append(llama_encode_ms(a.llama_bin, stub, mmproj, image, a.threads, "on"))
                 enc_off.append(llama_encode_ms(a.llama_bin, stub, mmproj, image, a.threads, "off"))
-        h = [] if a.no_hf else [hf_bench(a.model, a.threads, a.text_tokens, a.decode)
+        h = [] if a.no_hf else [hf_bench(a.python, a.model, a.threads, a.text_tokens, a.decode)
                                 for _ in range(a.repeat)]
         enc = [v for v in enc_on + enc_off if v]
         vals = {
