@@ -6,6 +6,8 @@
 #include "io/model_files.h"
 #include "models/gemma3/gemma3.h"
 #include "models/gemma3/processor.h"
+#include "models/mllama/mllama.h"
+#include "models/mllama/processor.h"
 #include "models/paligemma/paligemma.h"
 #include "models/paligemma/processor.h"
 
@@ -32,6 +34,15 @@ StatusOr<LoadedModel> LoadGemma3(const ModelFiles& files) {
   return out;
 }
 
+StatusOr<LoadedModel> LoadMllama(const ModelFiles& files) {
+  LoadedModel out;
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<mllama::Mllama> model, mllama::Mllama::Load(files));
+  OCULAR_ASSIGN_OR_RETURN(out.processor,
+                          mllama::MllamaProcessor::Load(*files.files, model->config()));
+  out.model = std::move(model);
+  return out;
+}
+
 struct Family {
   const char* model_type;
   StatusOr<LoadedModel> (*load)(const ModelFiles& files);
@@ -41,6 +52,7 @@ constexpr Family kFamilies[] = {
     {"paligemma", LoadPaliGemma},
     {"gemma3", LoadGemma3},       // Gemma3ForConditionalGeneration
     {"gemma3_text", LoadGemma3},  // Gemma3ForCausalLM
+    {"mllama", LoadMllama},       // MllamaForConditionalGeneration (Llama 3.2 Vision)
 };
 
 }  // namespace

@@ -44,9 +44,10 @@ import tempfile
 
 import numpy as np
 import torch
-from PIL import Image, ImageDraw
+from PIL import Image
 
 from tools.reference import common, taps as taps_lib
+from tools.reference.make_goldens import make_images as shared_images
 
 TINY = "testdata/tiny"
 GOLDEN = "testdata/golden"
@@ -104,16 +105,11 @@ CASES = {
 
 
 def make_images():
-    """Deterministic PIL images with 1 to 4 tiles at TILE 28 and max_image_tiles 4."""
-    photo = Image.new("RGB", (60, 40))  # 2x2 canvas
-    photo.putdata([(4 * x, 6 * y, 255 - 3 * x - 2 * y) for y in range(40) for x in range(60)])
-    draw = ImageDraw.Draw(photo)
-    draw.ellipse((6, 8, 24, 26), fill=(220, 30, 40))
-    draw.rectangle((32, 6, 50, 22), fill=(30, 60, 210))
-    gray = Image.new("L", (33, 47))  # 2x2
-    gray.putdata([(7 * x + 3 * y) % 256 for y in range(47) for x in range(33)])
-    ImageDraw.Draw(gray).ellipse((5, 10, 27, 36), fill=240, outline=10)
-    return {"photo": photo, "gray": gray.convert("RGB"), "small": synthetic(20, 20, 1),
+    """Images with 1 to 4 tiles at TILE 28 and max_image_tiles 4: make_goldens.py's photo
+    (60x40) and gray (L, 33x47; testdata/golden/inputs/*.png), both 2x2 canvases, and
+    synthetic ones the C++ test rebuilds: small (1 tile), strip (1x2), wide (1x3)."""
+    shared = shared_images()
+    return {"photo": shared["photo"], "gray": shared["gray"], "small": synthetic(20, 20, 1),
             "strip": synthetic(50, 28, 2), "wide": synthetic(60, 25, 3)}
 
 
@@ -124,7 +120,7 @@ def synthetic(width, height, seed):
         for x in range(width):
             for c in range(3):
                 a[y, x, c] = (x * (7 + c) + y * (13 + 2 * c) + seed * 31 + (x * y) % (17 + c)) % 256
-    return Image.fromarray(a, "RGB")
+    return Image.fromarray(a)
 
 
 # Sizes for the pixel fixture: every canvas of max_image_tiles 4, up- and downscaling, ties.
@@ -294,8 +290,8 @@ class Recorder(taps_lib.TapRecorder):
         elif name.startswith("cross."):
             if t.dim() == 4:  # k_norm output [1, Hkv, S, d] -> [S, Hkv*d]
                 t = t[0].transpose(0, 1).reshape(t.shape[2], -1)
-            else:  # v_proj output [1, S, Hkv*d]
-                t = t[0]
+            else:  # v_proj output [n*T, P, Hkv*d] (MllamaModel reshapes the states per tile)
+                t = t.reshape(-1, t.shape[-1])
         elif name == "projector":
             t = t[0]
         else:
@@ -377,8 +373,8 @@ def make_pixel_fixture():
         out = processor(images=[[synthetic(w, h, k)]], return_tensors="pt")
         tiles = int(out["aspect_ratio_mask"][0, 0].sum())
         tiles_seen.append(tiles)
-        taps[f"{w}x{h}/pixel_values"] = out["pixel_values"][0, 0, :tiles].to(torch.float32)
-        taps[f"{w}x{h}/aspect_ratio_id"] = out["aspect_ratio_ids"][0].to(torch.int64)
+        taps[f"{w}x{h}s{k}/pixel_values"] = out["pixel_values"][0, 0, :tiles].to(torch.float32)
+        taps[f"{w}x{h}s{k}/aspect_ratio_id"] = out["aspect_ratio_ids"][0].to(torch.int64)
     taps_lib.I64_TAPS = tuple(set(taps_lib.I64_TAPS) | {n for n in taps if n.endswith("_id")})
     taps_lib.save_taps(taps, os.path.join(GOLDEN, "mllama-pixels.safetensors"),
                        {"tile": PIXEL_TILE, "max_image_tiles": 4, "seed": "image index"})
