@@ -294,6 +294,7 @@ class EngineImpl : public Engine {
     }
     PromptOptions po;
     po.separate_newline = o.separate_newline;
+    po.chat = o.chat;
     OCULAR_ASSIGN_OR_RETURN(Prompt p, processor_->BuildPrompt(n_images, prompt, po));
     return PromptTokens{std::move(p.ids), p.prefix_len};
   }
@@ -355,6 +356,7 @@ class EngineImpl : public Engine {
     const double load_ms = MsSince(t0);
     PromptOptions po;
     po.separate_newline = o.separate_newline;
+    po.chat = o.chat;
     OCULAR_ASSIGN_OR_RETURN(Prompt p, processor_->BuildPrompt(static_cast<int>(images.size()), prompt, po));
     r.prompt_ids = p.ids;
     const Tokenizer& tok = processor_->tokenizer();

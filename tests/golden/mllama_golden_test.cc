@@ -252,6 +252,14 @@ TEST(MllamaProcessorTest, PromptIdsAndCasePixelsMatchMllamaProcessor) {
           loaded->processor->BuildPrompt(static_cast<int>(images.size()), meta.at("prompt"), {});
       ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
       EXPECT_EQ(prompt->ids, Ids(*taps->file().Find("input_ids")));
+      if (meta.count("chat_text")) {  // one user turn through the chat template
+        PromptOptions chat;
+        chat.chat = true;
+        auto turn = loaded->processor->BuildPrompt(static_cast<int>(images.size()),
+                                                   meta.at("chat_text"), chat);
+        ASSERT_TRUE(turn.ok()) << turn.status().ToString();
+        EXPECT_EQ(turn->ids, Ids(*taps->file().Find("input_ids"))) << "chat template";
+      }
       const TensorView* pv = taps->file().Find("pixel_values");
       ASSERT_EQ(pv != nullptr, !images.empty());
       if (!pv) continue;

@@ -95,6 +95,9 @@ CASES = {
         "two": (["photo", "small"], "<|image|><|image|>What differs?"),
         "three": (["strip", "photo", "small"], "look <|image|> here <|image|> and <|image|> end"),
         "text_only": ([], "what color is the square?"),
+        # One user turn through the checkpoint's chat_template (apply_chat_template); the
+        # metadata keeps the turn's text for the C++ processor's chat mode.
+        "chat": (["photo", "gray"], {"chat": "What differs?"}),
     },
     "mllama-1x": {
         "one": (["gray"], "<|image|> caption en"),
@@ -351,13 +354,20 @@ def make_goldens():
             shutil.rmtree(out_dir)
         os.makedirs(out_dir)
         for case, (names, prompt) in cases.items():
+            meta = {}
+            if isinstance(prompt, dict):
+                content = [{"type": "image"} for _ in names] + [{"type": "text",
+                                                                 "text": prompt["chat"]}]
+                meta["chat_text"] = "<|image|>" * len(names) + prompt["chat"]
+                prompt = processor.apply_chat_template([{"role": "user", "content": content}],
+                                                       add_generation_prompt=True, tokenize=False)
             kwargs = dict(images=[[images[n] for n in names]]) if names else {}
             inputs = processor(text=[prompt], return_tensors="pt", **kwargs)
             inputs = {k: v for k, v in inputs.items() if k not in ("attention_mask", "token_type_ids")}
             taps = trace(model, inputs)
             file = os.path.join(out_dir, f"{case}.safetensors")
             taps_lib.save_taps(taps, file, {"checkpoint": name, "case": case, "prompt": prompt,
-                                            "images": ",".join(names)})
+                                            "images": ",".join(names), **meta})
             tiles = inputs["aspect_ratio_mask"][0].sum(-1).tolist() if names else []
             print(f"golden: {name}/{case} T={taps['input_ids'].shape[0]} tiles={tiles} "
                   f"gen={taps['generated_ids'].tolist()}")

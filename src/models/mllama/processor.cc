@@ -124,6 +124,22 @@ StatusOr<std::unique_ptr<MllamaProcessor>> MllamaProcessor::Load(const FileSet& 
     return Error(StatusCode::kDataLoss, "mllama", files.origin(), ": the tokenizer has no ",
                  kBosToken);
   }
+  // The chat template: chat_template.jinja (transformers >= 4.43 writes it), else the
+  // tokenizer_config.json entry. Only recognised, not interpreted: Llama 3's turn format.
+  std::string chat;
+  if (files.Has("chat_template.jinja")) {
+    OCULAR_ASSIGN_OR_RETURN(chat, files.Read("chat_template.jinja", kMaxConfigFileBytes, "prompt"));
+  } else if (files.Has("tokenizer_config.json")) {
+    OCULAR_ASSIGN_OR_RETURN(std::string tc, files.Read("tokenizer_config.json",
+                                                       kMaxConfigFileBytes * 64, "prompt"));
+    auto j = ParseJson(tc, files.Where("tokenizer_config.json"), "prompt");
+    if (j.ok() && j->is_object() && j->contains("chat_template") &&
+        (*j)["chat_template"].is_string()) {
+      chat = (*j)["chat_template"].get<std::string>();
+    }
+  }
+  p->llama3_chat_ = chat.find("<|start_header_id|>") != std::string::npos &&
+                    chat.find("<|eot_id|>") != std::string::npos;
   const char* name = "preprocessor_config.json";
   const std::string where = files.Where(name);
   OCULAR_ASSIGN_OR_RETURN(std::string text, files.Read(name, kMaxConfigFileBytes, "image"));
@@ -155,7 +171,7 @@ StatusOr<std::unique_ptr<MllamaProcessor>> MllamaProcessor::Load(const FileSet& 
 }
 
 StatusOr<Prompt> MllamaProcessor::BuildPrompt(int n_images, const std::string& text,
-                                              const PromptOptions&) const {
+                                              const PromptOptions& options) const {
   const size_t markers = Count(text, kImageToken);
   if (markers != static_cast<size_t>(n_images)) {
     return Error(StatusCode::kInvalidArgument, "prompt", "the prompt has ", markers, " ",
@@ -166,9 +182,17 @@ StatusOr<Prompt> MllamaProcessor::BuildPrompt(int n_images, const std::string& t
     return Error(StatusCode::kInvalidArgument, "prompt", n_images,
                  " images in one prompt; ocular's mllama takes at most ", kMaxImages);
   }
+  if (options.chat && !llama3_chat_) {
+    return Error(StatusCode::kUnimplemented, "prompt",
+                 "this checkpoint's chat_template is not Llama 3's header format; ocular applies "
+                 "only that one (run without --chat and write the prompt in full)");
+  }
   // build_string_from_input: BOS after the leading image tokens, unless already present.
-  std::string body = text;
-  if (text.find(kBosToken) == std::string::npos) {
+  std::string body = options.chat ? std::string(kBosToken) +
+                                        "<|start_header_id|>user<|end_header_id|>\n\n" + text +
+                                        "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+                                  : text;
+  if (body.find(kBosToken) == std::string::npos) {
     const std::string image = kImageToken;
     size_t lead = 0;
     while (body.compare(lead, image.size(), image) == 0) lead += image.size();

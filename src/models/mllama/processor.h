@@ -51,6 +51,10 @@ class MllamaProcessor final : public Processor {
   // The text must hold exactly n_images "<|image|>" markers (at most kMaxImages). As
   // build_string_from_input: "<|begin_of_text|>" is inserted after the leading image tokens
   // unless the text already has it. prefix_len is 0 (a causal decoder).
+  // options.chat: the text is one user turn, rendered as the checkpoint's Llama 3 chat template
+  // does with add_generation_prompt: "<|begin_of_text|><|start_header_id|>user<|end_header_id|>
+  // \n\n" + text + "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n". Refused
+  // (kUnimplemented) when the checkpoint's chat_template is not of that form.
   StatusOr<Prompt> BuildPrompt(int n_images, const std::string& text,
                                const PromptOptions& options) const override;
   // [PixelFloats(vision)] as described above.
@@ -64,6 +68,7 @@ class MllamaProcessor final : public Processor {
   TileConfig tiles_;
   VisionConfig vision_;
   int32_t image_token_id_ = -1;
+  bool llama3_chat_ = false;  // the checkpoint's chat_template uses Llama 3's headers
 };
 
 }  // namespace ocular::mllama
