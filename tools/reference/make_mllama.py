@@ -34,6 +34,8 @@ Taps (batch dimension dropped; n images, T = max_num_tiles, P = patches + 1, Pp 
   generated_ids [G] (I64), decode_logits [G, V]
 
 Run: .venv/bin/python -m tools.reference.make_mllama
+     .venv/bin/python -m tools.reference.make_mllama --trace DIR --image A [--image B] \
+         --prompt "<|image|>..." --out F [--transformers-features]   (one run, for ocular diff)
 """
 
 import argparse
@@ -210,6 +212,25 @@ def init_weights(model, seed):
             else:
                 raise ValueError(f"no init rule for {name} {tuple(p.shape)}")
             p.copy_(value)
+        zero_unused_tile_rows(model)
+
+
+def zero_unused_tile_rows(model):
+    """The tile tables hold, per aspect ratio id, one slice per tile; a checkpoint converted
+    from Meta's weights (tables indexed by (tiles high, tiles wide)) has zeros for the tiles
+    past the arrangement's own and for id 0. So does this one: Meta's encoder
+    (check_mllama_meta.py) only agrees with transformers on such tables."""
+    v = model.config.vision_config
+    vision = model.model.vision_model
+    tables = [vision.gated_positional_embedding.tile_embedding.weight,
+              vision.pre_tile_positional_embedding.embedding.weight,
+              vision.post_tile_positional_embedding.embedding.weight]
+    with torch.no_grad():
+        for table in tables:
+            rows = table.view(table.shape[0], v.max_num_tiles, -1)
+            rows[0] = 0
+            for rid, (h, w) in enumerate(v.supported_aspect_ratios, start=1):
+                rows[rid, h * w:] = 0
 
 
 def save(model, out_dir, processor):
@@ -391,12 +412,48 @@ def make_pixel_fixture():
     print(f"pixels: {len(PIXEL_SIZES)} images, tiles {sorted(tiles_seen)}")
 
 
+def trace_checkpoint(args):
+    """Taps of any mllama directory for some images and a prompt, in ocular's layout (pixel
+    values as processor.h's per-image rows + aspect ratio id), for `ocular diff` against
+    `ocular trace`. --transformers-features keeps transformers 4.57's (unpatched) definition."""
+    from transformers import AutoProcessor, MllamaForConditionalGeneration
+
+    if not args.transformers_features:
+        patch_reference()
+    model = MllamaForConditionalGeneration.from_pretrained(
+        args.trace, dtype=torch.float32, attn_implementation="eager").eval()
+    processor = AutoProcessor.from_pretrained(args.trace)
+    images = [Image.open(f).convert("RGB") for f in args.image]
+    kwargs = dict(images=[images]) if images else {}
+    inputs = processor(text=[args.prompt], return_tensors="pt", **kwargs)
+    inputs = {k: v for k, v in inputs.items() if k not in ("attention_mask", "token_type_ids")}
+    taps = trace(model, inputs)
+    taps.pop("aspect_ratio_ids", None)
+    if images:
+        px = taps["pixel_values"].reshape(len(images), -1)
+        ids = inputs["aspect_ratio_ids"][0].to(torch.float32)[:, None]
+        taps["pixel_values"] = torch.cat([px, ids], dim=1)
+    taps_lib.save_taps(taps, args.out, {"model_dir": args.trace, "prompt": args.prompt,
+                                        "features": "transformers" if args.transformers_features
+                                        else "meta"})
+    print(f"generated: {taps['generated_ids'].tolist()} -> {args.out}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-tiny", action="store_true", help="goldens only")
     parser.add_argument("--pixels-only", action="store_true", help="the pixel fixture only")
+    parser.add_argument("--trace", metavar="MODEL_DIR", help="dump one run's taps instead")
+    parser.add_argument("--image", action="append", default=[], help="with --trace")
+    parser.add_argument("--prompt", help="with --trace")
+    parser.add_argument("--out", help="with --trace: output .safetensors")
+    parser.add_argument("--transformers-features", action="store_true",
+                        help="with --trace: transformers 4.57's intermediate features (unpatched)")
     args = parser.parse_args(argv)
     common.set_determinism()
+    if args.trace:
+        trace_checkpoint(args)
+        return
     patch_reference()
     if args.pixels_only:
         make_pixel_fixture()
@@ -405,6 +462,8 @@ def main(argv=None):
         make_tiny()
     make_goldens()
     make_pixel_fixture()
+    from tools.reference import check_mllama_meta  # the patched reference == Meta's
+    check_mllama_meta.check()
 
 
 if __name__ == "__main__":
