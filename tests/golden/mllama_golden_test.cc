@@ -1,4 +1,4 @@
-// Llama 3.2 Vision (mllama) against transformers, tap by tap (fixtures:
+// Llama 3.2 Vision (mllama) against transformers, tap by tap, in f32 and bf16 (fixtures:
 // tools/reference/make_mllama.py, with Meta's intermediate-feature definition). The model is
 // checked with the golden input_ids, pixel_values and aspect_ratio_ids; the processor
 // separately: prompt ids from each case's prompt, pixels from MllamaImageProcessor on 44 images.
@@ -34,8 +34,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr double kTolerance = 1e-5;  // relative error per tap, f32
-constexpr const char* kCheckpoints[] = {"mllama", "mllama-1x"};
+struct Checkpoint {
+  const char* name;
+  double tolerance;  // relative error per tap
+};
+// bf16 (the tiny checkpoint in bfloat16, run as torch runs it): every tap is bit-identical to
+// torch's bf16 run with the avx2 and avx512 kernels; the scalar kernels accumulate some dot
+// products in another order, which flips single bf16 roundings (measured up to 9.2e-5 relative,
+// cross.3.v; greedy tokens identical). 1e-3 leaves room for that, far below the 1e-2 bound.
+constexpr Checkpoint kCheckpoints[] = {{"mllama", 1e-5}, {"mllama-1x", 1e-5}, {"mllama-bf16", 1e-3}};
+constexpr const char* kProcessorCheckpoints[] = {"mllama", "mllama-1x"};
 
 std::vector<std::string> Cases(const std::string& ck) {
   std::vector<std::string> out;
@@ -61,8 +69,11 @@ std::unique_ptr<Loaded> Load(const std::string& path) {
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   if (!m.ok()) return nullptr;
   l->m = std::move(*m);
-  l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, KvDType::kF32);
-  l->runner = std::make_unique<Runner>(*l->m.model, l->backend, Precision::kF32,
+  // As the engine's "auto": a bf16 checkpoint runs in bf16 with a bf16 KV cache.
+  const bool bf16 = l->m.model->spec().weight_dtype == DType::kBF16;
+  l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, bf16 ? KvDType::kBF16 : KvDType::kF32);
+  l->runner = std::make_unique<Runner>(*l->m.model, l->backend,
+                                       bf16 ? Precision::kBF16 : Precision::kF32,
                                        RunnerLimits{.max_batch = 2, .max_images = 3});
   return l;
 }
@@ -117,13 +128,14 @@ Image CaseImage(const std::string& name) {
   return image.ok() ? *image : Image();
 }
 
-class MllamaGoldenTest : public testing::TestWithParam<const char*> {};
+class MllamaGoldenTest : public testing::TestWithParam<Checkpoint> {};
 
 TEST_P(MllamaGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
-  const std::string ck = GetParam();
+  const std::string ck = GetParam().name;
+  const double tolerance = GetParam().tolerance;
   const std::vector<std::string> cases = Cases(ck);
-  ASSERT_GE(cases.size(), 3u);
+  ASSERT_GE(cases.size(), 2u);
   auto m = Load("testdata/tiny/" + ck);
   ASSERT_TRUE(m);
   for (const std::string& file : cases) {
@@ -161,7 +173,7 @@ TEST_P(MllamaGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
       const TapDiff d = CompareTensors(mine->view(), ref);
       table += name + ": rel " + std::to_string(d.rel) + " max_abs " + std::to_string(d.max_abs) +
                "\n";
-      if (!(d.rel <= kTolerance) && first_over.empty()) first_over = name;
+      if (!(d.rel <= tolerance) && first_over.empty()) first_over = name;
       ++compared;
     }
     if (std::getenv("OCULAR_PRINT_TAPS")) std::printf("%s\n%s", file.c_str(), table.c_str());
@@ -173,7 +185,7 @@ TEST_P(MllamaGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, MllamaGoldenTest, testing::ValuesIn(kCheckpoints),
                          [](const auto& info) {
-                           std::string n = info.param;
+                           std::string n = info.param.name;
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
@@ -239,7 +251,7 @@ TEST(MllamaBatchTest, MixedBatchEqualsAlone) {
 
 // The processor rebuilds every case's input_ids from its prompt, and its pixels from the images.
 TEST(MllamaProcessorTest, PromptIdsAndCasePixelsMatchMllamaProcessor) {
-  for (const char* ck : kCheckpoints) {
+  for (const char* ck : kProcessorCheckpoints) {
     auto loaded = LoadModel(std::string("testdata/tiny/") + ck);
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
     for (const std::string& file : Cases(ck)) {

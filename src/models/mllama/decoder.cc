@@ -18,10 +18,11 @@ size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof
 
 float Round(const Exec& ex, float v) { return ex.round_bf16() ? BF16ToF32(F32ToBF16(v)) : v; }
 
+// gate.tanh(): a one-element tensor of the activation dtype.
 float Tanh(const Exec& ex, const TensorView& gate) {
   float g;
   ops::ToF32(ex, gate, 0, 1, &g);
-  return std::tanh(g);
+  return Round(ex, std::tanh(g));
 }
 
 // apply_rotary_pos_emb in place on x[rows, heads, d] (row stride ld): x * cos + rotate_half(x)
@@ -61,6 +62,21 @@ void SwiGlu(const Exec& ex, const TextConfig& c, const TextLayerWeights& l, cons
 }
 
 }  // namespace
+
+void LlamaRmsNorm(const Exec& ex, const TensorView& ones, const float* x, int64_t rows,
+                  int64_t dim, const TensorView& w, float eps, float* y) {
+  if (!ex.round_bf16()) {
+    ops::RmsNorm(ex, x, rows, dim, w, eps, /*add_one=*/false, y);
+    return;
+  }
+  TensorView unit = ones;
+  unit.shape = {dim};
+  ops::RmsNorm(ex, x, rows, dim, unit, eps, false, y);  // (x * rsqrt(...)).to(bf16)
+  ArenaScope scope(ex.arena);
+  float* wf = ex.arena.Floats(dim);
+  ops::ToF32(ex, w, 0, dim, wf);
+  for (int64_t r = 0; r < rows; ++r) ops::Mul(ex, y + r * dim, wf, y + r * dim, dim);
+}
 
 std::vector<float> RopeInvFreq(const TextConfig& c) {
   const int64_t d = c.head_dim(), half = d / 2;
@@ -144,7 +160,7 @@ void SelfAttentionLayer(const Exec& ex, const DecoderContext& dc, int layer, con
     int32_t* begin = ex.arena.Alloc<int32_t>(rows);
     int32_t* end = ex.arena.Alloc<int32_t>(rows);
     // hidden = input_layernorm(x); q/k/v projections; RoPE at position_ids = cache_position
-    ops::RmsNorm(ex, x, rows, H, l.input_norm, eps, /*add_one=*/false, h);
+    LlamaRmsNorm(ex, *dc.ones, x, rows, H, l.input_norm, eps, h);
     ops::MatMul(ex, h, rows, H, H, l.q_w, nullptr, q, qdim);
     ops::MatMul(ex, h, rows, H, H, l.k_w, nullptr, k, kvdim);
     ops::MatMul(ex, h, rows, H, H, l.v_w, nullptr, v, kvdim);
@@ -173,7 +189,7 @@ void SelfAttentionLayer(const Exec& ex, const DecoderContext& dc, int layer, con
   }
   ops::Add(ex, x, o, x, n);  // x = residual + self_attn(...)
   // x = x + mlp(post_attention_layernorm(x))
-  ops::RmsNorm(ex, x, rows, H, l.post_attn_norm, eps, false, h);
+  LlamaRmsNorm(ex, *dc.ones, x, rows, H, l.post_attn_norm, eps, h);
   SwiGlu(ex, c, l, h, rows, o);
   ops::Add(ex, x, o, x, n);
 }
@@ -208,8 +224,8 @@ std::vector<int> StoreImageKv(const Exec& ex, const DecoderContext& dc, int laye
   // key_states = k_norm(k_proj(cross_attention_states)); value_states = v_proj(...)
   ops::MatMul(ex, f, row, H, H, l.k_w, nullptr, k, kvdim);
   ops::MatMul(ex, f, row, H, H, l.v_w, nullptr, v, kvdim);
-  ops::RmsNorm(ex, k, row * cfg.text.num_key_value_heads, d, l.k_norm, cfg.text.rms_norm_eps,
-               false, k);
+  LlamaRmsNorm(ex, *dc.ones, k, row * cfg.text.num_key_value_heads, d, l.k_norm,
+               cfg.text.rms_norm_eps, k);
   s.cache->Store(layer, 0, row, k, v, kvdim);
   dc.kv_computed->fetch_add(n, std::memory_order_relaxed);
   if (dc.tracer != nullptr) {  // in HF's order: image by image, every tile
@@ -253,9 +269,9 @@ void CrossAttentionLayer(const Exec& ex, const DecoderContext& dc, int layer, co
     int32_t* begin = ex.arena.Alloc<int32_t>(rows);
     int32_t* end = ex.arena.Alloc<int32_t>(rows);
     // hidden = input_layernorm(x); query = q_norm(q_proj(hidden)) per head
-    ops::RmsNorm(ex, x, rows, H, l.input_norm, eps, false, h);
+    LlamaRmsNorm(ex, *dc.ones, x, rows, H, l.input_norm, eps, h);
     ops::MatMul(ex, h, rows, H, H, l.q_w, nullptr, q, qdim);
-    ops::RmsNorm(ex, q, rows * hq, d, l.q_norm, eps, false, q);
+    LlamaRmsNorm(ex, *dc.ones, q, rows * hq, d, l.q_norm, eps, q);
     int64_t r = 0;
     for (const SeqChunk& s : batch.seqs) {
       CrossState& st = s.cache->cross_state();
@@ -291,7 +307,7 @@ void CrossAttentionLayer(const Exec& ex, const DecoderContext& dc, int layer, co
   ops::Scale(ex, o, n, Tanh(ex, l.attn_gate));
   ops::Add(ex, x, o, x, n);
   // x = residual + tanh(cross_attn_mlp_gate) * (full_text_row_masked_out_mask * mlp(norm(x)))
-  ops::RmsNorm(ex, x, rows, H, l.post_attn_norm, eps, false, h);
+  LlamaRmsNorm(ex, *dc.ones, x, rows, H, l.post_attn_norm, eps, h);
   SwiGlu(ex, c, l, h, rows, o);
   for (int64_t r = 0; r < rows; ++r) {
     if (!sees[r]) std::fill_n(o + r * H, H, 0.0f);

@@ -6,6 +6,7 @@
 
 #include "core/arena.h"
 #include "core/check.h"
+#include "core/half.h"
 #include "kernels/ops.h"
 #include "models/mllama/processor.h"
 
@@ -15,10 +16,18 @@ namespace {
 
 size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
 
+float Round(const Exec& ex, float v) { return ex.round_bf16() ? BF16ToF32(F32ToBF16(v)) : v; }
+
+// gate.tanh(): a one-element tensor of the activation dtype.
 float Tanh(const Exec& ex, const TensorView& gate) {
   float g;
   ops::ToF32(ex, gate, 0, 1, &g);
-  return std::tanh(g);
+  return Round(ex, std::tanh(g));
+}
+
+// x[i] *= s, each product in the activation dtype (a tensor times a one-element tensor).
+void ScaleRounded(const Exec& ex, float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] = Round(ex, x[i] * s);
 }
 
 // x[rows, D] += gate * table[row id] (tiles: row t of the table's [T, D] slice), as
@@ -26,7 +35,7 @@ float Tanh(const Exec& ex, const TensorView& gate) {
 void AddTileEmbedding(const Exec& ex, const TensorView& table, int id, float gate, int64_t tiles,
                       int64_t rows_per_tile, int64_t D, float* x, float* scratch) {
   ops::ToF32(ex, table, id * tiles * D, tiles * D, scratch);
-  for (int64_t i = 0; i < tiles * D; ++i) scratch[i] *= gate;
+  ScaleRounded(ex, scratch, tiles * D, gate);
   for (int64_t t = 0; t < tiles; ++t) {
     for (int64_t r = 0; r < rows_per_tile; ++r) {
       float* row = x + (t * rows_per_tile + r) * D;
@@ -146,12 +155,12 @@ void Embed(const Exec& ex, const VisionConfig& c, const VisionWeights& w, const 
   // gated_positional_embedding: + (1 - tanh(gate)) * embedding, then + tanh(gate) * tile_embedding
   const float gate = Tanh(ex, w.pos_gate);
   ops::ToF32(ex, w.pos_embedding, 0, P * D, scratch);
-  const float keep = 1.0f - gate;
-  for (int64_t i = 0; i < P * D; ++i) scratch[i] *= keep;
+  const float keep = Round(ex, 1.0f - gate);
+  ScaleRounded(ex, scratch, P * D, keep);
   for (int64_t t = 0; t < T; ++t) ops::Add(ex, x + t * Pp * D, scratch, x + t * Pp * D, P * D);
   for (int64_t t = 0; t < T; ++t) {
     ops::ToF32(ex, w.tile_pos_embedding, (int64_t{aspect_id} * T + t) * P * D, P * D, scratch);
-    for (int64_t i = 0; i < P * D; ++i) scratch[i] *= gate;
+    ScaleRounded(ex, scratch, P * D, gate);
     ops::Add(ex, x + t * Pp * D, scratch, x + t * Pp * D, P * D);
   }
   // layernorm_pre (nn.LayerNorm default eps 1e-5), on the real patch rows of every tile
