@@ -104,30 +104,43 @@ std::vector<float> RopeInvFreq(const TextConfig& c) {
   return inv;
 }
 
-void CrossKeyRanges(const int32_t* ids, int64_t count, int32_t image_token,
-                    const std::vector<int>& tiles, int64_t P, int64_t T, int32_t* begin,
+size_t CrossKeyRangesBytes(int64_t images) {
+  return 4 * Arena::Rounded(static_cast<size_t>(images + 1) * sizeof(int64_t));
+}
+
+void CrossKeyRanges(Arena& arena, const int32_t* ids, int64_t count, int32_t image_token,
+                    const int* tiles, int64_t n, int64_t P, int64_t T, int32_t* begin,
                     int32_t* end, uint8_t* sees_image) {
-  std::vector<int64_t> locs;
+  ArenaScope scope(arena);
+  int64_t* locs = arena.Alloc<int64_t>(n + 1);
+  int64_t found = 0;
   for (int64_t t = 0; t < count; ++t) {
-    if (ids[t] == image_token) locs.push_back(t);
+    if (ids[t] == image_token) {
+      OCULAR_CHECK(found < n);
+      locs[found++] = t;
+    }
   }
-  const int64_t n = static_cast<int64_t>(tiles.size());
-  OCULAR_CHECK(static_cast<int64_t>(locs.size()) == n);
+  OCULAR_CHECK(found == n);
   // get_cross_attention_token_mask: image i covers [loc_i, loc_{i+1}), the last to the end;
   // a run of consecutive image tokens all cover up to the end of the run's successor's range.
-  std::vector<std::pair<int64_t, int64_t>> masks;
-  for (int64_t i = 0; i < n; ++i) masks.emplace_back(locs[i], i + 1 < n ? locs[i + 1] : count);
-  int64_t last_end = n > 0 ? masks.back().second : 0;
-  for (int64_t i = n - 1; i >= 0; --i) {
-    if (masks[i].first == masks[i].second - 1) masks[i].second = last_end;
-    last_end = masks[i].second;
+  int64_t* from = arena.Alloc<int64_t>(n + 1);
+  int64_t* to = arena.Alloc<int64_t>(n + 1);
+  for (int64_t i = 0; i < n; ++i) {
+    from[i] = locs[i];
+    to[i] = i + 1 < n ? locs[i + 1] : count;
   }
-  std::vector<int64_t> offset(n + 1, 0);  // image i's real keys start at offset[i]
+  int64_t last_end = n > 0 ? to[n - 1] : 0;
+  for (int64_t i = n - 1; i >= 0; --i) {
+    if (from[i] == to[i] - 1) to[i] = last_end;
+    last_end = to[i];
+  }
+  int64_t* offset = arena.Alloc<int64_t>(n + 1);  // image i's real keys start at offset[i]
+  offset[0] = 0;
   for (int64_t i = 0; i < n; ++i) offset[i + 1] = offset[i] + tiles[i] * P;
   for (int64_t t = 0; t < count; ++t) {
     int64_t first = -1, last = -1;
     for (int64_t i = 0; i < n; ++i) {
-      if (masks[i].first <= t && t < masks[i].second) {
+      if (from[i] <= t && t < to[i]) {
         OCULAR_CHECK(last < 0 || last == i - 1, "HINT: a row's images form one run");
         if (first < 0) first = i;
         last = i;
@@ -196,18 +209,24 @@ void SelfAttentionLayer(const Exec& ex, const DecoderContext& dc, int layer, con
 
 namespace {
 
-// Computes the cross-attention K/V of a prompt's images for `layer` and stores them in the
-// sequence's cache, real tiles first (CrossKeyRanges' order). Returns the tile counts.
-std::vector<int> StoreImageKv(const Exec& ex, const DecoderContext& dc, int layer,
-                              const SeqChunk& s) {
+// The tile count of each of a prompt's images, from their features' tile-count rows.
+int64_t ImageTiles(const MllamaConfig& cfg, const SeqChunk& s, int* tiles) {
+  const int64_t H = cfg.text.hidden_size, T = cfg.vision.max_num_tiles, P = cfg.vision.patches();
+  const int64_t per_image = ImageFeatureRows(cfg.vision), n = s.feature_rows / per_image;
+  for (int64_t i = 0; i < n; ++i) tiles[i] = static_cast<int>(s.features[(i * per_image + T * P) * H]);
+  return n;
+}
+
+// Computes the cross-attention K/V of a prompt's n images (tile counts `tiles`) for `layer`
+// and stores them in the sequence's cache, real tiles first (CrossKeyRanges' order).
+void StoreImageKv(const Exec& ex, const DecoderContext& dc, int layer, const SeqChunk& s,
+                  const int* tiles, int64_t n) {
   const MllamaConfig& cfg = *dc.cfg;
   const TextLayerWeights& l = dc.w->layers[layer];
   const int64_t H = cfg.text.hidden_size, d = cfg.text.head_dim();
   const int64_t kvdim = int64_t{cfg.text.num_key_value_heads} * d;
   const int64_t T = cfg.vision.max_num_tiles, P = cfg.vision.patches();
-  const int64_t per_image = ImageFeatureRows(cfg.vision), n = s.feature_rows / per_image;
-  std::vector<int> tiles(n);
-  for (int64_t i = 0; i < n; ++i) tiles[i] = static_cast<int>(s.features[(i * per_image + T * P) * H]);
+  const int64_t per_image = ImageFeatureRows(cfg.vision);
   ArenaScope scope(ex.arena);
   float* f = ex.arena.Floats(n * T * P * H);
   float* k = ex.arena.Floats(n * T * P * kvdim);
@@ -243,7 +262,6 @@ std::vector<int> StoreImageKv(const Exec& ex, const DecoderContext& dc, int laye
       Tap(dc.tracer, name.c_str(), t, {row, kvdim});
     }
   }
-  return tiles;
 }
 
 }  // namespace
@@ -277,10 +295,12 @@ void CrossAttentionLayer(const Exec& ex, const DecoderContext& dc, int layer, co
       CrossState& st = s.cache->cross_state();
       if (s.features != nullptr) {
         OCULAR_CHECK(s.start == 0 && s.ids != nullptr, "HINT: image features come with a prefill");
-        const std::vector<int> tiles = StoreImageKv(ex, dc, layer, s);
-        CrossKeyRanges(s.ids, s.count, cfg.image_token_index, tiles, P, T, begin + r, end + r,
-                       sees + r);
-        st.keys = static_cast<int64_t>(tiles.size()) * T * P;
+        int* tiles = ex.arena.Alloc<int>(s.feature_rows / ImageFeatureRows(cfg.vision) + 1);
+        const int64_t images = ImageTiles(cfg, s, tiles);
+        StoreImageKv(ex, dc, layer, s, tiles, images);
+        CrossKeyRanges(ex.arena, s.ids, s.count, cfg.image_token_index, tiles, images, P, T,
+                       begin + r, end + r, sees + r);
+        st.keys = images * T * P;
         st.decode_begin = begin[r + s.count - 1];
         st.decode_end = end[r + s.count - 1];
         st.decode_sees_image = sees[r + s.count - 1] != 0;
@@ -326,10 +346,11 @@ size_t LayerBytes(const MllamaConfig& cfg, int64_t rows, int64_t context, int64_
   const size_t attention = 2 * Floats(rows * qdim) + 2 * Floats(rows * kvdim) + ints +
                            Floats(keys * H) + 3 * Floats(keys * kvdim);  // + a traced copy
   const size_t mlp = 2 * Floats(rows * I);
-  const size_t op =
-      std::max(Floats(ops::AttentionArenaFloats(threads, std::max(context, keys), d)),
-               Floats(ops::MatMulArenaFloats(threads, std::max({H, I, qdim}))));
-  return 2 * Floats(rows * H) + Arena::Rounded(rows) + std::max(attention, mlp) + op;
+  const size_t op = std::max(
+      Floats(ops::AttentionArenaFloats(threads, std::max(context, keys), c.num_key_value_heads, d)),
+      Floats(ops::MatMulArenaFloats(threads, std::max(rows, keys), std::max({H, I, qdim}))));
+  const size_t ranges = Arena::Rounded((images + 1) * sizeof(int)) + CrossKeyRangesBytes(images);
+  return 2 * Floats(rows * H) + Arena::Rounded(rows) + std::max(attention + ranges, mlp) + op;
 }
 
 }  // namespace ocular::mllama

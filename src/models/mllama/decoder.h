@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/arena.h"
 #include "kernels/exec.h"
 #include "models/mllama/config.h"
 #include "models/mllama/weights.h"
@@ -25,10 +26,12 @@ std::vector<float> RopeInvFreq(const TextConfig& c);
 //   a row sees the images get_cross_attention_token_mask gives it (a contiguous run);
 //   a row before the first image token sees no image: HF's mask row is then all zeros, so it
 //   attends to every key, and full_text_row_masked_out_mask zeroes its MLP (sees_image = 0).
-// tiles[i]: image i's tile count; P: rows per tile; T: max tiles.
-void CrossKeyRanges(const int32_t* ids, int64_t count, int32_t image_token,
-                    const std::vector<int>& tiles, int64_t P, int64_t T, int32_t* begin,
+// tiles[i]: image i's tile count (n images); P: rows per tile; T: max tiles. Scratch from
+// `arena` (CrossKeyRangesBytes).
+void CrossKeyRanges(Arena& arena, const int32_t* ids, int64_t count, int32_t image_token,
+                    const int* tiles, int64_t n, int64_t P, int64_t T, int32_t* begin,
                     int32_t* end, uint8_t* sees_image);
+size_t CrossKeyRangesBytes(int64_t images);
 
 // MllamaTextRMSNorm: weight * (x * rsqrt(mean(x^2) + eps)).to(dtype). Under bf16 the
 // normalized value is rounded before the weight multiplies it (Llama's order; Gemma's norm

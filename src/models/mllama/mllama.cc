@@ -227,7 +227,7 @@ size_t Mllama::WorkspaceBytes(const WorkspaceShape& s) const {
   const size_t encode = s.images > 0 ? EncodeBytes(cfg_, s.images, s.threads) : 0;
   const int64_t images = std::max<int64_t>(s.images, MllamaProcessor::kMaxImages);
   const size_t forward = LayerBytes(cfg_, s.rows, s.context, images, s.threads);
-  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, cfg_.text.hidden_size));
+  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, s.rows, cfg_.text.hidden_size));
   return std::max({encode, forward, logits});
 }
 

@@ -182,11 +182,14 @@ size_t EncodeBytes(const MllamaConfig& cfg, int64_t n, int threads) {
   const int64_t k = static_cast<int64_t>(c.intermediate_layers_indices.size());
   const int64_t Dv = c.vision_output_dim, H = cfg.text.hidden_size, K = 3 * p * p;
   const size_t held = Floats(n * rows * D) * (1 + k) + 3 * Arena::Rounded(rows * sizeof(int32_t)) +
+                      2 * Arena::Rounded(n * sizeof(int)) +
                       Floats(n * T * P * Dv) + Floats(n * T * P * H) + Floats(n * T * P * D);
   const size_t embed = Floats(T * G * G * K) + Floats(T * G * G * D) + Floats(std::max(T, P) * D);
   const size_t layer = 2 * Floats(rows * D) + std::max(6 * Floats(rows * D), Floats(rows * Iv));
-  const size_t op = std::max(Floats(ops::AttentionArenaFloats(threads, rows, c.head_dim())),
-                             Floats(ops::MatMulArenaFloats(threads, std::max({K, D, Iv, Dv}))));
+  const int64_t M = std::max({T * G * G, rows, n * T * P});  // rows of the largest matmul
+  const size_t op = std::max(
+      Floats(ops::AttentionArenaFloats(threads, rows, c.num_attention_heads, c.head_dim())),
+      Floats(ops::MatMulArenaFloats(threads, M, std::max({K, D, Iv, Dv}))));
   return held + std::max(embed, layer) + op;
 }
 
@@ -200,7 +203,8 @@ void EncodeImages(const Exec& ex, const MllamaConfig& cfg, const Weights& w, con
   ArenaScope scope(ex.arena);
   float* x = ex.arena.Floats(n * rows * D);
   float* inter = ex.arena.Floats(n * rows * D * k);  // [k][n][rows, D]
-  std::vector<int> ids(n), tiles(n);  // n <= a handful of images: the encoder's only heap use
+  int* ids = ex.arena.Alloc<int>(n);
+  int* tiles = ex.arena.Alloc<int>(n);
   for (int64_t i = 0; i < n; ++i) {
     ids[i] = static_cast<int>(pixels[i * plane + plane - 1]);
     OCULAR_CHECK(ids[i] >= 1 && ids[i] <= c.max_aspect_ratio_id(),
