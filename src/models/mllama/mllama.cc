@@ -1,6 +1,7 @@
 #include "models/mllama/mllama.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/arena.h"
@@ -252,7 +253,17 @@ Status Mllama::Embed(const Exec& ex, std::span<const int32_t> ids, const float* 
     return Error(StatusCode::kInvalidArgument, "mllama", "prompt has ", images,
                  " image tokens but the features hold ", feature_rows / per_image, " images");
   }
-  if (features == nullptr && images > 0 && T > 1) {
+  if (features != nullptr) {  // each image's tile-count row (vision.h), as EncodeImages wrote it
+    const int64_t T = cfg_.vision.max_num_tiles, P = cfg_.vision.patches();
+    for (int64_t i = 0; i < images; ++i) {
+      const float tiles = features[(i * per_image + T * P) * H];
+      if (!(tiles >= 1 && tiles <= static_cast<float>(T)) || tiles != std::floor(tiles)) {
+        return Error(StatusCode::kInvalidArgument, "mllama", "image ", i,
+                     "'s features do not come from EncodeImages (tile count ", tiles, ")");
+      }
+    }
+  }
+  if (features == nullptr && images > 0) {  // (a decode step's sampled id is never one)
     return Error(StatusCode::kInvalidArgument, "mllama", "prompt has ", images,
                  " image tokens but no images were given");
   }
