@@ -87,6 +87,10 @@ struct GenerateOptions {
   // big_vision / gemma.cpp tokenize the "\n" after the prompt separately; HF (default) encodes
   // "<image>"*N + "<bos>" + prompt + "\n" in one call (docs/models.md §1.6).
   bool separate_newline = false;
+  // The prompt is one user turn of a chat: families that implement their checkpoint's chat
+  // template wrap it (Llama 3.2 Vision: the Llama 3 header/eot format); the others use the
+  // text as it is (docs/models.md says which do).
+  bool chat = false;
   // Never emit ids >= image_token_index (PaliGemma's untrained padding rows). Off = HF parity.
   bool suppress_padding_tokens = false;
   // Generation also ends when the answer text contains one of these strings (finish_reason

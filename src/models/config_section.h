@@ -1,11 +1,12 @@
 // Internal to models/: reading one section of a config.json with ocular's error conventions
-// (shared by the family configs: config.cc, gemma3/config.cc).
+// (shared by the family configs: config.cc, gemma3/config.cc, mllama/config.cc).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/file_io.h"
 #include "models/config.h"
@@ -174,6 +175,33 @@ inline Status ParseVision(const Section& s, SiglipVisionConfig* v) {
   OCULAR_RETURN_IF_ERROR(s.Float("layer_norm_eps", 0, true, 1, &v->layer_norm_eps));
   OCULAR_RETURN_IF_ERROR(s.Bool("vision_use_head", &v->vision_use_head));
   return s.Activation("hidden_act", &v->hidden_act);
+}
+
+// A token id, or a list of them (eos_token_id: [1, 106] in released configs): `out` is the
+// first, `all` (if given) every one.
+inline Status TokenId(const Section& s, const char* key, int* out, std::vector<int>* all = nullptr) {
+  const Json* v = s.Find(key);
+  if (v != nullptr && v->is_array()) {
+    if (v->empty() || v->size() > 64) {
+      return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v),
+                    " must be a token id or a list of them");
+    }
+    std::vector<int> ids;
+    for (const Json& e : *v) {
+      if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= kMaxVocab) {
+        return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v),
+                      " must be a token id or a list of them");
+      }
+      ids.push_back(e.get<int>());
+    }
+    *out = ids[0];
+    if (all != nullptr) *all = std::move(ids);
+    return Status::Ok();
+  }
+  const bool present = v != nullptr;
+  OCULAR_RETURN_IF_ERROR(s.Int(key, 0, kMaxVocab, out));
+  if (all != nullptr && present) *all = {*out};
+  return Status::Ok();
 }
 
 }  // namespace ocular::config_internal

@@ -13,21 +13,24 @@ namespace {
 size_t ElementBytes(KvDType t) { return t == KvDType::kF32 ? 4 : 2; }
 }  // namespace
 
-size_t KvLayout::Bytes(int64_t capacity, KvDType dtype) const {
+size_t KvLayout::Bytes(int64_t capacity, KvDType dtype, int64_t images) const {
   size_t total = 0;
   for (size_t l = 0; l < window.size(); ++l) {
-    total += 2 * Arena::Rounded(static_cast<size_t>(Rows(l, capacity) * kv_dim) * ElementBytes(dtype));
+    total += 2 * Arena::Rounded(static_cast<size_t>(Rows(l, capacity, images) * kv_dim) *
+                                ElementBytes(dtype));
   }
   return total;
 }
 
-KvCache::KvCache(const KvLayout& layout, int64_t capacity, KvDType dtype, std::byte* memory)
+KvCache::KvCache(const KvLayout& layout, int64_t capacity, KvDType dtype, std::byte* memory,
+                 int64_t images)
     : capacity_(capacity), kv_dim_(layout.kv_dim), dtype_(dtype) {
   layers_.resize(layout.window.size());
   for (size_t l = 0; l < layers_.size(); ++l) {
     KvCacheLayer& c = layers_[l];
-    c.rows = layout.Rows(l, capacity);
-    c.ring = c.rows < capacity;
+    c.rows = layout.Rows(l, capacity, images);
+    c.cross = layout.IsCross(l);
+    c.ring = !c.cross && c.rows < capacity;
     const size_t bytes = Arena::Rounded(static_cast<size_t>(c.rows * kv_dim_) * ElementBytes(dtype));
     c.k = memory;
     c.v = memory + bytes;
@@ -37,8 +40,9 @@ KvCache::KvCache(const KvLayout& layout, int64_t capacity, KvDType dtype, std::b
 
 void KvCache::Store(size_t layer, int64_t start, int64_t count, const float* k, const float* v,
                     int64_t ld) {
-  OCULAR_CHECK(layer < layers_.size() && start >= 0 && start + count <= capacity_);
+  OCULAR_CHECK(layer < layers_.size() && start >= 0);
   const KvCacheLayer& c = layers_[layer];
+  OCULAR_CHECK(start + count <= (c.cross ? c.rows : capacity_));
   // A ring only needs the last c.rows tokens of this write.
   const int64_t first = c.ring ? std::max(start, start + count - c.rows) : start;
   for (int64_t t = first; t < start + count; ++t) {
@@ -60,8 +64,9 @@ void KvCache::Store(size_t layer, int64_t start, int64_t count, const float* k, 
 }
 
 ops::KvRows KvCache::Rows(size_t layer, int64_t tokens) const {
-  OCULAR_CHECK(layer < layers_.size() && tokens <= capacity_);
+  OCULAR_CHECK(layer < layers_.size());
   const KvCacheLayer& c = layers_[layer];
+  OCULAR_CHECK(tokens <= (c.cross ? c.rows : capacity_));
   return ops::KvRows{c.k, c.v, dtype_ == KvDType::kBF16, c.ring ? c.rows : 0, tokens,
                      kv_dim_, kv_dim_};
 }

@@ -41,7 +41,10 @@ struct ModelSpec {
   std::vector<LayerSpec> layers;
   KvLayout kv;                // what one sequence's cache holds
   int image_size = 0;         // pixel values per image: [3, image_size, image_size]
+  int64_t pixel_floats = 0;   // floats per image when the family's layout is not [3, R, R]
+                              // (mllama: its tiles and aspect ratio id); 0 = 3 * R * R
   int image_tokens = 0;       // feature rows per image
+  int max_images = 0;         // images per prompt the model takes (0 = no limit)
   double image_gflop = 0;     // matmul + attention FLOPs (2 per MAC) to encode one image
   int32_t image_token_id = -1;
   // End-of-generation ids from the config (Gemma 3: eos_token_id [1, 106], <end_of_turn>).
@@ -61,12 +64,17 @@ struct ModelSpec {
 //    Gemma 3 derives HF's token_type_ids from them (image token = 1, as Gemma3Processor does)
 //    and lets each run of image tokens attend bidirectionally within itself. The runner sets
 //    it for a prefill; a decode step passes null (HF applies no token-type mask there).
+//  * features: the prompt's image features [feature_rows, H] (a prefill only, else null), for
+//    families that read them inside the decoder (mllama's cross-attention K/V, computed once
+//    and kept in the sequence's cache).
 struct SeqChunk {
   KvCache* cache;
   int64_t start;       // cache position of the first row
   int64_t count;       // rows of this sequence in the pass
   int64_t prefix_len;  // positions [0, prefix_len) form one bidirectional block
   const int32_t* ids = nullptr;  // [count] token ids of the rows, or null
+  const float* features = nullptr;
+  int64_t feature_rows = 0;
 };
 
 struct Batch {
@@ -90,8 +98,9 @@ class VlModel {
   // Arena bytes the calls below take at most, for shapes up to `shape`.
   virtual size_t WorkspaceBytes(const WorkspaceShape& shape) const = 0;
 
-  // pixels [n, 3, R, R] (normalized, channels first) -> features [n * image_tokens, H], ready to
-  // stand in for the image tokens' embeddings.
+  // pixels [n, 3, R, R] (normalized, channels first; or [n, pixel_floats] in the family's
+  // layout) -> features [n * image_tokens, H], ready to stand in for the image tokens'
+  // embeddings (or, mllama, for the cross-attention layers to read).
   virtual void EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* features,
                             Tracer* tracer) const = 0;
 

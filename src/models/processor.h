@@ -18,6 +18,8 @@ struct PromptOptions {
   // PaliGemma: tokenize the "\n" after the prompt separately (big_vision / gemma.cpp style)
   // instead of in one call with it (HF).
   bool separate_newline = false;
+  // The text is one user turn: wrap it in the family's chat template where implemented.
+  bool chat = false;
 };
 
 struct Prompt {

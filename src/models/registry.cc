@@ -7,6 +7,8 @@
 #include "models/gemma3/gemma3.h"
 #include "models/gemma3/llamacpp_gguf.h"
 #include "models/gemma3/processor.h"
+#include "models/mllama/mllama.h"
+#include "models/mllama/processor.h"
 #include "models/paligemma/paligemma.h"
 #include "models/paligemma/processor.h"
 
@@ -33,6 +35,15 @@ StatusOr<LoadedModel> LoadGemma3(const ModelFiles& files) {
   return out;
 }
 
+StatusOr<LoadedModel> LoadMllama(const ModelFiles& files) {
+  LoadedModel out;
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<mllama::Mllama> model, mllama::Mllama::Load(files));
+  OCULAR_ASSIGN_OR_RETURN(out.processor,
+                          mllama::MllamaProcessor::Load(*files.files, model->config()));
+  out.model = std::move(model);
+  return out;
+}
+
 // A GGUF file converted by llama.cpp: the side files of the family its architecture names.
 StatusOr<std::unique_ptr<FileSet>> AdaptLlamaCppGguf(const GgufFile& gguf) {
   StatusOr<std::string_view> arch = gguf.GetString("general.architecture");
@@ -53,6 +64,7 @@ constexpr Family kFamilies[] = {
     {"paligemma", LoadPaliGemma},
     {"gemma3", LoadGemma3},       // Gemma3ForConditionalGeneration
     {"gemma3_text", LoadGemma3},  // Gemma3ForCausalLM
+    {"mllama", LoadMllama},       // MllamaForConditionalGeneration (Llama 3.2 Vision)
 };
 
 }  // namespace

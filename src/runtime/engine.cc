@@ -222,6 +222,10 @@ class EngineImpl : public Engine {
     }
     std::lock_guard<std::mutex> lock(run_mu_);
     const ModelSpec& s = model_->spec();
+    if (s.pixel_floats > 0) {
+      return Error(StatusCode::kUnimplemented, "bench", "ocular bench does not run ",
+                   s.architecture, " yet (its synthetic images are [3, R, R] pixels)");
+    }
     const int R = s.image_size;
     const int64_t H = s.hidden_size, N = s.image_tokens;
     const int32_t bos = processor_->tokenizer().bos_id() >= 0 ? processor_->tokenizer().bos_id() : 2;
@@ -290,6 +294,7 @@ class EngineImpl : public Engine {
     }
     PromptOptions po;
     po.separate_newline = o.separate_newline;
+    po.chat = o.chat;
     OCULAR_ASSIGN_OR_RETURN(Prompt p, processor_->BuildPrompt(n_images, prompt, po));
     return PromptTokens{std::move(p.ids), p.prefix_len};
   }
@@ -303,7 +308,7 @@ class EngineImpl : public Engine {
   }
 
  private:
-  // Decodes and preprocesses every image into pixels [n, 3, R, R].
+  // Decodes and preprocesses every image into pixels [n, 3, R, R] (or [n, pixel_floats]).
   Status LoadPixels(const std::vector<ImageInput>& images, Tensor* pixels,
                     std::vector<GenerateResult::ImageSize>* sizes,
                     const ProgressCallback& progress) const {
@@ -313,7 +318,14 @@ class EngineImpl : public Engine {
     const auto t0 = std::chrono::steady_clock::now();
     const int64_t n = static_cast<int64_t>(images.size());
     if (progress) progress({Stage::kImages, 0, n, 0.0});
-    *pixels = Tensor({static_cast<int64_t>(images.size()), 3, R, R});
+    const int64_t per_image = model_->spec().pixel_floats;
+    const int max_images = model_->spec().max_images;
+    if (max_images > 0 && n > max_images) {
+      return Error(StatusCode::kInvalidArgument, "engine", n, " images given; ",
+                   model_->spec().architecture, " takes at most ", max_images, " per prompt");
+    }
+    *pixels = per_image > 0 ? Tensor({n, per_image})
+                            : Tensor({static_cast<int64_t>(images.size()), 3, R, R});
     DecodeOptions d;
     d.max_pixels = opts_.max_image_pixels;
     d.exif_rotate = opts_.exif_rotate;
@@ -344,6 +356,7 @@ class EngineImpl : public Engine {
     const double load_ms = MsSince(t0);
     PromptOptions po;
     po.separate_newline = o.separate_newline;
+    po.chat = o.chat;
     OCULAR_ASSIGN_OR_RETURN(Prompt p, processor_->BuildPrompt(static_cast<int>(images.size()), prompt, po));
     r.prompt_ids = p.ids;
     const Tokenizer& tok = processor_->tokenizer();

@@ -55,7 +55,8 @@ StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const Generation
   p.max_new_tokens = req.max_new_tokens;
   p.sampling = req.sampling;
   p.eos_ids = req.eos_ids;
-  OCULAR_ASSIGN_OR_RETURN(KvHandle cache, kv.Acquire(capacity));
+  const int64_t images = spec.image_tokens > 0 ? feature_rows / spec.image_tokens : 0;
+  OCULAR_ASSIGN_OR_RETURN(KvHandle cache, kv.Acquire(capacity, images));
   Sequence seq(std::move(p), std::move(cache), runner.vocab());
   std::vector<float> prompt_logits;
   // The prefix is bidirectional, so it runs as one pass: begin and end are all there is.

@@ -17,7 +17,7 @@ namespace ocular {
 struct GenerationRequest {
   std::vector<int32_t> ids;               // the whole prompt (image tokens included)
   int64_t prefix_len = -1;                // bidirectional block; -1: the whole prompt
-  const Tensor* pixel_values = nullptr;   // [n_images, 3, R, R], or null
+  const Tensor* pixel_values = nullptr;   // [n_images, 3, R, R] (or [n, pixel_floats]), or null
   const Tensor* features = nullptr;       // or image features computed before (a cache)
   int max_new_tokens = 16;
   SamplingParams sampling;

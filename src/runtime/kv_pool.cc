@@ -31,9 +31,9 @@ void KvHandle::Release() {
 KvPool::KvPool(KvLayout layout, KvDType dtype, size_t max_bytes)
     : layout_(std::move(layout)), dtype_(dtype), max_bytes_(max_bytes) {}
 
-StatusOr<KvHandle> KvPool::Acquire(int64_t capacity) {
+StatusOr<KvHandle> KvPool::Acquire(int64_t capacity, int64_t images) {
   if (capacity < 1) return Error(StatusCode::kInvalidArgument, "kv", "capacity must be >= 1");
-  const size_t bytes = BytesFor(capacity);
+  const size_t bytes = BytesFor(capacity, images);
   KvHandle h;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -67,7 +67,7 @@ StatusOr<KvHandle> KvPool::Acquire(int64_t capacity) {
   // 64-byte aligned start inside the block.
   std::byte* base = h.memory_.get();
   base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
-  h.cache_ = KvCache(layout_, capacity, dtype_, base);
+  h.cache_ = KvCache(layout_, capacity, dtype_, base, images);
   return h;
 }
 

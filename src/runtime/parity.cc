@@ -34,11 +34,24 @@ bool IsInteger(DType t) {
 
 // (stage, layer) rank of a tap name.
 std::pair<int, long> Rank(const std::string& name) {
-  static const char* kStages[] = {"input_ids", "pixel_values", "vision.embeddings",
-                                  "vision.layers.", "vision.post_layernorm", "projector",
+  static const char* kStages[] = {"input_ids", "pixel_values", "aspect_ratio_ids",
+                                  "vision.embeddings", "vision.layernorm_pre",
+                                  "vision.layers.", "vision.layernorm_post",
+                                  "vision.global_layers.", "vision.post_layernorm",
+                                  "vision.output", "projector", "cross.",
                                   "decoder.inputs_embeds", "decoder.embed_scaled",
                                   "decoder.layers.", "decoder.norm", "logits",
                                   "generated_ids", "decode_logits"};
+  // mllama's cross.{layer}.k / cross.{layer}.v: by layer, K before V.
+  if (name.rfind("cross.", 0) == 0 && (name.ends_with(".k") || name.ends_with(".v"))) {
+    const std::string digits = name.substr(6, name.size() - 8);
+    if (!digits.empty() && digits.size() <= 9 &&
+        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      const auto stage = std::find(std::begin(kStages), std::end(kStages), std::string("cross."));
+      return {static_cast<int>(stage - std::begin(kStages)),
+              2 * std::stol(digits) + (name.back() == 'v')};
+    }
+  }
   for (int s = 0; s < static_cast<int>(std::size(kStages)); ++s) {
     const std::string stage = kStages[s];
     if (stage.back() == '.') {

@@ -25,6 +25,18 @@ TEST(TapBefore, OrdersTapsInForwardOrderWithNumericLayers) {
                                              "decoder.layers.x", "zzz"}));
 }
 
+TEST(TapBefore, OrdersMllamaTaps) {
+  std::vector<std::string> names = {"decoder.layers.0", "cross.10.k", "vision.output",
+                                    "cross.3.v", "vision.global_layers.1", "cross.3.k",
+                                    "vision.layernorm_post", "vision.layers.0", "projector",
+                                    "vision.layernorm_pre", "cross.x.k"};
+  std::sort(names.begin(), names.end(), TapBefore);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "vision.layernorm_pre", "vision.layers.0", "vision.layernorm_post",
+                       "vision.global_layers.1", "vision.output", "projector", "cross.3.k",
+                       "cross.3.v", "cross.10.k", "decoder.layers.0", "cross.x.k"}));
+}
+
 TEST(CompareTensors, MeasuresMaxAbsRelativeErrorAndCosine) {
   const std::vector<float> b = {1, 2, 4}, a = {1, 2, 3}, neg = {-1, -2, -4};
   TapDiff same = CompareTensors(F32(b), F32(b));

@@ -50,7 +50,8 @@ Status Runner::Prefill(Sequence& seq, const float* features, int64_t feature_row
   OCULAR_CHECK(seq.position() == 0, "HINT: Prefill runs a sequence's first pass");
   Plan(T, seq.cache()->capacity(), 0);
   OCULAR_RETURN_IF_ERROR(model_.Embed(ex_, ids, features, feature_rows, x_.data(), tracer));
-  const SeqChunk chunk{seq.cache(), 0, T, seq.params().prefix_len, ids.data()};
+  const SeqChunk chunk{seq.cache(), 0, T, seq.params().prefix_len, ids.data(), features,
+                       features != nullptr ? feature_rows : 0};
   model_.Forward(ex_, Batch{std::span<const SeqChunk>(&chunk, 1), T}, x_.data(), tracer);
   seq.Advance(T);
   if (prompt_logits != nullptr) {

@@ -216,5 +216,27 @@ contains "eval scores it" "$TMP/eval.json" '"num_examples": 1'
 contains "eval --progress" "$TMP/err" "^ocular: eval 1/1$"
 contains "README says how to make the held-out images" README.md "tools.demo_model.shapes --heldout --out"
 
+# Llama 3.2 Vision: two images in one chat turn, as transformers answers it (golden
+# testdata/golden/mllama/chat.safetensors); text-only; clear errors.
+L=testdata/tiny/mllama
+"$OCULAR" run -m $L -i testdata/golden/inputs/photo.png -i testdata/golden/inputs/gray.png \
+  -p "<|image|><|image|>What differs?" --chat --max-tokens 12 --json </dev/null >"$TMP/ml.json" 2>"$TMP/err"
+check "mllama: two images, --chat" 0 $?
+contains "mllama: transformers' greedy answer" "$TMP/ml.json" '"output_ids": \[34,38,138,414,239,422,298,34,98,123,138,22\]'
+contains "mllama: the chat template" "$TMP/ml.json" '"prompt_ids": \[420,422,'
+"$OCULAR" run -m $L -p "what color is the square?" --max-tokens 8 --json >"$TMP/ml.json" 2>"$TMP/err"
+check "mllama: text-only" 0 $?
+contains "mllama: text-only answer" "$TMP/ml.json" '"output_ids": \[46,234,142,293,69,293,69,380\]'
+"$OCULAR" run -m $L -i testdata/golden/inputs/photo.png -p "no marker" 2>"$TMP/err"
+check "mllama: images without <|image|> markers -> 2" 2 $?
+contains "mllama: says so" "$TMP/err" "0 <|image|> markers but 1 images"
+five=(); for i in 1 2 3 4 5; do five+=(-i testdata/golden/inputs/photo.png); done
+"$OCULAR" run -m $L "${five[@]}" -p "<|image|><|image|><|image|><|image|><|image|>" 2>"$TMP/err"
+check "mllama: five images -> 2" 2 $?
+contains "mllama: at most 4" "$TMP/err" "at most 4 per prompt"
+printf 'GIF89a' >"$TMP/bad.gif"
+"$OCULAR" run -m $L -i "$TMP/bad.gif" -p "<|image|>x" 2>"$TMP/err"
+check "mllama: malformed image -> 4" 4 $?
+
 echo "$fails failure(s)"
 [[ $fails == 0 ]]

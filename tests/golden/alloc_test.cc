@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "models/registry.h"
 #include "support/count_allocations.h"
 #include "support/fixture.h"
 #include "support/harness.h"
@@ -77,6 +78,63 @@ INSTANTIATE_TEST_SUITE_P(Tiny, AllocationTest,
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n + (info.param.temperature > 0 ? "_sampled" : "_greedy");
                          });
+
+}  // namespace
+}  // namespace ocular
+
+namespace ocular {
+namespace {
+
+// Llama 3.2 Vision: after a warm-up, an image encode and prefills with images (which compute
+// and store the cross-attention K/V) allocate nothing, nor do decode steps that read them.
+TEST(MllamaAllocationTest, EncodePrefillAndDecodeAllocateNothing) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  if (!OCULAR_COUNT_ALLOCATIONS) GTEST_SKIP() << "allocations are counted without sanitizers";
+  auto taps = fixture::GoldenTaps::Open("testdata/golden/mllama/two.safetensors");
+  ASSERT_TRUE(taps.ok());
+  const std::vector<int32_t> ids = *taps->Ids("input_ids");
+  const TensorView pv = *taps->Tap("pixel_values");
+  const int64_t n = pv.shape[0], per = pv.numel() / n;
+  auto loaded = LoadModel("testdata/tiny/mllama");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const VlModel& model = *loaded->model;
+  const ModelSpec& spec = model.spec();
+  std::vector<float> pixels(n * spec.pixel_floats);
+  const TensorView* ar = taps->file().Find("aspect_ratio_ids");
+  for (int64_t i = 0; i < n; ++i) {
+    std::copy_n(pv.as<float>() + i * per, per, pixels.data() + i * spec.pixel_floats);
+    pixels[i * spec.pixel_floats + per] = static_cast<float>(ar->as<int64_t>()[i]);
+  }
+  ThreadPool pool(2);
+  Backend backend(pool);
+  KvPool kv(spec.kv, KvDType::kF32);
+  Runner runner(model, backend, Precision::kF32, {.max_batch = 4, .max_images = n});
+  std::vector<float> features(n * spec.image_tokens * spec.hidden_size);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<Sequence*> batch;
+  for (int i = 0; i < 4; ++i) {
+    SequenceParams p;
+    p.prompt = ids;
+    p.max_new_tokens = 20;
+    auto cache = kv.Acquire(static_cast<int64_t>(ids.size()) + 20, n);
+    ASSERT_TRUE(cache.ok());
+    seqs.push_back(std::make_unique<Sequence>(std::move(p), std::move(*cache), spec.vocab_size));
+    batch.push_back(seqs.back().get());
+  }
+  const int64_t rows = n * spec.image_tokens;
+  runner.EncodeImages(pixels.data(), n, features.data(), nullptr);
+  ASSERT_TRUE(runner.Prefill(*seqs[0], features.data(), rows, nullptr).ok());
+  runner.DecodeStep(std::span<Sequence* const>(batch.data(), 1));
+
+  int64_t before = g_allocations.load();
+  runner.EncodeImages(pixels.data(), n, features.data(), nullptr);
+  for (int i = 1; i < 4; ++i) ASSERT_TRUE(runner.Prefill(*seqs[i], features.data(), rows, nullptr).ok());
+  EXPECT_EQ(g_allocations.load() - before, 0) << "allocations in encode + 3 prefills";
+  before = g_allocations.load();
+  for (int step = 0; step < 10; ++step) runner.DecodeStep(batch);
+  EXPECT_EQ(g_allocations.load() - before, 0) << "allocations in 10 decode steps of 4 sequences";
+  for (Sequence* s : batch) EXPECT_GE(s->generated().size(), 10u);
+}
 
 }  // namespace
 }  // namespace ocular

@@ -146,6 +146,11 @@ int Chat(Engine& engine, const RunArgs& a, RunContext ctx, Reporter& reporter) {
   if (interactive) Note("ocular chat on " + a.model.model + ". /help for commands.");
   std::vector<std::string> images = a.images;
   int rc = 0;
+  if (!a.prompt.empty()) {  // -p: the first turn, then stdin's
+    ctx.image_sources = images;
+    StatusOr<std::vector<ImageInput>> inputs = ReadImages(images);
+    rc = inputs.ok() ? RunOne(engine, a, ctx, *inputs, a.prompt, reporter) : Fail(inputs.status());
+  }
   std::string line;
   while (true) {
     if (interactive) {
@@ -194,7 +199,8 @@ void AddRun(CLI::App& app, int* rc) {
   auto* prompt = cmd->add_option("--prompt,-p", a->prompt, "task prompt, e.g. \"caption en\"");
   cmd->add_flag("--chat", a->chat,
                 "load the model once, then read prompts from stdin line by line (/image PATH, "
-                "/help, /quit); works piped");
+                "/help, /quit; --prompt runs first); each is one user turn in the checkpoint's "
+                "chat template where ocular applies it (Llama 3.2 Vision); works piped");
   cmd->add_option("--max-tokens", a->gen.max_tokens, "generation limit");
   cmd->add_option("--stop", a->gen.stop,
                   "stop when the answer contains this string (repeatable; cut before it; "
@@ -252,6 +258,7 @@ void AddRun(CLI::App& app, int* rc) {
       return;
     }
     RunContext ctx{a->model.model, (*engine)->Info(), reporter.load_ms(), a->images};
+    a->gen.chat = a->chat;
     *rc = a->chat ? Chat(**engine, *a, ctx, reporter)
                   : RunOne(**engine, *a, ctx, *images, a->prompt, reporter);
   });

@@ -3,7 +3,8 @@
 tokenizer -> tiny checkpoints (use the tokenizer) -> goldens (run the checkpoints), then the
 image-pipeline fixtures (PIL / SiglipImageProcessor) and the tokenizer fixtures (HF tokenizers /
 sentencepiece on the tiny and real vocabularies), the ggml block-format fixtures (gguf-py) and the real-GGUF fixtures (Gemma 3 270M Q4_K_M), and the segmentation mask-decoder fixtures
-(torch + PIL, testdata/seg), then the tiny Gemma 3 checkpoints and goldens (make_gemma3.py). The
+(torch + PIL, testdata/seg), then the tiny Gemma 3 checkpoints and goldens (make_gemma3.py) and
+the tiny Llama 3.2 Vision checkpoints, goldens and pixel fixture (make_mllama.py). The
 shapes demo model has its own recipe
 (tools/demo_model, MODEL_CARD.md).
 Deterministic: running it twice gives byte-identical files (docs/testing.md).
@@ -12,6 +13,7 @@ Deterministic: running it twice gives byte-identical files (docs/testing.md).
 from tools.reference import common
 from tools.reference import make_gemma3
 from tools.reference import make_gguf_fixtures
+from tools.reference import make_mllama
 from tools.reference import make_image_fixtures
 from tools.reference import make_quant_fixtures
 from tools.reference import make_seg_fixtures
@@ -31,7 +33,8 @@ def main():
     make_quant_fixtures.main()
     make_gguf_fixtures.main()
     make_seg_fixtures.main()
-    make_gemma3.main([])  # last: reseeds, so it cannot shift the fixtures above
+    make_gemma3.main([])  # reseeds, so it cannot shift the fixtures above
+    make_mllama.main([])  # last: reseeds too, and patches transformers' mllama vision encoder
 
 
 if __name__ == "__main__":

@@ -19,34 +19,8 @@ using config_internal::kMaxPositions;
 using config_internal::kMaxScalar;
 using config_internal::kMaxVocab;
 using config_internal::Section;
+using config_internal::TokenId;
 using config_internal::Shown;
-
-// A token id, or a list of them (eos_token_id: [1, 106] in released configs): `out` is the
-// first, `all` (if given) every one.
-Status TokenId(const Section& s, const char* key, int* out, std::vector<int>* all = nullptr) {
-  const Json* v = s.Find(key);
-  if (v != nullptr && v->is_array()) {
-    if (v->empty() || v->size() > 64) {
-      return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v),
-                    " must be a token id or a list of them");
-    }
-    std::vector<int> ids;
-    for (const Json& e : *v) {
-      if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= kMaxVocab) {
-        return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v),
-                      " must be a token id or a list of them");
-      }
-      ids.push_back(e.get<int>());
-    }
-    *out = ids[0];
-    if (all != nullptr) *all = std::move(ids);
-    return Status::Ok();
-  }
-  const bool present = v != nullptr;
-  OCULAR_RETURN_IF_ERROR(s.Int(key, 0, kMaxVocab, out));
-  if (all != nullptr && present) *all = {*out};
-  return Status::Ok();
-}
 
 // Gemma3TextConfig (configuration_gemma3.py), defaults as its __init__.
 Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* c) {

@@ -1,0 +1,314 @@
+#include "models/mllama/mllama.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/arena.h"
+#include "io/checkpoint.h"
+#include "kernels/ops.h"
+#include "models/mllama/decoder.h"
+#include "models/mllama/processor.h"
+#include "models/mllama/vision.h"
+
+namespace ocular::mllama {
+
+namespace {
+
+size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
+
+WeightSlot Mat(Matrix* m) { return WeightSlot{m, nullptr}; }
+WeightSlot Vec(TensorView* v) { return WeightSlot{nullptr, v}; }
+
+struct Item {
+  const char* name;
+  WeightSlot slot;
+  Shape shape;
+};
+
+Status VisitItems(const std::string& prefix, std::initializer_list<Item> items,
+                  const TensorVisitor& fn) {
+  for (const Item& it : items) OCULAR_RETURN_IF_ERROR(fn(prefix + it.name, it.shape, it.slot, true));
+  return Status::Ok();
+}
+
+Status VisitVisionLayer(const VisionConfig& c, const std::string& p, bool gated,
+                        VisionLayerWeights* l, const TensorVisitor& fn) {
+  const int64_t D = c.hidden_size, Iv = c.intermediate_size;
+  OCULAR_RETURN_IF_ERROR(VisitItems(p, {
+      {"self_attn.q_proj.weight", Mat(&l->q_w), {D, D}},
+      {"self_attn.k_proj.weight", Mat(&l->k_w), {D, D}},
+      {"self_attn.v_proj.weight", Mat(&l->v_w), {D, D}},
+      {"self_attn.o_proj.weight", Mat(&l->o_w), {D, D}},
+      {"mlp.fc1.weight", Mat(&l->fc1_w), {Iv, D}},
+      {"mlp.fc1.bias", Vec(&l->fc1_b), {Iv}},
+      {"mlp.fc2.weight", Mat(&l->fc2_w), {D, Iv}},
+      {"mlp.fc2.bias", Vec(&l->fc2_b), {D}},
+      {"input_layernorm.weight", Vec(&l->ln1_w), {D}},
+      {"input_layernorm.bias", Vec(&l->ln1_b), {D}},
+      {"post_attention_layernorm.weight", Vec(&l->ln2_w), {D}},
+      {"post_attention_layernorm.bias", Vec(&l->ln2_b), {D}},
+  }, fn));
+  if (!gated) return Status::Ok();
+  return VisitItems(p, {{"gate_attn", Vec(&l->gate_attn), {1}},
+                        {"gate_ffn", Vec(&l->gate_ffn), {1}}}, fn);
+}
+
+Status VisitVision(const VisionConfig& c, VisionWeights* w, const TensorVisitor& fn) {
+  const int64_t D = c.hidden_size, p = c.patch_size, P = c.patches(), T = c.max_num_tiles;
+  const int64_t ids = c.max_aspect_ratio_id() + 1;
+  const std::string v = "vision_model.";
+  OCULAR_RETURN_IF_ERROR(VisitItems(v, {
+      {"patch_embedding.weight", Mat(&w->patch_w), {D, c.num_channels, p, p}},
+      {"class_embedding", Vec(&w->class_embedding), {D}},
+      {"gated_positional_embedding.embedding", Vec(&w->pos_embedding), {P, D}},
+      {"gated_positional_embedding.gate", Vec(&w->pos_gate), {1}},
+      {"gated_positional_embedding.tile_embedding.weight", Vec(&w->tile_pos_embedding),
+       {ids, T * P * D}},
+      {"pre_tile_positional_embedding.embedding.weight", Vec(&w->pre_tile_embedding), {ids, T * D}},
+      {"pre_tile_positional_embedding.gate", Vec(&w->pre_tile_gate), {1}},
+      {"post_tile_positional_embedding.embedding.weight", Vec(&w->post_tile_embedding),
+       {ids, T * D}},
+      {"post_tile_positional_embedding.gate", Vec(&w->post_tile_gate), {1}},
+      {"layernorm_pre.weight", Vec(&w->ln_pre_w), {D}},
+      {"layernorm_pre.bias", Vec(&w->ln_pre_b), {D}},
+      {"layernorm_post.weight", Vec(&w->ln_post_w), {D}},
+      {"layernorm_post.bias", Vec(&w->ln_post_b), {D}},
+  }, fn));
+  w->layers.resize(c.num_hidden_layers);
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    OCULAR_RETURN_IF_ERROR(VisitVisionLayer(
+        c, v + "transformer.layers." + std::to_string(i) + ".", false, &w->layers[i], fn));
+  }
+  w->global_layers.resize(c.num_global_layers);
+  for (int i = 0; i < c.num_global_layers; ++i) {
+    OCULAR_RETURN_IF_ERROR(VisitVisionLayer(
+        c, v + "global_transformer.layers." + std::to_string(i) + ".", true, &w->global_layers[i],
+        fn));
+  }
+  return Status::Ok();
+}
+
+Status VisitText(const TextConfig& c, Weights* w, const TensorVisitor& fn) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size, d = c.head_dim();
+  const int64_t q = int64_t{c.num_attention_heads} * d, kv = int64_t{c.num_key_value_heads} * d;
+  const std::string m = "language_model.model.";
+  OCULAR_RETURN_IF_ERROR(fn(m + "embed_tokens.weight", {V + 8, H}, Mat(&w->embed), true));
+  w->layers.resize(c.num_hidden_layers);
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    TextLayerWeights& l = w->layers[i];
+    l.cross = c.IsCross(i);
+    const std::string p = m + "layers." + std::to_string(i) + ".";
+    const std::string a = l.cross ? "cross_attn." : "self_attn.";
+    OCULAR_RETURN_IF_ERROR(VisitItems(p, {
+        {"input_layernorm.weight", Vec(&l.input_norm), {H}},
+        {"post_attention_layernorm.weight", Vec(&l.post_attn_norm), {H}},
+        {"mlp.gate_proj.weight", Mat(&l.gate_w), {I, H}},
+        {"mlp.up_proj.weight", Mat(&l.up_w), {I, H}},
+        {"mlp.down_proj.weight", Mat(&l.down_w), {H, I}},
+    }, fn));
+    OCULAR_RETURN_IF_ERROR(VisitItems(p + a, {
+        {"q_proj.weight", Mat(&l.q_w), {q, H}},
+        {"k_proj.weight", Mat(&l.k_w), {kv, H}},
+        {"v_proj.weight", Mat(&l.v_w), {kv, H}},
+        {"o_proj.weight", Mat(&l.o_w), {H, q}},
+    }, fn));
+    if (l.cross) {
+      OCULAR_RETURN_IF_ERROR(VisitItems(p, {
+          {"cross_attn.q_norm.weight", Vec(&l.q_norm), {d}},
+          {"cross_attn.k_norm.weight", Vec(&l.k_norm), {d}},
+          {"cross_attn_attn_gate", Vec(&l.attn_gate), {1}},
+          {"cross_attn_mlp_gate", Vec(&l.mlp_gate), {1}},
+      }, fn));
+    }
+  }
+  OCULAR_RETURN_IF_ERROR(fn(m + "norm.weight", {H}, Vec(&w->final_norm), true));
+  return fn("language_model.lm_head.weight", {V, H}, Mat(&w->lm_head), true);
+}
+
+// transformers >= 4.52 may save the new module names (_checkpoint_conversion_mapping).
+std::vector<std::string> NameCandidates(const std::string& name) {
+  std::vector<std::string> out = {name};
+  static constexpr std::pair<const char*, const char*> kAliases[] = {
+      {"language_model.model.", "model.language_model."},
+      {"language_model.lm_head.", "lm_head."},
+      {"vision_model.", "model.vision_model."},
+      {"multi_modal_projector.", "model.multi_modal_projector."},
+  };
+  for (const auto& [legacy, current] : kAliases) {
+    const size_t n = std::strlen(legacy);
+    if (name.compare(0, n, legacy) == 0) out.push_back(current + name.substr(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ForEachTensor(const MllamaConfig& cfg, Weights* w, const TensorVisitor& fn) {
+  OCULAR_RETURN_IF_ERROR(VisitVision(cfg.vision, &w->vision, fn));
+  const int64_t H = cfg.text.hidden_size, Dv = cfg.vision.vision_output_dim;
+  OCULAR_RETURN_IF_ERROR(fn("multi_modal_projector.weight", {H, Dv}, Mat(&w->proj_w), true));
+  OCULAR_RETURN_IF_ERROR(fn("multi_modal_projector.bias", {H}, Vec(&w->proj_b), true));
+  return VisitText(cfg.text, w, fn);
+}
+
+StatusOr<std::unique_ptr<Mllama>> Mllama::Load(const ModelFiles& files) {
+  OCULAR_ASSIGN_OR_RETURN(MllamaConfig cfg, LoadMllamaConfig(*files.files));
+  if (files.gguf != nullptr) {
+    return Error(StatusCode::kUnimplemented, "mllama", files.path,
+                 ": GGUF files of Llama 3.2 Vision are not supported (load the HF directory)");
+  }
+  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
+  std::unique_ptr<Mllama> m(new Mllama());
+  m->cfg_ = std::move(cfg);
+  m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
+  OCULAR_RETURN_IF_ERROR(m->BindWeights());
+  m->inv_freq_ = RopeInvFreq(m->cfg_.text);
+  m->ones_.assign(std::max(m->cfg_.text.hidden_size, m->cfg_.text.head_dim()), 1.0f);
+  m->ones_view_ = TensorView{m->ones_.data(), DType::kF32, {static_cast<int64_t>(m->ones_.size())}};
+  m->BuildSpec();
+  return m;
+}
+
+Status Mllama::BindWeights() {
+  BindRules rules;
+  rules.candidates = NameCandidates;
+  rules.is_text = [](const std::string& name) {
+    return name.find("vision_model.") == std::string::npos &&
+           name.find("multi_modal_projector.") == std::string::npos;
+  };
+  rules.tag = "mllama";
+  rules.model = "Llama 3.2 Vision (mllama)";
+  OCULAR_ASSIGN_OR_RETURN(BoundWeights bound,
+                          BindTensors(*source_, rules, [&](const TensorVisitor& fn) {
+                            return ForEachTensor(cfg_, &w_, fn);
+                          }));
+  spec_.weight_bytes = bound.weight_bytes;
+  spec_.text_weight_bytes = bound.text_weight_bytes;
+  spec_.weight_dtype = bound.weight_dtype;
+  spec_.weight_formats = bound.weight_formats;
+  return Status::Ok();
+}
+
+void Mllama::BuildSpec() {
+  const TextConfig& t = cfg_.text;
+  const VisionConfig& v = cfg_.vision;
+  spec_.family = "mllama";
+  spec_.architecture = "Llama 3.2 Vision (mllama)";
+  spec_.hidden_size = t.hidden_size;
+  spec_.vocab_size = t.vocab_size;
+  spec_.max_positions = t.max_position_embeddings;
+  spec_.kv.kv_dim = int64_t{t.num_key_value_heads} * t.head_dim();
+  spec_.kv.cross_rows_per_image = int64_t{v.max_num_tiles} * v.patches();
+  for (int i = 0; i < t.num_hidden_layers; ++i) {
+    const bool cross = t.IsCross(i);
+    LayerSpec l;
+    l.kind = cross ? LayerKind::kCrossAttention : LayerKind::kSelfAttention;
+    l.rope_theta = cross ? 0 : t.rope_theta;
+    spec_.layers.push_back(l);
+    spec_.kv.window.push_back(0);
+    spec_.kv.cross.push_back(cross ? 1 : 0);
+  }
+  spec_.image_size = v.image_size;
+  spec_.pixel_floats = PixelFloats(v);
+  spec_.image_tokens = static_cast<int>(ImageFeatureRows(v));
+  spec_.max_images = MllamaProcessor::kMaxImages;
+  spec_.image_token_id = cfg_.image_token_index;
+  if (t.eos_token_ids.empty()) {
+    spec_.eos_ids = {t.eos_token_id};
+  } else {
+    spec_.eos_ids.assign(t.eos_token_ids.begin(), t.eos_token_ids.end());
+  }
+  // Per image: T tiles of Pp rows through local + global layers, then the projector.
+  const double rows = static_cast<double>(v.max_num_tiles) * v.padded_patches(), D = v.hidden_size;
+  const double I = v.intermediate_size, K = 3.0 * v.patch_size * v.patch_size;
+  const double per_layer = 2 * rows * (4 * D * D + 2 * D * I) + 2 * 2 * rows * rows * D;
+  spec_.image_gflop = (2 * rows * K * D + (v.num_hidden_layers + v.num_global_layers) * per_layer +
+                       2.0 * v.max_num_tiles * v.patches() * v.vision_output_dim * t.hidden_size) /
+                      1e9;
+}
+
+size_t Mllama::WorkspaceBytes(const WorkspaceShape& s) const {
+  const size_t encode = s.images > 0 ? EncodeBytes(cfg_, s.images, s.threads) : 0;
+  const int64_t images = std::max<int64_t>(s.images, MllamaProcessor::kMaxImages);
+  const size_t forward = LayerBytes(cfg_, s.rows, s.context, images, s.threads);
+  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, s.rows, cfg_.text.hidden_size));
+  return std::max({encode, forward, logits});
+}
+
+void Mllama::EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* features,
+                          Tracer* tracer) const {
+  mllama::EncodeImages(ex, cfg_, w_, pixels, n, features, tracer);
+}
+
+Status Mllama::Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
+                     int64_t feature_rows, float* x, Tracer*) const {
+  const int64_t T = static_cast<int64_t>(ids.size()), H = cfg_.text.hidden_size;
+  const int64_t rows = w_.embed.rows, per_image = ImageFeatureRows(cfg_.vision);
+  int64_t images = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (ids[t] < 0 || ids[t] >= rows) {
+      return Error(StatusCode::kInvalidArgument, "mllama", "token id ", ids[t], " at position ", t,
+                   " is outside the embedding table [0, ", rows, ")");
+    }
+    images += ids[t] == cfg_.image_token_index;
+  }
+  if (features != nullptr && images * per_image != feature_rows) {
+    return Error(StatusCode::kInvalidArgument, "mllama", "prompt has ", images,
+                 " image tokens but the features hold ", feature_rows / per_image, " images");
+  }
+  if (features != nullptr) {  // each image's tile-count row (vision.h), as EncodeImages wrote it
+    const int64_t T = cfg_.vision.max_num_tiles, P = cfg_.vision.patches();
+    for (int64_t i = 0; i < images; ++i) {
+      const float tiles = features[(i * per_image + T * P) * H];
+      if (!(tiles >= 1 && tiles <= static_cast<float>(T)) || tiles != std::floor(tiles)) {
+        return Error(StatusCode::kInvalidArgument, "mllama", "image ", i,
+                     "'s features do not come from EncodeImages (tile count ", tiles, ")");
+      }
+    }
+  }
+  if (features == nullptr && images > 0) {  // (a decode step's sampled id is never one)
+    return Error(StatusCode::kInvalidArgument, "mllama", "prompt has ", images,
+                 " image tokens but no images were given");
+  }
+  if (images > MllamaProcessor::kMaxImages) {
+    return Error(StatusCode::kInvalidArgument, "mllama", images,
+                 " images in one prompt; ocular's mllama takes at most ",
+                 MllamaProcessor::kMaxImages);
+  }
+  ops::EmbedRows(ex, w_.embed, ids.data(), T, x, H);
+  return Status::Ok();
+}
+
+void Mllama::Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const {
+  const TextConfig& t = cfg_.text;
+  const int64_t H = t.hidden_size;
+  bool images = false;  // HF skips the cross layers when no sequence has image K/V
+  for (const SeqChunk& s : batch.seqs) {
+    images = images || s.features != nullptr || s.cache->cross_state().keys > 0;
+  }
+  const DecoderContext dc{&cfg_, &w_, &ones_view_, inv_freq_.data(), &kv_computed_, tracer};
+  for (int i = 0; i < t.num_hidden_layers; ++i) {
+    if (w_.layers[i].cross) {
+      if (!images) continue;
+      CrossAttentionLayer(ex, dc, i, batch, x);
+    } else {
+      SelfAttentionLayer(ex, dc, i, batch, x);
+    }
+    TapIndexed(tracer, "decoder.layers.", i, x, {batch.rows, H});
+  }
+  LlamaRmsNorm(ex, ones_view_, x, batch.rows, H, w_.final_norm, t.rms_norm_eps, x);
+  Tap(tracer, "decoder.norm", x, {batch.rows, H});
+}
+
+void Mllama::Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const {
+  const int64_t H = cfg_.text.hidden_size;
+  ops::MatMul(ex, hidden, rows, H, H, w_.lm_head, nullptr, logits, w_.lm_head.rows);
+}
+
+Status Mllama::ForEachWeight(const WeightVisitor&) const {
+  return Error(StatusCode::kUnimplemented, "mllama",
+               "ocular quantize does not write Llama 3.2 Vision (mllama) checkpoints yet");
+}
+
+}  // namespace ocular::mllama

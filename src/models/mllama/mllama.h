@@ -1,0 +1,66 @@
+// Llama 3.2 Vision (model_type "mllama") behind the VlModel seam (models/model.h):
+//   images  -> MllamaVisionModel (tiles, local + gated global encoders, intermediate features)
+//           -> multi_modal_projector: the features the cross-attention layers read
+//   prompt  -> Llama 3 decoder whose cross-attention layers attend to the images' K/V, computed
+//              once per image and layer at the prefill and kept in the sequence's cache
+// Reference: transformers 4.57 models/mllama/modeling_mllama.py (MllamaForConditionalGeneration),
+// with Meta's intermediate-feature definition (vision.h); docs/models.md (Llama 3.2 Vision).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "io/model_files.h"
+#include "io/tensor_source.h"
+#include "models/mllama/config.h"
+#include "models/mllama/weights.h"
+#include "models/model.h"
+
+namespace ocular::mllama {
+
+class Mllama final : public VlModel {
+ public:
+  // An HF directory. Every tensor's presence and shape is checked; an unused tensor is an
+  // error (kUnimplemented). GGUF files are refused (kUnimplemented).
+  static StatusOr<std::unique_ptr<Mllama>> Load(const ModelFiles& files);
+
+  const MllamaConfig& config() const { return cfg_; }
+  const ModelSpec& spec() const override { return spec_; }
+  size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
+
+  // pixels [n, processor.h PixelFloats] -> features [n * ImageFeatureRows, H] (vision.h).
+  void EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* features,
+                    Tracer* tracer) const override;
+  // x = embed_tokens(ids) (the image token has its own row). The features are not placed
+  // in x: the decoder reads them through SeqChunk::features. Errors: an id outside the
+  // embedding table; image tokens != images of the features.
+  Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
+               int64_t feature_rows, float* x, Tracer* tracer) const override;
+  // Taps: decoder.layers.{i} (a cross layer only when some sequence has images: HF skips it
+  // for text-only prompts), decoder.norm.
+  void Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const override;
+  void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
+  // kUnimplemented: `ocular quantize` does not write mllama yet.
+  Status ForEachWeight(const WeightVisitor& fn) const override;
+
+  // Images whose cross-attention K/V were computed, summed over the cross layers (one per
+  // image and layer per request when the cache works as it should). For tests.
+  int64_t cross_kv_computed() const { return kv_computed_.load(); }
+
+ private:
+  Mllama() = default;
+  Status BindWeights();
+  void BuildSpec();
+
+  MllamaConfig cfg_;
+  std::unique_ptr<TensorSource> source_;
+  Weights w_;
+  std::vector<float> inv_freq_;
+  std::vector<float> ones_;  // the unit weight of LlamaRmsNorm's bf16 path
+  TensorView ones_view_;
+  ModelSpec spec_;
+  mutable std::atomic<int64_t> kv_computed_{0};
+};
+
+}  // namespace ocular::mllama

@@ -1,0 +1,74 @@
+// MllamaProcessor: the prompt as written ("<|image|>" marks where each image goes; BOS placed
+// after the leading image tokens) and MllamaImageProcessor's tiling: the canvas chosen among
+// the aspect ratios of max_image_tiles, an aspect-preserving PIL resize, zero padding to the
+// canvas, rescale/normalize, and the split into tile x tile crops.
+// Reference: transformers 4.57 models/mllama/processing_mllama.py, image_processing_mllama.py.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "image/preprocess.h"
+#include "models/mllama/config.h"
+#include "models/processor.h"
+
+namespace ocular::mllama {
+
+struct TileConfig {
+  PreprocessConfig pp;  // rescale/normalize and the resample filter; pp.height = the tile side
+  int max_image_tiles = 4;
+};
+
+struct TiledImage {
+  Tensor pixels;            // [tiles, 3, tile, tile], row-major tile order
+  int aspect_ratio_id = 0;  // 1 + index of (tiles_high, tiles_wide) in SupportedAspectRatios
+  int tiles = 0;
+};
+
+// get_optimal_tiled_canvas: (canvas height, canvas width) in pixels for an image of
+// height x width.
+std::pair<int, int> OptimalCanvas(int height, int width, int max_tiles, int tile);
+// get_image_size_fit_to_canvas: the (height, width) the image is resized to.
+std::pair<int, int> FitToCanvas(int height, int width, int canvas_height, int canvas_width,
+                                int tile);
+// MllamaImageProcessor.preprocess on one RGB image. REQUIRES: image has pixels.
+TiledImage TileImage(const Image& image, const TileConfig& config);
+
+// Per-image pixel layout of the mllama family (what Pixels returns and EncodeImages reads):
+// [max_tiles, 3, tile, tile] pixel values (tiles past the image's own are 0, as pack_images
+// leaves them) followed by one float, the aspect ratio id.
+int64_t PixelFloats(const VisionConfig& v);
+
+class MllamaProcessor final : public Processor {
+ public:
+  // The tokenizer and preprocessor_config.json. Errors: a tile size or max_image_tiles that
+  // disagrees with config.json, do_resize/do_pad false (not supported by transformers either),
+  // a tokenizer whose <|image|> id is not config.json's image_token_index.
+  static StatusOr<std::unique_ptr<MllamaProcessor>> Load(const FileSet& files,
+                                                         const MllamaConfig& config);
+  const Tokenizer& tokenizer() const override { return *tok_; }
+  // The text must hold exactly n_images "<|image|>" markers (at most kMaxImages). As
+  // build_string_from_input: "<|begin_of_text|>" is inserted after the leading image tokens
+  // unless the text already has it. prefix_len is 0 (a causal decoder).
+  // options.chat: the text is one user turn, rendered as the checkpoint's Llama 3 chat template
+  // does with add_generation_prompt: "<|begin_of_text|><|start_header_id|>user<|end_header_id|>
+  // \n\n" + text + "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n". Refused
+  // (kUnimplemented) when the checkpoint's chat_template is not of that form.
+  StatusOr<Prompt> BuildPrompt(int n_images, const std::string& text,
+                               const PromptOptions& options) const override;
+  // [PixelFloats(vision)] as described above.
+  StatusOr<Tensor> Pixels(const Image& image) const override;
+
+  static constexpr int kMaxImages = 4;  // per prompt (cross-attention K/V memory is per image)
+
+ private:
+  MllamaProcessor() = default;
+  std::unique_ptr<Tokenizer> tok_;
+  TileConfig tiles_;
+  VisionConfig vision_;
+  int32_t image_token_id_ = -1;
+  bool llama3_chat_ = false;  // the checkpoint's chat_template uses Llama 3's headers
+};
+
+}  // namespace ocular::mllama

@@ -1,0 +1,31 @@
+// The mllama vision tower and projector (MllamaVisionModel + multi_modal_projector).
+// Reference: transformers 4.57 models/mllama/modeling_mllama.py, with the intermediate
+// features of Meta's llama-models (llama3/multimodal/model.py ImageTransformer.forward): feature
+// i is the *input* of local layer i. transformers 4.56+ takes the output instead; see
+// docs/models.md (Llama 3.2 Vision) for why ocular follows Meta.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/exec.h"
+#include "models/mllama/config.h"
+#include "models/mllama/weights.h"
+#include "models/tracer.h"
+
+namespace ocular::mllama {
+
+// Feature rows per image: every tile's P rows (padding tiles included: text rows without an
+// image attend to them, as in HF), then one row whose first value is the image's tile count.
+int64_t ImageFeatureRows(const VisionConfig& v);
+
+// pixels: n images in the layout of processor.h PixelFloats. Writes features
+// [n * ImageFeatureRows, H]. Taps: vision.layernorm_pre, vision.layers.{i},
+// vision.layernorm_post, vision.global_layers.{i}, vision.output, projector.
+void EncodeImages(const Exec& ex, const MllamaConfig& cfg, const Weights& w, const float* pixels,
+                  int64_t n, float* features, Tracer* tracer);
+
+// Arena bytes EncodeImages takes for n images.
+size_t EncodeBytes(const MllamaConfig& cfg, int64_t n, int threads);
+
+}  // namespace ocular::mllama
