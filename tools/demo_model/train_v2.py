@@ -1,7 +1,7 @@
 """The demo model v2 recipe, every stage in order, resumable: run the same command again.
 
-  nohup nice -n 19 .venv/bin/python -m tools.demo_model.train_v2 --root /work/demo2-train/v2 \
-      >> /work/demo2-train/v2/driver.txt 2>&1 &
+  nohup nice -n 19 .venv/bin/python -m tools.demo_model.train_v2 --root /work/demo2-train \
+      >> /work/demo2-train/driver.txt 2>&1 &
 
 Stages (each its own resumable script with fixed arguments; a stage that finished leaves
 ROOT/<stage>.done and is skipped, a stage that was interrupted resumes from its last
