@@ -357,9 +357,14 @@ def main() -> None:
   ap.add_argument("--count", type=int, default=HELDOUT_COUNT)
   ap.add_argument("--heldout", action="store_true",
                   help="write the held-out evaluation set (images + JSONL)")
+  ap.add_argument("--seg-vae", help="v2: also the held-out segment examples, tokenized "
+                  "with this mask VQ-VAE NPZ (tools/demo_model/vqvae.py)")
   args = ap.parse_args()
   os.makedirs(args.out, exist_ok=True)
   examples = heldout_examples(args.count)
+  if args.seg_vae:
+    from tools.demo_model import vqvae  # torch
+    examples += heldout_segment_examples(vqvae.MaskCodec(args.seg_vae))
   with open(os.path.join(args.out, "tasks.jsonl"), "w", encoding="utf-8") as f:
     for ex in examples:
       f.write(json.dumps(ex, sort_keys=True) + "\n")

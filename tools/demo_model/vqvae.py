@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -181,7 +182,7 @@ def place_iou(vae: MaskVAE, seeds: range) -> float:
       m = torch.from_numpy(mask_crop(scene, o))[None]
       with torch.no_grad():
         logits = vae.decode_codes(vae.nearest(vae.encode_continuous(m)))[0].numpy()
-      loc = [int(t[4:8]) for t in scene.loc_string(o).replace(">", "").split("<")[1:]]
+      loc = [int(v) for v in re.findall(r"<loc(\d{4})>", scene.loc_string(o))]
       pred, _ = ref.place_mask(logits, loc, scene.width, scene.height)
       gt = shapes.object_mask(scene, o)
       if pred is None:
