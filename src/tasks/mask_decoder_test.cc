@@ -1,6 +1,7 @@
 // Parity of the mask decoder with the torch reference (tools/reference/make_seg_fixtures.py,
 // testdata/seg): logits within 1e-5 relative error, masks in the box identical, for random
-// weights of the real shapes (vae-full.npz) and a reduced-width variant (vae-small.*).
+// weights of the real shapes (vae-full.npz), a reduced-width variant (vae-small.*) and the trained
+// shapes-world VAE of the demo model (vae-shapes.npz, tools/demo_model/vqvae.py).
 #include "tasks/mask_decoder.h"
 
 #include <gtest/gtest.h>
@@ -38,7 +39,7 @@ std::string ReadAll(const std::string& path) {
 TEST(MaskDecoder, LogitsMatchTheTorchReference) {
   auto ref = SafetensorsFile::Open("testdata/seg/logits.safetensors");
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
-  for (const std::string variant : {"full", "small"}) {
+  for (const std::string variant : {"full", "small", "shapes"}) {
     auto dec = LoadOrDie("testdata/seg/vae-" + variant + ".npz");
     ASSERT_NE(dec, nullptr);
     EXPECT_EQ(dec->codebook_size(), 128);

@@ -56,6 +56,8 @@ def main() -> None:
   ap.add_argument("--predictions", help="write one JSON line per example")
   ap.add_argument("--metrics", help="write the metrics JSON here")
   ap.add_argument("--write-heldout", help="write the held-out JSONL and exit")
+  ap.add_argument("--seg-vae", help="v2: mask VQ-VAE NPZ; adds the held-out segment "
+                  "examples (use --max-new-tokens 80) and the mask metrics")
   args = ap.parse_args()
   if args.write_heldout:
     write_heldout(args.write_heldout, args.count)
@@ -67,9 +69,14 @@ def main() -> None:
   processor.tokenizer.padding_side = "left"
   model = PaliGemmaForConditionalGeneration.from_pretrained(args.model).eval()
   examples = shapes.heldout_examples(args.count)
+  decode = None
+  if args.seg_vae:  # v2: the 125 held-out segment examples too (answers up to ~70 tokens)
+    from tools.demo_model import vqvae
+    examples += shapes.heldout_segment_examples(vqvae.MaskCodec(args.seg_vae))
+    decode = vqvae.mask_decoder(args.seg_vae)
   t0 = time.time()
   preds = generate(model, processor, examples, args.batch, args.max_new_tokens)
-  result = metrics.score_examples(examples, preds)
+  result = metrics.score_examples(examples, preds, decode)
   result["seconds"] = round(time.time() - t0, 1)
   print(json.dumps(result, indent=2))
   if args.predictions:

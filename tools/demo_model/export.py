@@ -31,6 +31,9 @@ def main() -> None:
   ap.add_argument("--vision-log", help="shape_probe.py's output of the vision "
                   "pre-training stage (copied as vision_pretrain_log.txt)")
   ap.add_argument("--dst", required=True)
+  ap.add_argument("--seg-vae", help="v2: the mask VQ-VAE NPZ; copied as vae.safetensors "
+                  "(decoder + codebook, what ocular loads) and the held-out segment examples "
+                  "appended to heldout.jsonl")
   args = ap.parse_args()
   os.makedirs(args.dst, exist_ok=True)
   if args.src:
@@ -47,8 +50,17 @@ def main() -> None:
           log.write(f.read())
   if args.vision_log:
     shutil.copyfile(args.vision_log, os.path.join(args.dst, "vision_pretrain_log.txt"))
+  examples = shapes.heldout_examples()
+  if args.seg_vae:
+    import numpy as np
+    from safetensors.numpy import save_file
+    from tools.demo_model import vqvae
+    examples += shapes.heldout_segment_examples(vqvae.MaskCodec(args.seg_vae))
+    arrays = {k: np.ascontiguousarray(v) for k, v in np.load(args.seg_vae).items()
+              if not k.startswith("encoder.")}
+    save_file(arrays, os.path.join(args.dst, "vae.safetensors"))
   with open(os.path.join(args.dst, "heldout.jsonl"), "w", encoding="utf-8") as f:
-    for ex in shapes.heldout_examples():
+    for ex in examples:
       f.write(json.dumps(ex, sort_keys=True) + "\n")
   img, _ = shapes.make_scene(shapes.HELDOUT_SEED_BASE + SAMPLE_INDEX)
   img.save(os.path.join(args.dst, "sample.png"))

@@ -123,15 +123,82 @@ class DetectionMetrics:
     return sum(aps) / len(aps) if aps else 0.0
 
 
-def score_examples(examples: list, predictions: list) -> dict:
-  """Held-out examples (shapes.heldout_examples) + decoded outputs -> metrics dict
-  (same keys as ocular::EvalSummaryJson, plus the count/colour split)."""
+def mask_iou(a, b) -> float:
+  union = (a | b).sum()
+  return float((a & b).sum() / union) if union else 0.0
+
+
+class SegmentationMetrics:
+  """ocular::SegmentationMetrics: per example, same-label pairs with mask IoU > 0, greedy
+  by IoU descending (ties: lower pred, then lower gt index); a prediction without a
+  mask matches nothing. mean_iou over matched pairs, miou over ground-truth objects."""
+
+  def __init__(self):
+    self.ious, self.num_pred, self.num_gt = [], 0, 0
+
+  def add(self, preds: list, gts: list) -> None:
+    """preds, gts: [(mask or None, label)]."""
+    self.num_pred += len(preds)
+    self.num_gt += len(gts)
+    cands = []
+    for i, (pm, pl) in enumerate(preds):
+      for j, (gm, gl) in enumerate(gts):
+        if pm is None or pl != gl:
+          continue
+        iou = mask_iou(pm, gm)
+        if iou > 0:
+          cands.append((iou, i, j))
+    cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+    used_p, used_g = set(), set()
+    for iou, i, j in cands:
+      if i not in used_p and j not in used_g:
+        used_p.add(i)
+        used_g.add(j)
+        self.ious.append(iou)
+
+  def mean_iou(self) -> float:
+    return sum(self.ious) / len(self.ious) if self.ious else 0.0
+
+  def miou(self) -> float:
+    return sum(self.ious) / self.num_gt if self.num_gt else 0.0
+
+
+def predicted_masks(text: str, width: int, height: int, decode) -> list:
+  """[(mask or None, label)] for the objects parse_detections finds in `text`, in its
+  order. decode(loc [4], codes [16], width, height) -> full-image bool mask, or None
+  (an empty box: vqvae.mask_decoder); objects without 16 <seg> codes get None."""
+  dets = parse_detections(text, width, height)
+  out = []
+  for m in _OBJ.finditer(text):
+    if len(out) == len(dets):
+      break
+    loc = [int(g) for g in m.groups()]
+    if any(v > 1023 for v in loc):
+      continue
+    codes = re.match(r"[ \t\r\n]*((?:<seg\d{3}>){16})", text[m.end():])
+    mask = (decode(loc, [int(c) for c in re.findall(r"\d{3}", codes.group(1))], width,
+                   height) if codes else None)
+    out.append((mask, dets[len(out)][4]))
+  return out
+
+
+def score_examples(examples: list, predictions: list, decode=None) -> dict:
+  """Held-out examples (shapes.heldout_examples [+ heldout_segment_examples]) + decoded
+  outputs -> metrics dict (same keys as ocular::EvalSummaryJson, plus the count/colour
+  split). decode: see predicted_masks (vqvae.mask_decoder); needed for segment examples."""
   caption, vqa, count, color = [], [], [], []
   det = DetectionMetrics()
+  seg = SegmentationMetrics()
   for e, p in zip(examples, predictions):
     if e["kind"] == "detect":
       det.add(parse_detections(p, e["width"], e["height"]),
               [tuple(b) for b in e["boxes"]])
+      continue
+    if e["kind"] == "segment":
+      from tools.demo_model import shapes  # numpy only
+      gts = [(shapes.rle_decode(m["counts"], e["height"], e["width"]), b[4])
+             for m, b in zip(e["masks"], e["boxes"])]
+      seg.add(predicted_masks(p, e["width"], e["height"], decode), gts)
       continue
     ok = answer_matches(p, e["suffix"])
     if e["kind"] == "caption":
@@ -148,4 +215,7 @@ def score_examples(examples: list, predictions: list) -> dict:
       "detection_mean_iou": det.mean_iou(), "detection_map50": det.map50(),
       "detection_matched": len(det.ious), "detection_predictions": det.num_pred,
       "detection_ground_truth": det.num_gt,
+      **({"mask_mean_iou": seg.mean_iou(), "mask_miou": seg.miou(),
+          "mask_matched": len(seg.ious), "mask_predictions": seg.num_pred,
+          "mask_ground_truth": seg.num_gt} if seg.num_gt or seg.num_pred else {}),
   }

@@ -66,6 +66,9 @@ class Obj:
   y0: float
   x1: float
   y1: float
+  # How it was drawn (centre, radius in pixels, rotation in radians): object_mask
+  # redraws it. None for metadata-only objects (_cheap_scene).
+  geometry: tuple | None = None
 
   @property
   def name(self) -> str:
@@ -174,9 +177,20 @@ def make_scene(seed: int, radius: tuple = RADIUS) -> tuple:
   for cx, cy, r, shape, color_name, rot in objects:
     x0, y0, x1, y1 = _draw(draw, shape, COLORS[color_name], cx, cy, r, rot)
     x0, y0, x1, y1 = max(0, x0), max(0, y0), min(w, x1), min(h, y1)
-    result.append(Obj(shape, color_name, float(x0), float(y0), float(x1), float(y1)))
+    result.append(Obj(shape, color_name, float(x0), float(y0), float(x1), float(y1),
+                      (cx, cy, r, rot)))
   result.sort(key=lambda o: (o.x0 + o.x1, o.y0 + o.y1))
   return img, Scene(seed, w, h, kind, result)
+
+
+def object_mask(scene: Scene, o: Obj) -> np.ndarray:
+  """The object's pixels on the canvas, [height, width] bool: the same draw call as
+  make_scene on a blank single-channel canvas (objects never overlap, so this is
+  exactly what the object covers in the image)."""
+  canvas = Image.new("L", (scene.width, scene.height), 0)
+  cx, cy, r, rot = o.geometry
+  _draw(ImageDraw.Draw(canvas), o.shape, 255, cx, cy, r, rot)
+  return np.asarray(canvas) > 127
 
 
 def caption(scene: Scene) -> str:
@@ -198,19 +212,27 @@ def detect_answer(scene: Scene, queries: list) -> str:
 
 
 TASK_KINDS = ("caption", "detect", "count", "color")
+# v2 adds segmentation; weights over these five kinds draw "segment" too. Four weights
+# draw over TASK_KINDS exactly as before.
+TASK_KINDS_V2 = TASK_KINDS + ("segment",)
 _TASK_WEIGHTS = (0.25, 0.45, 0.1, 0.2)
 
 
 def make_task(scene: Scene, rng: random.Random, kind: str | None = None,
-              weights: tuple | None = None, absent: float = 0.0) -> dict:
-  """One (prefix, suffix) pair about the scene. kind: one of TASK_KINDS or None
-  (drawn with `weights` over TASK_KINDS, default _TASK_WEIGHTS). absent (training
-  only): the probability that a detect prompt also names a shape that is not in the
-  scene, which the answer leaves out (as PaliGemma does) — detection then needs the
-  shape to be recognised, not only the one object found. absent=0 draws exactly the
-  same tasks as before (the held-out set uses 0)."""
+              weights: tuple | None = None, absent: float = 0.0,
+              seg_codes=None) -> dict:
+  """One (prefix, suffix) pair about the scene. kind: one of TASK_KINDS_V2 or None
+  (drawn with `weights` over the first len(weights) kinds of TASK_KINDS_V2, default
+  _TASK_WEIGHTS). absent (training only): the probability that a detect prompt also
+  names a shape that is not in the scene, which the answer leaves out (as PaliGemma
+  does) — detection then needs the shape to be recognised, not only the one object
+  found. absent=0 draws exactly the same tasks as before (the held-out set uses 0).
+  seg_codes(scene, obj) -> 16 codebook indices (vqvae.MaskCodec.codes): required for
+  "segment", which answers like detect with the 16 <segNNN> tokens after each box
+  (big_vision's refcoco_mask2str: loc string, then mask string, then the label)."""
   if kind is None:
-    kind = rng.choices(TASK_KINDS, weights or _TASK_WEIGHTS)[0]
+    w = weights or _TASK_WEIGHTS
+    kind = rng.choices(TASK_KINDS_V2[:len(w)], w)[0]
   objs = scene.objects
   if kind == "caption":
     return {"kind": kind, "prefix": "caption en", "suffix": caption(scene)}
@@ -231,8 +253,65 @@ def make_task(scene: Scene, rng: random.Random, kind: str | None = None,
     if rng.random() < 0.5:
       missing = f"{rng.choice(COLOR_NAMES)} {missing}"
     queries.insert(rng.randint(0, len(queries)), missing)
+  if kind == "segment":
+    if seg_codes is None:
+      raise ValueError("segment tasks need seg_codes (the mask VQ-VAE's encoder)")
+    return {"kind": kind, "prefix": "segment " + " ; ".join(queries),
+            "suffix": segment_answer(scene, queries, seg_codes), "queries": queries}
   return {"kind": "detect", "prefix": "detect " + " ; ".join(queries),
           "suffix": detect_answer(scene, queries), "queries": queries}
+
+
+def segment_answer(scene: Scene, queries: list, seg_codes) -> str:
+  """PaliGemma segmentation output: per matching object, 4 <loc> + 16 <seg> + label."""
+  parts = []
+  for q in queries:
+    for o in scene.objects:
+      if q == o.shape or q == o.name:
+        segs = "".join(f"<seg{c:03d}>" for c in seg_codes(scene, o))
+        parts.append(f"{scene.loc_string(o)}{segs} {q}")
+  return " ; ".join(parts)
+
+
+def coco_rle(mask: np.ndarray) -> list:
+  """Uncompressed COCO RLE counts of a [height, width] bool mask: column-major runs,
+  alternating 0 and 1, starting with a 0-run (docs/segmentation.md)."""
+  flat = np.asarray(mask, bool).T.reshape(-1)
+  change = np.flatnonzero(flat[1:] != flat[:-1]) + 1
+  edges = np.concatenate([[0], change, [flat.size]])
+  counts = np.diff(edges).tolist()
+  return ([0] + counts) if flat.size and flat[0] else counts
+
+
+def rle_decode(counts: list, height: int, width: int) -> np.ndarray:
+  """Inverse of coco_rle."""
+  flat = np.repeat(np.arange(len(counts)) % 2, counts).astype(bool)
+  return flat.reshape(width, height).T
+
+
+SEGMENT_HELDOUT_COUNT = 125  # seeds HELDOUT_SEED_BASE + HELDOUT_COUNT + i
+
+
+def heldout_segment_examples(seg_codes, count: int = SEGMENT_HELDOUT_COUNT) -> list:
+  """The v2 held-out segmentation examples: seeds HELDOUT_SEED_BASE + HELDOUT_COUNT + i
+  (after the 500 of heldout_examples, still never used in training), one "segment"
+  task each, with the ground-truth boxes and full-image masks (COCO RLE) that `ocular
+  eval` and metrics.py score."""
+  out = []
+  for i in range(count):
+    seed = HELDOUT_SEED_BASE + HELDOUT_COUNT + i
+    _, scene = make_scene(seed)
+    task = make_task(scene, random.Random(seed ^ 0x5EED), "segment", seg_codes=seg_codes)
+    objs = [o for q in task["queries"] for o in scene.objects if q in (o.shape, o.name)]
+    labels = [q for q in task["queries"] for o in scene.objects if q in (o.shape, o.name)]
+    out.append({
+        "id": HELDOUT_COUNT + i, "seed": seed, "image": f"{HELDOUT_COUNT + i:04d}.png",
+        "width": scene.width, "height": scene.height, "kind": "segment",
+        "prefix": task["prefix"], "suffix": task["suffix"],
+        "boxes": [[o.x0, o.y0, o.x1, o.y1, q] for o, q in zip(objs, labels)],
+        "masks": [{"size": [scene.height, scene.width],
+                   "counts": coco_rle(object_mask(scene, o))} for o in objs]})
+  return out
 
 
 def heldout_examples(count: int = HELDOUT_COUNT) -> list:
@@ -278,9 +357,14 @@ def main() -> None:
   ap.add_argument("--count", type=int, default=HELDOUT_COUNT)
   ap.add_argument("--heldout", action="store_true",
                   help="write the held-out evaluation set (images + JSONL)")
+  ap.add_argument("--seg-vae", help="v2: also the held-out segment examples, tokenized "
+                  "with this mask VQ-VAE NPZ (tools/demo_model/vqvae.py)")
   args = ap.parse_args()
   os.makedirs(args.out, exist_ok=True)
   examples = heldout_examples(args.count)
+  if args.seg_vae:
+    from tools.demo_model import vqvae  # torch
+    examples += heldout_segment_examples(vqvae.MaskCodec(args.seg_vae))
   with open(os.path.join(args.out, "tasks.jsonl"), "w", encoding="utf-8") as f:
     for ex in examples:
       f.write(json.dumps(ex, sort_keys=True) + "\n")

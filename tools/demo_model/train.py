@@ -196,9 +196,10 @@ def curriculum_at(step: int, curriculum=CURRICULUM) -> tuple:
 
 
 def make_batch(processor, step: int, batch: int, curriculum=CURRICULUM,
-               absent: float = 0.0, positions=None):
+               absent: float = 0.0, positions=None, seg_codes=None):
   """Global batch `step` (examples step * batch + j), or only its `positions` (a data
-  parallel process's part, parallel.part)."""
+  parallel process's part, parallel.part). seg_codes: the mask VQ-VAE's encoder
+  (vqvae.MaskCodec), needed when the curriculum weights "segment" (a fifth weight)."""
   max_objects, weights, radius = curriculum_at(step, curriculum)
   images, prefixes, suffixes = [], [], []
   for j in (range(batch) if positions is None else positions):
@@ -208,7 +209,7 @@ def make_batch(processor, step: int, batch: int, curriculum=CURRICULUM,
       seed += SEED_STRIDE
       img, scene = shapes.make_scene(seed, radius)
     task = shapes.make_task(scene, random.Random(seed ^ 0x5EED), weights=weights,
-                            absent=absent)
+                            absent=absent, seg_codes=seg_codes)
     images.append(img)
     prefixes.append("<image>" + task["prefix"])
     suffixes.append(task["suffix"])
@@ -234,9 +235,18 @@ class BatchStream(torch.utils.data.IterableDataset):
     processor = build_processor(self.tok_dir)
     processor.tokenizer.padding_side = "right"
     curriculum = json.loads(self.args.curriculum) if self.args.curriculum else CURRICULUM
+    codec = seg_codec(self.args)
     for step in range(self.first + wid, self.last, count):
       yield dict(make_batch(processor, self.args.step_offset + step, self.args.batch,
-                            curriculum, self.args.absent, self.positions))
+                            curriculum, self.args.absent, self.positions, codec))
+
+
+def seg_codec(args):
+  """The mask tokenizer of --seg-vae (None without one: no segment tasks)."""
+  if not args.seg_vae:
+    return None
+  from tools.demo_model import vqvae
+  return vqvae.MaskCodec(args.seg_vae)
 
 
 def batch_loader(tok_dir: str, first: int, args, positions=None):
@@ -292,10 +302,13 @@ def suffix_loss(model, batch, loc_first: int, sigma: float) -> tuple:
   return per_token.mean(), loc, word
 
 
-def heldout_probe_batch(processor, count: int = 96):
-  """The first `count` held-out examples (kinds cycle caption, detect, count, color)
-  as one teacher-forcing batch for probe_metrics."""
+def heldout_probe_batch(processor, count: int = 96, seg_codes=None, seg_count: int = 24):
+  """The first `count` held-out examples (kinds cycle caption, detect, count, color),
+  and with seg_codes the first `seg_count` held-out segment examples, as one
+  teacher-forcing batch for probe_metrics."""
   exs = shapes.heldout_examples(count)
+  if seg_codes is not None:
+    exs += shapes.heldout_segment_examples(seg_codes, seg_count)
   images = [shapes.make_scene(ex["seed"])[0] for ex in exs]
   batch = processor(text=["<image>" + ex["prefix"] for ex in exs], images=images,
                     suffix=[ex["suffix"] for ex in exs], padding="longest",
@@ -321,7 +334,10 @@ def probe_metrics(model, probe, loc_first: int) -> str:
   loc_err = (loc_pred - (labels - loc_first)).abs()[is_loc].float().mean().item()
   hit = logits.argmax(-1) == labels
   out = [f"tf_loc_err {loc_err:.1f}"]
-  for name, ks in (("caption", ("caption",)), ("vqa", ("count", "color"))):
+  for name, ks in (("caption", ("caption",)), ("vqa", ("count", "color")),
+                   ("seg", ("segment",))):
+    if not any(k in ks for k in kinds):
+      continue
     rows = torch.tensor([k in ks for k in kinds], device=keep.device)[:, None] & keep
     out.append(f"tf_{name}_acc {hit[rows].float().mean().item():.3f}")
   return " ".join(out)
@@ -372,7 +388,10 @@ def main() -> None:
   ap.add_argument("--loc-sigma-end", type=float, default=4.0)
   ap.add_argument("--loc-anneal", type=float, default=0.7,
                   help="fraction of the steps over which sigma shrinks")
-  ap.add_argument("--curriculum", help="JSON list replacing CURRICULUM (experiments)")
+  ap.add_argument("--curriculum", help="JSON list replacing CURRICULUM (experiments); "
+                  "five task weights add segment")
+  ap.add_argument("--seg-vae", help="mask VQ-VAE NPZ (vqvae.py) that tokenizes the "
+                  "masks of segment tasks")
   ap.add_argument("--max-minutes", type=float, default=0, help="smoke runs: stop early")
   ap.add_argument("--stop-step", type=int, default=0,
                   help="stop before this step (the schedule still spans --steps): "
@@ -443,7 +462,7 @@ def run(args, rank: int, procs: int) -> None:
          if rank == 0 else open(os.devnull, "w", encoding="utf-8"))
   print(f"params {nparams} ({nparams * 4 / 2**20:.1f} MiB f32) args {vars(args)}",
         file=log, flush=True)
-  probe_batch, probe_kinds = heldout_probe_batch(processor)
+  probe_batch, probe_kinds = heldout_probe_batch(processor, seg_codes=seg_codec(args))
   probe = ({k: v.to(device) for k, v in probe_batch.items()}, probe_kinds)
   batches = iter(batch_loader(tok_dir, start, args, parallel.part(args.batch, rank, procs)))
   model.train()

@@ -28,6 +28,9 @@ Writes testdata/seg/:
   vae-small.npz         a reduced-width variant (codebook 128 × 64, widths 32, 32, 16, 8, 4),
                         stored uncompressed (np.savez's format) — same structure and names
   vae-small.safetensors the same tensors as vae-small.npz (safetensors.numpy.save_file)
+  (vae-shapes.npz       read, not written: the trained shapes-world mask VQ-VAE of
+                        tools/demo_model/vqvae.py; when present its logits and cases are
+                        added as the variant "shapes", with random code rows as for the others)
   logits.safetensors    <variant>.codes [n, 16] I64 and <variant>.logits [n, 64, 64] F32: the
                         decoder output, computed in float64 from the f32 weights (the exact math)
   tiny.npz              two small arrays, one stored and one deflated: the fuzz seed of
@@ -55,6 +58,9 @@ OUT = os.path.join("testdata", "seg")
 
 # name → (codebook entries, embedding dim, decoder width). The real checkpoint: 128, 512, 128.
 VARIANTS = {"full": (128, 512, 128), "small": (128, 64, 32)}
+# Trained decoders checked as they are (not rewritten): the shapes world's mask VQ-VAE
+# (tools/demo_model/vqvae.py), when its file exists.
+TRAINED = {"shapes": os.path.join(OUT, "vae-shapes.npz")}
 # Every pixel of a fixture mask has |resized logit| >= this, so the threshold never rests on a
 # rounding difference (the C++ decoder differs from the float64 reference by ~1e-7; the
 # largest box holds ~80k pixels, so a wider margin would exclude most random code rows).
@@ -221,19 +227,28 @@ def seg_string(loc, codes, label):
 def main():
     common.set_determinism()
     tensors, cases = {}, {"about": __doc__.split("\n\n")[0], "variants": {}}
-    for variant, (num_codes, embed_dim, dim) in VARIANTS.items():
+    variants = dict(VARIANTS)
+    if os.path.exists(TRAINED["shapes"]):
+        emb = np.load(TRAINED["shapes"])["_vq_vae._embedding"]
+        variants["shapes"] = (emb.shape[0], emb.shape[1],
+                              np.load(TRAINED["shapes"])["decoder.0.weight"].shape[0])
+    for variant, (num_codes, embed_dim, dim) in variants.items():
         gen = torch.Generator().manual_seed(1234 + embed_dim)
-        sd = random_weights(gen, num_codes, embed_dim, dim)
+        if variant in TRAINED:
+            sd = dict(np.load(TRAINED[variant]))
+        else:
+            sd = random_weights(gen, num_codes, embed_dim, dim)
         # Rows 0 and 1: the first and last code everywhere; then a pool the objects draw from.
         codes = torch.randint(0, num_codes, (48, 16), generator=gen).numpy()
         codes[0] = 0
         codes[1] = num_codes - 1
-        # Centre the output: the last bias is chosen so that about half the logits are
-        # positive (random weights otherwise give all-one or all-zero masks); the offset keeps
-        # pixels whose last-layer input is all zero (dead ReLUs) off the threshold.
-        sd["decoder.12.bias"] = np.zeros(1, np.float32)
-        raw = decode(sd, embed_dim, dim, codes, torch.float64).numpy()
-        sd["decoder.12.bias"] = np.array([0.0123 - np.median(raw)], np.float32)
+        if variant not in TRAINED:
+            # Centre the output: the last bias is chosen so that about half the logits are
+            # positive (random weights otherwise give all-one or all-zero masks); the offset
+            # keeps pixels whose last-layer input is all zero (dead ReLUs) off the threshold.
+            sd["decoder.12.bias"] = np.zeros(1, np.float32)
+            raw = decode(sd, embed_dim, dim, codes, torch.float64).numpy()
+            sd["decoder.12.bias"] = np.array([0.0123 - np.median(raw)], np.float32)
         check = check_flax_equivalence(sd, embed_dim, dim)
         ref = decode(sd, embed_dim, dim, codes, torch.float64).numpy().astype(np.float32)
         f32 = decode(sd, embed_dim, dim, codes, torch.float32).numpy()
@@ -241,7 +256,8 @@ def main():
         # Answers on a 333 × 250 image: two segmented objects, a detection without codes, and a
         # segmented object whose box is inverted (no mask, as the evaluator's invalid case).
         width, height = 333, 250
-        write_npz(os.path.join(OUT, f"vae-{variant}.npz"), sd, compressed=(variant == "full"))
+        if variant not in TRAINED:
+            write_npz(os.path.join(OUT, f"vae-{variant}.npz"), sd, compressed=(variant == "full"))
         if variant == "small":
             save_file({k: np.ascontiguousarray(v) for k, v in sd.items()},
                       os.path.join(OUT, "vae-small.safetensors"))
