@@ -353,6 +353,28 @@ TEST(MllamaRopeTest, Llama3ScalingBands) {
   for (int k = 2; k < 6; ++k) EXPECT_EQ(scaled[k], plain[k] / 8) << k;  // > 64: divided
 }
 
+// Instruct configs list several end ids; generation stops on any of them (ModelSpec::eos_ids).
+TEST(MllamaConfigTest, EveryEosTokenIdOfAList) {
+  std::ifstream in("testdata/tiny/mllama/config.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  const std::string from = "\"eos_token_id\": 424";
+  const size_t at = json.find(from);
+  ASSERT_NE(at, std::string::npos);
+  auto with = [&](const std::string& value) {
+    std::string j = json;
+    return j.replace(at, from.size(), "\"eos_token_id\": " + value);
+  };
+  auto c = mllama::ParseMllamaConfig(with("[424, 3, 7]"), "c");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->text.eos_token_id, 424);
+  EXPECT_EQ(c->text.eos_token_ids, (std::vector<int>{424, 3, 7}));
+  EXPECT_EQ(mllama::ParseMllamaConfig(with("[424, 100000]"), "c").status().code(),
+            StatusCode::kDataLoss);  // past the embedding table
+  EXPECT_EQ(mllama::ParseMllamaConfig(with("[]"), "c").status().code(), StatusCode::kDataLoss);
+}
+
 TEST(MllamaConfigTest, RefusesWhatIsNotImplemented) {
   std::ifstream in("testdata/tiny/mllama/config.json");
   std::stringstream text;
