@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <span>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -231,50 +232,76 @@ std::vector<std::string> SupportedIsas() {
 
 namespace ops {
 
-void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-            const TensorView* bias, float* out, int64_t ldo) {
-  OCULAR_CHECK(w.cols == K, "HINT: w must be [N, K]");
-  OCULAR_CHECK(K % WFormatBlockValues(w.format) == 0 &&
-                   w.row_bytes == static_cast<size_t>(WFormatRowBytes(w.format, K)),
-               "HINT: a quantized w has whole blocks per row (MatrixFromBlocks)");
+namespace {
+
+// a · wᵀ for every part (same a, same weight format): the activations are packed or checked once
+// and one thread split covers the columns of all parts.
+void MatMulParts(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda,
+                 std::span<const MatMulOut> parts) {
   OCULAR_CHECK(M >= 0 && K >= 0 && lda >= K, "HINT: a is [M, K] with row stride lda >= K");
-  const int64_t N = w.rows;
-  OCULAR_CHECK(ldo >= N, "HINT: out is [M, N] with row stride ldo >= N");
-  if (bias != nullptr) CheckVector(*bias, N);
-  if (M == 0 || N == 0) return;
-  const float* a_end = a + (M - 1) * lda + K;
-  const float* out_end = out + (M - 1) * ldo + N;
-  OCULAR_CHECK(a_end <= out || out_end <= a, "HINT: MatMul out must not alias a");
+  OCULAR_CHECK(!parts.empty());
+  const WFormat format = parts[0].w->format;
+  int64_t units = 0;  // column units over all parts, part by part
+  for (const MatMulOut& p : parts) {
+    const Matrix& w = *p.w;
+    OCULAR_CHECK(w.cols == K, "HINT: w must be [N, K]");
+    OCULAR_CHECK(w.format == format, "HINT: fused matmuls share one weight format");
+    OCULAR_CHECK(K % WFormatBlockValues(w.format) == 0 &&
+                     w.row_bytes == static_cast<size_t>(WFormatRowBytes(w.format, K)),
+                 "HINT: a quantized w has whole blocks per row (MatrixFromBlocks)");
+    OCULAR_CHECK(p.ldo >= w.rows, "HINT: out is [M, N] with row stride ldo >= N");
+    if (p.bias != nullptr) CheckVector(*p.bias, w.rows);
+    if (M > 0 && w.rows > 0) {
+      const float* a_end = a + (M - 1) * lda + K;
+      const float* out_end = p.out + (M - 1) * p.ldo + w.rows;
+      OCULAR_CHECK(a_end <= p.out || out_end <= a, "HINT: MatMul out must not alias a");
+    }
+    units += (w.rows + kColumnsPerUnit - 1) / kColumnsPerUnit;
+  }
+  if (M == 0 || units == 0) return;
   const kernels::KernelTable& table = ex.table();
-  // Adds the bias and applies the precision's epilogue to columns [n0, n1) of every row.
-  auto finish_columns = [&](int64_t n0, int64_t n1) {
-    if (bias != nullptr) {
+  // Adds the bias and applies the precision's epilogue to columns [n0, n1) of one part.
+  auto finish_columns = [&](const MatMulOut& p, int64_t n0, int64_t n1) {
+    if (p.bias != nullptr) {
       // out = a·wᵀ + bias: torch's addmm adds the bias after the dot product.
       float chunk[256];
       for (int64_t c0 = n0; c0 < n1; c0 += 256) {
         const int64_t width = std::min<int64_t>(256, n1 - c0);
-        table.to_f32(static_cast<const char*>(bias->data) + c0 * DTypeSize(bias->dtype),
-                     bias->dtype, width, chunk);
-        for (int64_t m = 0; m < M; ++m) table.add(out + m * ldo + c0, chunk, out + m * ldo + c0, width);
+        table.to_f32(static_cast<const char*>(p.bias->data) + c0 * DTypeSize(p.bias->dtype),
+                     p.bias->dtype, width, chunk);
+        for (int64_t m = 0; m < M; ++m) {
+          table.add(p.out + m * p.ldo + c0, chunk, p.out + m * p.ldo + c0, width);
+        }
       }
     }
-    for (int64_t m = 0; m < M; ++m) Epilogue(ex, out + m * ldo + n0, n1 - n0);
+    for (int64_t m = 0; m < M; ++m) Epilogue(ex, p.out + m * p.ldo + n0, n1 - n0);
   };
-  const int64_t units = (N + kColumnsPerUnit - 1) / kColumnsPerUnit;
+  int64_t macs = 0;
+  for (const MatMulOut& p : parts) macs += M * p.w->rows * K;
   ArenaScope scope(ex.arena);
   const int64_t threads =
-      M * N * K < kMinParallelMacs ? 1 : std::min<int64_t>(ex.pool().size(), units);
-  // One contiguous range of column units per thread.
+      macs < kMinParallelMacs ? 1 : std::min<int64_t>(ex.pool().size(), units);
+  // One contiguous range of column units per thread: body(thread, part, n0, n1) for each
+  // part the range touches.
   auto for_each_thread = [&](const auto& body) {
-    if (threads == 1) return body(int64_t{0}, int64_t{0}, N);
-    ex.pool().ParallelFor(threads, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) {
-        const int64_t u0 = units * t / threads, u1 = units * (t + 1) / threads;
-        body(t, u0 * kColumnsPerUnit, std::min(N, u1 * kColumnsPerUnit));
+    auto run = [&](int64_t t) {
+      const int64_t u0 = units * t / threads, u1 = units * (t + 1) / threads;
+      int64_t base = 0;  // first unit of the part
+      for (const MatMulOut& p : parts) {
+        const int64_t n = p.w->rows, part_units = (n + kColumnsPerUnit - 1) / kColumnsPerUnit;
+        const int64_t b = std::max(u0, base), e = std::min(u1, base + part_units);
+        if (b < e) {
+          body(t, p, (b - base) * kColumnsPerUnit, std::min(n, (e - base) * kColumnsPerUnit));
+        }
+        base += part_units;
       }
+    };
+    if (threads == 1) return run(0);
+    ex.pool().ParallelFor(threads, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) run(t);
     });
   };
-  if (UsesGemmBf16(ex, M, K, w)) {
+  if (UsesGemmBf16(ex, M, K, *parts[0].w)) {
     // bf16 dot products on packed activations. Under kBF16 the activations are bf16 values
     // (op epilogues round them), so the products are exact; if one is not (an input this
     // precision did not round), the f32 kernel below runs instead.
@@ -289,9 +316,9 @@ void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, c
       }
     });
     if (packed_ok.load()) {
-      for_each_thread([&](int64_t, int64_t n0, int64_t n1) {
-        table.gemm_bf16(packed, M, K, w, n0, n1, out, ldo);
-        finish_columns(n0, n1);
+      for_each_thread([&](int64_t, const MatMulOut& p, int64_t n0, int64_t n1) {
+        table.gemm_bf16(packed, M, K, *p.w, n0, n1, p.out, p.ldo);
+        finish_columns(p, n0, n1);
       });
       return;
     }
@@ -300,19 +327,39 @@ void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, c
   // where the CPU has them, under bf16-fast, and under bf16 when the activations are bf16
   // values (exact products, as the GEMM above). One row stays on the f32 GEMV, which is
   // bandwidth-bound anyway and skips the conversion.
-  const bool bf16_dot = w.format == WFormat::kBF16 && M >= 2 && M <= 8 &&
+  const bool bf16_dot = format == WFormat::kBF16 && M >= 2 && M <= 8 &&
                         table.matmul_bf16_dot != nullptr &&
                         (ex.precision == Precision::kBF16Fast ||
                          (ex.precision == Precision::kBF16 && AreBf16Values(a, M, K, lda)));
   const kernels::MatMulFn kernel =
-      bf16_dot ? table.matmul_bf16_dot : table.matmul[static_cast<int>(w.format)];
+      bf16_dot ? table.matmul_bf16_dot : table.matmul[static_cast<int>(format)];
   OCULAR_CHECK(kernel != nullptr, "HINT: no kernel for this weight format (refused at load)");
   const int64_t per_thread = ThreadScratchFloats(K);
   float* scratch = ex.arena.Floats(per_thread * threads);
-  for_each_thread([&](int64_t t, int64_t n0, int64_t n1) {
-    kernel(a, M, K, lda, w, n0, n1, out, ldo, scratch + t * per_thread);
-    finish_columns(n0, n1);
+  for_each_thread([&](int64_t t, const MatMulOut& p, int64_t n0, int64_t n1) {
+    kernel(a, M, K, lda, *p.w, n0, n1, p.out, p.ldo, scratch + t * per_thread);
+    finish_columns(p, n0, n1);
   });
+}
+
+}  // namespace
+
+void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
+            const TensorView* bias, float* out, int64_t ldo) {
+  const MatMulOut part{&w, bias, out, ldo};
+  MatMulParts(ex, a, M, K, lda, std::span<const MatMulOut>(&part, 1));
+}
+
+void MatMuls(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda,
+             std::initializer_list<MatMulOut> parts) {
+  const std::span<const MatMulOut> all(parts.begin(), parts.size());
+  for (const MatMulOut& p : all) {
+    if (p.w->format != all[0].w->format) {  // mixed formats (a K-quant recipe): one by one
+      for (const MatMulOut& q : all) MatMul(ex, a, M, K, lda, *q.w, q.bias, q.out, q.ldo);
+      return;
+    }
+  }
+  MatMulParts(ex, a, M, K, lda, all);
 }
 
 int64_t MatMulArenaFloats(int threads, int64_t M, int64_t K) {

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,21 @@ namespace ops {
 // w.format, out does not alias a. Parallel over blocks of N.
 void MatMul(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
             const TensorView* bias, float* out, int64_t ldo);
+
+// One output of MatMuls: out[M, w.rows] = a · wᵀ (+ bias), row stride ldo.
+struct MatMulOut {
+  const Matrix* w;
+  const TensorView* bias;  // nullable
+  float* out;
+  int64_t ldo;
+};
+
+// The products of one activation matrix with several weight matrices (fused Q/K/V, gate/up):
+// each output equals MatMul's, bit for bit; faster, as the activations are packed or checked
+// once and one thread split covers every matrix. Matrices of different formats (a K-quant
+// recipe's) run one by one. REQUIRES: as MatMul, for each output.
+void MatMuls(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda,
+             std::initializer_list<MatMulOut> outs);
 
 // True if every ISA has MatMul and EmbedRows kernels for weights in format f: loaders
 // refuse a matrix in any other format (kUnimplemented) rather than fail at run time.

@@ -55,9 +55,8 @@ void SelfAttention(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWei
   int64_t* pos = ex.arena.Alloc<int64_t>(rows);
   int32_t* begin = ex.arena.Alloc<int32_t>(rows);
   int32_t* end = ex.arena.Alloc<int32_t>(rows);
-  ops::MatMul(ex, x, rows, H, H, l.q_w, nullptr, q, qdim);
-  ops::MatMul(ex, x, rows, H, H, l.k_w, nullptr, k, kvdim);
-  ops::MatMul(ex, x, rows, H, H, l.v_w, nullptr, v, kvdim);
+  ops::MatMuls(ex, x, rows, H, H,
+               {{&l.q_w, nullptr, q, qdim}, {&l.k_w, nullptr, k, kvdim}, {&l.v_w, nullptr, v, kvdim}});
   int64_t r = 0;
   for (const SeqChunk& s : batch.seqs) {
     for (int64_t t = 0; t < s.count; ++t) pos[r + t] = s.start + t + 1;  // 1-indexed (modeling_paligemma.py)
@@ -89,8 +88,7 @@ void GeGluMlp(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights&
   ArenaScope scope(ex.arena);
   float* gate = ex.arena.Floats(n);
   float* up = ex.arena.Floats(n);
-  ops::MatMul(ex, x, rows, H, H, l.gate_w, nullptr, gate, I);
-  ops::MatMul(ex, x, rows, H, H, l.up_w, nullptr, up, I);
+  ops::MatMuls(ex, x, rows, H, H, {{&l.gate_w, nullptr, gate, I}, {&l.up_w, nullptr, up, I}});
   if (c.hidden_act == Activation::kGeluTanh) {
     ops::GeluTanh(ex, gate, n);
   } else {

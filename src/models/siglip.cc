@@ -58,9 +58,7 @@ void EncoderLayer(const Exec& ex, const SiglipVisionConfig& c, const SiglipLayer
     int32_t* begin = ex.arena.Alloc<int32_t>(N);
     int32_t* end = ex.arena.Alloc<int32_t>(N);
     ops::LayerNorm(ex, x, N, D, l.ln1_w, l.ln1_b, c.layer_norm_eps, h);
-    ops::MatMul(ex, h, N, D, D, l.q_w, &l.q_b, q, D);
-    ops::MatMul(ex, h, N, D, D, l.k_w, &l.k_b, k, D);
-    ops::MatMul(ex, h, N, D, D, l.v_w, &l.v_b, v, D);
+    ops::MatMuls(ex, h, N, D, D, {{&l.q_w, &l.q_b, q, D}, {&l.k_w, &l.k_b, k, D}, {&l.v_w, &l.v_b, v, D}});
     // No mask: every patch attends to every patch of its image. Scale head_dim^-0.5.
     std::fill_n(begin, N, 0);
     std::fill_n(end, N, static_cast<int32_t>(N));

@@ -54,8 +54,7 @@ void SwiGlu(const Exec& ex, const TextConfig& c, const TextLayerWeights& l, cons
   ArenaScope scope(ex.arena);
   float* g = ex.arena.Floats(rows * I);
   float* u = ex.arena.Floats(rows * I);
-  ops::MatMul(ex, x, rows, H, H, l.gate_w, nullptr, g, I);
-  ops::MatMul(ex, x, rows, H, H, l.up_w, nullptr, u, I);
+  ops::MatMuls(ex, x, rows, H, H, {{&l.gate_w, nullptr, g, I}, {&l.up_w, nullptr, u, I}});
   for (int64_t i = 0; i < rows * I; ++i) g[i] = Round(ex, g[i] / (1.0f + std::exp(-g[i])));
   ops::Mul(ex, g, u, g, rows * I);
   ops::MatMul(ex, g, rows, I, I, l.down_w, nullptr, out, H);
@@ -174,9 +173,8 @@ void SelfAttentionLayer(const Exec& ex, const DecoderContext& dc, int layer, con
     int32_t* end = ex.arena.Alloc<int32_t>(rows);
     // hidden = input_layernorm(x); q/k/v projections; RoPE at position_ids = cache_position
     LlamaRmsNorm(ex, *dc.ones, x, rows, H, l.input_norm, eps, h);
-    ops::MatMul(ex, h, rows, H, H, l.q_w, nullptr, q, qdim);
-    ops::MatMul(ex, h, rows, H, H, l.k_w, nullptr, k, kvdim);
-    ops::MatMul(ex, h, rows, H, H, l.v_w, nullptr, v, kvdim);
+    ops::MatMuls(ex, h, rows, H, H,
+                 {{&l.q_w, nullptr, q, qdim}, {&l.k_w, nullptr, k, kvdim}, {&l.v_w, nullptr, v, kvdim}});
     int64_t r = 0;
     for (const SeqChunk& s : batch.seqs) {
       for (int64_t t = 0; t < s.count; ++t) pos[r + t] = s.start + t;
@@ -241,8 +239,7 @@ void StoreImageKv(const Exec& ex, const DecoderContext& dc, int layer, const Seq
     }
   }
   // key_states = k_norm(k_proj(cross_attention_states)); value_states = v_proj(...)
-  ops::MatMul(ex, f, row, H, H, l.k_w, nullptr, k, kvdim);
-  ops::MatMul(ex, f, row, H, H, l.v_w, nullptr, v, kvdim);
+  ops::MatMuls(ex, f, row, H, H, {{&l.k_w, nullptr, k, kvdim}, {&l.v_w, nullptr, v, kvdim}});
   LlamaRmsNorm(ex, *dc.ones, k, row * cfg.text.num_key_value_heads, d, l.k_norm,
                cfg.text.rms_norm_eps, k);
   s.cache->Store(layer, 0, row, k, v, kvdim);
