@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/half.h"
 #include "kernels/ops.h"
+#include "models/mllama/gates.h"
 #include "models/kv_cache.h"
 #include "models/mllama/vision.h"
 
@@ -15,15 +16,6 @@ namespace ocular::mllama {
 namespace {
 
 size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
-
-float Round(const Exec& ex, float v) { return ex.round_bf16() ? BF16ToF32(F32ToBF16(v)) : v; }
-
-// gate.tanh(): a one-element tensor of the activation dtype.
-float Tanh(const Exec& ex, const TensorView& gate) {
-  float g;
-  ops::ToF32(ex, gate, 0, 1, &g);
-  return Round(ex, std::tanh(g));
-}
 
 // apply_rotary_pos_emb in place on x[rows, heads, d] (row stride ld): x * cos + rotate_half(x)
 // * sin, angle = f32(pos) * inv_freq[k] (the f32 matmul of MllamaRotaryEmbedding.forward).

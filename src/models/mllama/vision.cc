@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/half.h"
 #include "kernels/ops.h"
+#include "models/mllama/gates.h"
 #include "models/mllama/processor.h"
 
 namespace ocular::mllama {
@@ -15,15 +16,6 @@ namespace ocular::mllama {
 namespace {
 
 size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
-
-float Round(const Exec& ex, float v) { return ex.round_bf16() ? BF16ToF32(F32ToBF16(v)) : v; }
-
-// gate.tanh(): a one-element tensor of the activation dtype.
-float Tanh(const Exec& ex, const TensorView& gate) {
-  float g;
-  ops::ToF32(ex, gate, 0, 1, &g);
-  return Round(ex, std::tanh(g));
-}
 
 // x[i] *= s, each product in the activation dtype (a tensor times a one-element tensor).
 void ScaleRounded(const Exec& ex, float* x, int64_t n, float s) {
