@@ -163,9 +163,13 @@ def main():
         reqs = mix()
         image_reqs = [r for r in reqs if not r[0].startswith("text|")]
         text_reqs = [r for r in reqs if r[0].startswith("text|")]
-        # The answer of each request alone.
+        if a.text_share >= 1:
+            image_reqs = []
+        elif a.text_share <= 0:
+            text_reqs = []
+        # The answer of each request of the mix alone.
         expected = {}
-        for key, messages in reqs:
+        for key, messages in image_reqs + text_reqs:
             status, answer, _, _, _ = chat(host, port, messages, a.max_tokens, stream=False)
             if status != 200:
                 sys.exit(f"load_test: {key}: HTTP {status} {answer}")
@@ -185,7 +189,8 @@ def main():
                     if stats["started"] >= a.max_requests:
                         return
                     stats["started"] += 1
-                key, messages = rng.choice(text_reqs if rng.random() < a.text_share else image_reqs)
+                text = (rng.random() < a.text_share or not image_reqs) and text_reqs
+                key, messages = rng.choice(text_reqs if text else image_reqs)
                 drop = rng.random() < a.disconnect
                 try:
                     status, answer, ttft, tokens, gone = chat(host, port, messages, a.max_tokens,
