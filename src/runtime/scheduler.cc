@@ -45,7 +45,6 @@ struct Scheduler::Job {
   Status status;
   FinishReason finish = FinishReason::kNone;
   Clock::time_point stage_t0[4];  // when each StageEvent happened: encode/prefill begin and end
-  double image_ms = 0, prefill_ms = 0;
   Clock::time_point decode_t0;
   double decode_ms = 0;
 
@@ -275,9 +274,11 @@ void Scheduler::Step() {
     Job& job = *active_[i];
     Sequence& seq = *job.seq;
     if (seq.finish_reason() == FinishReason::kFailed) {
-      leave(i, Error(StatusCode::kInternal, "generate", "the model produced NaN logits after ",
-                     seq.generated().size(), " generated tokens (NaN or infinite weights, or an "
-                     "invalid eps / rope_theta in config.json?)"),
+      leave(i,
+            Error(StatusCode::kInternal, "generate", "the model produced NaN logits after ",
+                  seq.generated().size(),
+                  " generated tokens (NaN or infinite weights, or an "
+                  "invalid eps / rope_theta in config.json?)"),
             FinishReason::kFailed);
       continue;
     }
@@ -368,8 +369,11 @@ StatusOr<GenerationOutput> Scheduler::Generate(const ScheduledRequest& req,
   out.generated.assign(job->tokens.begin(),
                        job->tokens.begin() + static_cast<std::ptrdiff_t>(consumed));
   out.finish = cancelled ? FinishReason::kCancelled : job->finish;
-  if (job->events & kEncodeEnd) out.image_ms = MsSince(job->stage_t0[0]) - MsSince(job->stage_t0[1]);
-  if (job->events & kPrefillEnd) out.prefill_ms = MsSince(job->stage_t0[2]) - MsSince(job->stage_t0[3]);
+  auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  if (job->events & kEncodeEnd) out.image_ms = ms(job->stage_t0[0], job->stage_t0[1]);
+  if (job->events & kPrefillEnd) out.prefill_ms = ms(job->stage_t0[2], job->stage_t0[3]);
   out.decode_ms = job->decode_ms;
   return out;
 }

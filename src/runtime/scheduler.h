@@ -45,8 +45,8 @@ struct ScheduledRequest {
 struct SchedulerStats {
   // [b]: decode steps that ran b sequences together (index 0 unused).
   std::vector<uint64_t> decode_steps_by_batch;
-  int running = 0;  // sequences in the batch
-  int waiting = 0;  // submitted and not yet prefilled
+  int running = 0;              // sequences in the batch
+  int waiting = 0;              // submitted and not yet prefilled
   uint64_t images_encoded = 0;  // images that went through the vision encoder
   uint64_t prefills = 0;
 };
@@ -55,8 +55,7 @@ class Scheduler {
  public:
   // REQUIRES: runner, kv, runner_mu (and cache, if not null) outlive the Scheduler;
   // max_batch >= 1.
-  Scheduler(Runner& runner, KvPool& kv, std::mutex& runner_mu, FeatureCache* cache,
-            int max_batch);
+  Scheduler(Runner& runner, KvPool& kv, std::mutex& runner_mu, FeatureCache* cache, int max_batch);
   ~Scheduler();  // REQUIRES: no Generate in progress
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

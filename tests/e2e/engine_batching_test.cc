@@ -26,9 +26,12 @@ TEST(EngineBatching, ConcurrentRequestsAnswerAsAlone) {
   eo.max_batch = 4;
   auto engine = Engine::Load(kModel, eo);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  const Case cases[] = {{true, "caption en", 0},       {true, "detect star", 0},
-                        {false, "caption en", 0},      {true, "answer en what is red?", 0.7f},
-                        {true, "detect square ; triangle", 0}, {false, "detect star", 0.9f}};
+  const Case cases[] = {{true, "caption en", 0},
+                        {true, "detect star", 0},
+                        {false, "caption en", 0},
+                        {true, "answer en what is red?", 0.7f},
+                        {true, "detect square ; triangle", 0},
+                        {false, "detect star", 0.9f}};
   auto run = [&](const Case& c, int i) {
     GenerateOptions o;
     o.max_tokens = 24;

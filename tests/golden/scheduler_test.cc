@@ -2,6 +2,8 @@
 // exactly the tokens each gets alone (ocular::Generate), whatever joins or leaves the batch;
 // a cancelled sequence leaves at once and its KV cache returns to the pool; the feature cache
 // lets a repeated image skip the vision encoder with the same answer.
+#include "runtime/scheduler.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/scheduler.h"
 #include "support/fixture.h"
 #include "support/harness.h"
 

@@ -55,7 +55,7 @@ def mix():
     return out
 
 
-def chat(host, port, messages, max_tokens, stream, disconnect=False, timeout=300):
+def chat(host, port, messages, max_tokens, stream, disconnect=False, timeout=1800):
     """One request. Returns (status, answer, ttft_s, completion_tokens, disconnected)."""
     body = json.dumps({"messages": messages, "max_tokens": max_tokens, "stream": stream,
                        "stream_options": {"include_usage": True} if stream else None})

@@ -91,8 +91,8 @@ namespace {
 void Metric(std::string* out, const char* name, const char* type, const char* help,
             unsigned long long value) {
   char line[320];
-  std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name,
-                type, name, value);
+  std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type,
+                name, value);
   *out += line;
 }
 
@@ -139,8 +139,8 @@ std::string RenderEngineStats(const EngineStats& s) {
          s.image_cache_max_bytes);
   Metric(&out, "ocular_kv_cache_bytes_in_use", "gauge", "KV cache bytes of running sequences.",
          s.kv_bytes_in_use);
-  Metric(&out, "ocular_kv_cache_bytes_pooled", "gauge",
-         "Released KV cache bytes kept for reuse.", s.kv_bytes_pooled);
+  Metric(&out, "ocular_kv_cache_bytes_pooled", "gauge", "Released KV cache bytes kept for reuse.",
+         s.kv_bytes_pooled);
   return out;
 }
 
