@@ -209,7 +209,8 @@ void Scheduler::Admit(const std::shared_ptr<Job>& job) {
   p.max_new_tokens = g.max_new_tokens;
   p.sampling = g.sampling;
   p.eos_ids = g.eos_ids;
-  StatusOr<KvHandle> cache = kv_.Acquire(capacity);
+  // With room for each image's cross-attention K/V where the layout has them (mllama).
+  StatusOr<KvHandle> cache = kv_.Acquire(capacity, spec.image_tokens > 0 ? n : 0);
   if (!cache.ok()) return Finish(*job, cache.status(), FinishReason::kNone);
   job->seq.emplace(std::move(p), std::move(*cache), runner_.vocab());
   job->Event(kPrefillBegin, 2);
