@@ -11,8 +11,9 @@ GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
 all: build
 
+# CI also installs Chromium for the web page test (server_web_page skips without it).
 setup:
-	@scripts/setup
+	@scripts/setup $(if $(filter true,$(CI)),--web)
 
 configure: setup
 	@cmake -S . -B $(BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null

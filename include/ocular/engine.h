@@ -5,11 +5,14 @@
 //   if (result.ok()) std::cout << result->text;
 //
 // Thread-safety: an Engine is safe to use from many threads at once without external
-// synchronization. Every method may be called concurrently; requests that run the model
-// (Generate, Trace, Bench) are executed one at a time in arrival order, each with its own
-// state (nothing of one request — pixels, cache, sampler — is visible to another), and the
-// read-only methods (Info, Tokenize, TokenPiece, Detokenize) never wait for them. A callback
-// runs on the calling thread of its request.
+// synchronization. Every method may be called concurrently. Generate calls from several
+// threads are batched (continuous batching): up to EngineOptions::max_batch sequences decode
+// together, one step for all, each joining and leaving on its own; more wait in arrival
+// order. Each request keeps its own state (nothing of one request — pixels, KV cache,
+// sampler — is visible to another), so its answer is the one it gets alone. Trace and Bench
+// take turns with the batch. The read-only methods (Info, Stats, Tokenize, TokenPiece,
+// Detokenize) never wait for model work. A callback runs on the calling thread of its
+// request.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +35,12 @@ struct EngineOptions {
   std::string precision = "auto";
   // KV cache storage: "auto" (bf16 under bf16 / bf16-fast, else f32), "f32", "bf16".
   std::string kv_cache = "auto";
-  // Sequences decoded together in one step (Bench's batch; the planned workspace).
+  // Sequences decoded together in one step: concurrent Generate calls (continuous batching);
+  // the planned workspace.
   int max_batch = 8;
+  // Bytes of vision features kept for reuse (LRU): an image seen before (same decoded pixels
+  // and dimensions, same preprocessing, same model) skips the vision encoder. 0: off.
+  size_t image_cache_bytes = 0;
   // Tokens per sequence the activation workspace is planned for at load (0: one image and a
   // short prompt). A longer prompt grows the workspace once, before its prefill runs.
   int max_context = 0;
@@ -141,6 +148,21 @@ struct ModelInfo {
   std::string kv_cache;   // "f32", "bf16"
 };
 
+// Counters of an Engine's model work since it was loaded (Engine::Stats).
+struct EngineStats {
+  // [b]: decode steps that ran b sequences together (index 0 unused; size max_batch + 1).
+  std::vector<uint64_t> decode_steps_by_batch;
+  int running = 0;              // sequences in the decode batch now
+  int waiting = 0;              // Generate calls waiting for a place in the batch
+  uint64_t prefills = 0;        // prompts run (one per Generate that reached the model)
+  uint64_t images_encoded = 0;  // images that went through the vision encoder
+  // The image-feature cache (EngineOptions::image_cache_bytes).
+  uint64_t image_cache_hits = 0, image_cache_misses = 0, image_cache_evictions = 0;
+  size_t image_cache_bytes = 0, image_cache_entries = 0, image_cache_max_bytes = 0;
+  size_t kv_bytes_in_use = 0;   // KV caches of running sequences
+  size_t kv_bytes_pooled = 0;   // released KV memory kept for reuse
+};
+
 struct BenchOptions {
   int prompt_tokens = 16;  // text tokens after the image block
   int decode_tokens = 32;
@@ -173,6 +195,7 @@ class Engine {
   virtual ~Engine() = default;
 
   virtual ModelInfo Info() const = 0;
+  virtual EngineStats Stats() const { return {}; }
 
   // Runs image(s) + prompt and generates. Images are files or encoded bytes (JPEG, PNG, WebP,
   // GIF, BMP). An empty image list runs a text-only prompt.

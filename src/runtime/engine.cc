@@ -16,6 +16,7 @@
 #include "runtime/generator.h"
 #include "runtime/recorder.h"
 #include "runtime/runner.h"
+#include "runtime/scheduler.h"
 #include "text/tokenizer.h"
 
 namespace ocular {
@@ -169,7 +170,13 @@ class EngineImpl : public Engine {
         precision_(precision),
         kv_(model_->spec().kv, kv),
         runner_(*model_, backend_, precision,
-                {.max_batch = opts.max_batch, .max_context = opts.max_context}) {}
+                {.max_batch = opts.max_batch, .max_context = opts.max_context}),
+        feature_cache_(opts.image_cache_bytes),
+        fingerprint_(StrCat(model_->spec().architecture, "|", model_->spec().weight_bytes, "|",
+                            model_->spec().weight_formats, "|", PrecisionName(precision),
+                            "|", model_->spec().image_size)),
+        scheduler_(runner_, kv_, run_mu_, opts.image_cache_bytes > 0 ? &feature_cache_ : nullptr,
+                   opts.max_batch) {}
 
   ModelInfo Info() const override {
     const ModelSpec& s = model_->spec();
@@ -188,11 +195,31 @@ class EngineImpl : public Engine {
     return i;
   }
 
+  // Runs in the scheduler's shared batch (run_mu_ is taken by the scheduler per step).
   StatusOr<GenerateResult> Generate(const std::vector<ImageInput>& images,
                                     const std::string& prompt, const GenerateOptions& o,
                                     const TokenCallback& on_text) override {
-    std::lock_guard<std::mutex> lock(run_mu_);
     return Run(images, prompt, o, on_text, nullptr, nullptr);
+  }
+
+  EngineStats Stats() const override {
+    EngineStats e;
+    SchedulerStats s = scheduler_.stats();
+    e.decode_steps_by_batch = std::move(s.decode_steps_by_batch);
+    e.running = s.running;
+    e.waiting = s.waiting;
+    e.prefills = s.prefills;
+    e.images_encoded = s.images_encoded;
+    const FeatureCacheStats c = feature_cache_.stats();
+    e.image_cache_hits = c.hits;
+    e.image_cache_misses = c.misses;
+    e.image_cache_evictions = c.evictions;
+    e.image_cache_bytes = c.bytes;
+    e.image_cache_entries = c.entries;
+    e.image_cache_max_bytes = c.max_bytes;
+    e.kv_bytes_in_use = kv_.bytes_in_use();
+    e.kv_bytes_pooled = kv_.bytes_cached();
+    return e;
   }
 
   StatusOr<GenerateResult> Trace(const std::vector<ImageInput>& images, const std::string& prompt,
@@ -344,7 +371,8 @@ class EngineImpl : public Engine {
     return Status::Ok();
   }
 
-  // REQUIRES: run_mu_ held.
+  // With a tracer: REQUIRES run_mu_ held (the runner is used directly). Without: runs in the
+  // scheduler's batch.
   StatusOr<GenerateResult> Run(const std::vector<ImageInput>& images, const std::string& prompt,
                                const GenerateOptions& o, const TokenCallback& on_text,
                                RecordingTracer* tracer, Tensor* pixels_out) {
@@ -394,7 +422,24 @@ class EngineImpl : public Engine {
         return go_on && !stop.stopped();
       };
     }
-    OCULAR_ASSIGN_OR_RETURN(GenerationOutput out, ocular::Generate(runner_, kv_, req, tracer, sink));
+    StatusOr<GenerationOutput> generated = Status(StatusCode::kInternal, "not run");
+    if (tracer != nullptr) {
+      generated = ocular::Generate(runner_, kv_, req, tracer, sink);
+    } else {
+      ScheduledRequest sr;
+      sr.gen = req;  // the sink reads req.eos_ids
+      if (opts_.image_cache_bytes > 0 && !images.empty()) {
+        const int64_t per_image = pixels.numel() / pixels.dim(0);
+        for (size_t i = 0; i < images.size(); ++i) {
+          sr.image_keys.push_back(MakeFeatureKey(fingerprint_, r.image_sizes[i].width,
+                                                 r.image_sizes[i].height,
+                                                 pixels.data.data() + i * per_image,
+                                                 static_cast<size_t>(per_image)));
+        }
+      }
+      generated = scheduler_.Generate(sr, sink);
+    }
+    OCULAR_ASSIGN_OR_RETURN(GenerationOutput out, std::move(generated));
     if (sink && out.finish != FinishReason::kCancelled) {
       std::string rest = stream.Finish();
       if (stop.active()) rest = stop.Put(rest) + stop.Finish();
@@ -425,6 +470,9 @@ class EngineImpl : public Engine {
   KvPool kv_;
   std::mutex run_mu_;  // one model execution at a time (the runner's arena is single-use)
   Runner runner_;
+  FeatureCache feature_cache_;
+  const std::string fingerprint_;  // the feature cache's model identity
+  Scheduler scheduler_;            // last: its thread stops before the members above go
 };
 
 }  // namespace

@@ -1,13 +1,15 @@
 """The official `openai` Python client against `ocular serve` on the demo model.
 
 Usage: openai_client_test.py path/to/ocular   (from the repository root)
-Exits 77 (CTest: skipped) when the `openai` package is not installed; CI has no Python
-packages, so there serve_e2e_test covers the same wire format with cpp-httplib.
+Runs in the test venv ($OCULAR_TEST_VENV, made by scripts/test-venv with the pinned
+tests/server/requirements.txt) when the running Python lacks `openai`; exits 77 (CTest:
+skipped) when neither has it (no access to PyPI).
 Checks: a non-streaming and a streaming chat completion with a base64 image answer what
 `ocular run` answers, the boxes arrive in the `ocular` extra field, errors map to the client's
 exception classes with the OpenAI code and param.
 """
 import base64
+import os
 import re
 import subprocess
 import sys
@@ -17,7 +19,12 @@ import time
 try:
     import openai
 except ImportError:
-    print("openai is not installed: skipped")
+    venv = os.environ.get("OCULAR_TEST_VENV", "")
+    venv_python = os.path.join(venv, "bin", "python")
+    if venv and os.path.exists(venv_python) and \
+            os.path.realpath(sys.prefix) != os.path.realpath(venv):
+        os.execv(venv_python, [venv_python] + sys.argv)
+    print("openai is not installed (scripts/test-venv could not install it): skipped")
     sys.exit(77)
 
 OCULAR = sys.argv[1]

@@ -202,7 +202,23 @@ TEST(ServeE2E, AnswersEqualOcularRun) {
   EXPECT_EQ(json::parse(again->body)["choices"][0]["message"]["content"], expected);
   auto metrics = serve.Client().Get("/metrics", auth);
   ASSERT_TRUE(metrics);
-  EXPECT_NE(metrics->body.find("ocular_completion_tokens_total"), std::string::npos);
+  const std::string& m = metrics->body;
+  EXPECT_NE(m.find("ocular_completion_tokens_total"), std::string::npos);
+  // The Engine's counters: batch sizes, the image-feature cache (the same image four times:
+  // encoded once; the disconnected stream's image too), KV memory back to zero.
+  EXPECT_NE(m.find("ocular_decode_batch_size_bucket{le=\"1\"}"), std::string::npos) << m;
+  EXPECT_NE(m.find("\nocular_images_encoded_total 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\nocular_image_cache_hits_total 3\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\nocular_image_cache_misses_total 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\nocular_kv_cache_bytes_in_use 0\n"), std::string::npos) << m;
+  // The web page needs no key (it asks for it), and says what it may load.
+  auto page = serve.Client().Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'self'"),
+            std::string::npos);
+  EXPECT_NE(page->body.find("/v1/chat/completions"), std::string::npos);
   EXPECT_EQ(serve.Stop(), 0) << serve.log();
 }
 

@@ -32,9 +32,11 @@ void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
   }
 }
 
-StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch) {
+StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch,
+                                             size_t image_cache_bytes) {
   EngineOptions o;
   o.max_batch = max_batch;
+  o.image_cache_bytes = image_cache_bytes;
   o.threads = a.threads;
   o.max_image_pixels = a.max_pixels;
   o.exif_rotate = a.exif_rotate;

@@ -86,4 +86,62 @@ std::string Metrics::Render() const {
   return out;
 }
 
+namespace {
+
+void Metric(std::string* out, const char* name, const char* type, const char* help,
+            unsigned long long value) {
+  char line[320];
+  std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type,
+                name, value);
+  *out += line;
+}
+
+}  // namespace
+
+std::string RenderEngineStats(const EngineStats& s) {
+  std::string out;
+  char line[256];
+  // A histogram of the sequences each decode step ran together (buckets 1 .. max_batch).
+  const char* name = "ocular_decode_batch_size";
+  std::snprintf(line, sizeof line,
+                "# HELP %s Sequences decoded together, per decode step.\n# TYPE %s histogram\n",
+                name, name);
+  out += line;
+  unsigned long long cumulative = 0, sum = 0;
+  for (size_t b = 1; b < s.decode_steps_by_batch.size(); ++b) {
+    cumulative += s.decode_steps_by_batch[b];
+    sum += b * s.decode_steps_by_batch[b];
+    std::snprintf(line, sizeof line, "%s_bucket{le=\"%zu\"} %llu\n", name, b, cumulative);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %llu\n%s_count %llu\n",
+                name, cumulative, name, sum, name, cumulative);
+  out += line;
+  Metric(&out, "ocular_decode_batch_running", "gauge", "Sequences in the decode batch now.",
+         static_cast<unsigned long long>(s.running));
+  Metric(&out, "ocular_decode_batch_waiting", "gauge",
+         "Requests waiting for a place in the decode batch.",
+         static_cast<unsigned long long>(s.waiting));
+  Metric(&out, "ocular_prefills_total", "counter", "Prompts prefilled.", s.prefills);
+  Metric(&out, "ocular_images_encoded_total", "counter",
+         "Images that went through the vision encoder.", s.images_encoded);
+  Metric(&out, "ocular_image_cache_hits_total", "counter",
+         "Images whose vision features came from the cache.", s.image_cache_hits);
+  Metric(&out, "ocular_image_cache_misses_total", "counter",
+         "Images looked up in the feature cache and not found.", s.image_cache_misses);
+  Metric(&out, "ocular_image_cache_evictions_total", "counter",
+         "Features dropped from the cache to make room.", s.image_cache_evictions);
+  Metric(&out, "ocular_image_cache_bytes", "gauge", "Bytes of vision features cached.",
+         s.image_cache_bytes);
+  Metric(&out, "ocular_image_cache_entries", "gauge", "Images whose features are cached.",
+         s.image_cache_entries);
+  Metric(&out, "ocular_image_cache_max_bytes", "gauge", "The feature cache's budget.",
+         s.image_cache_max_bytes);
+  Metric(&out, "ocular_kv_cache_bytes_in_use", "gauge", "KV cache bytes of running sequences.",
+         s.kv_bytes_in_use);
+  Metric(&out, "ocular_kv_cache_bytes_pooled", "gauge", "Released KV cache bytes kept for reuse.",
+         s.kv_bytes_pooled);
+  return out;
+}
+
 }  // namespace ocular::server

@@ -9,7 +9,13 @@
 #include <mutex>
 #include <string>
 
+#include "ocular/engine.h"
+
 namespace ocular::server {
+
+// The Engine's counters as Prometheus text: the decode batch-size histogram, the image-feature
+// cache (hits, misses, evictions, bytes, entries), images encoded, KV bytes in use.
+std::string RenderEngineStats(const EngineStats& stats);
 
 class Metrics {
  public:

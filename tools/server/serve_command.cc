@@ -21,6 +21,7 @@ struct ServeArgs {
   int port = 8080;
   std::string allow_local_files;
   int max_body_mb = 64;
+  int image_cache_mb = 256;
   server::ServerOptions server;
 };
 
@@ -36,8 +37,12 @@ void AddServe(CLI::App& app, int* rc) {
   cmd->add_option("--api-key", a->server.api_key,
                   "require Authorization: Bearer KEY (default: $OCULAR_API_KEY, else none)")
       ->default_str("none");
-  cmd->add_option("--parallel", a->server.parallel, "requests running at once")
+  cmd->add_option("--parallel", a->server.parallel,
+                  "requests decoded together in one batch (continuous batching)")
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--image-cache-mb", a->image_cache_mb,
+                  "vision features of recent images kept for reuse (MiB; 0: off)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--max-queue", a->server.max_queue,
                   "requests waiting beyond --parallel; more get 429")
       ->check(CLI::Range(0, 1024));
@@ -107,7 +112,7 @@ void AddServe(CLI::App& app, int* rc) {
       srv.Stop();
     }).detach();
     std::thread http([&srv] { srv.Run(); });
-    auto engine = LoadEngine(a->model, 1);
+    auto engine = LoadEngine(a->model, o.parallel, static_cast<size_t>(a->image_cache_mb) << 20);
     if (!engine.ok()) {
       srv.Stop();
       http.join();

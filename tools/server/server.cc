@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "ocular/detection.h"
 #include "ocular/tasks.h"
+#include "web_page.h"
 
 namespace ocular::server {
 
@@ -403,7 +404,8 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
   http.set_keep_alive_timeout(5);
 
   http.set_pre_routing_handler([im](const httplib::Request& req, httplib::Response& res) {
-    if (im->opt.api_key.empty() || req.path == "/health") {
+    // The page itself is public (it asks for the key); what it calls is not.
+    if (im->opt.api_key.empty() || req.path == "/health" || req.path == "/") {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     const std::string auth = req.get_header_value("Authorization");
@@ -455,6 +457,14 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
   http.Post(kChatPath, [im](const httplib::Request& req, httplib::Response& res) {
     im->HandleChat(req, res);
   });
+  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; img-src 'self' data: blob:; style-src 'unsafe-inline'; "
+                   "script-src 'unsafe-inline'; connect-src 'self'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(kWebPage, "text/html; charset=utf-8");
+  });
   http.Get("/health", [im](const httplib::Request&, httplib::Response& res) {
     if (im->engine.load() == nullptr) {
       return SendError(
@@ -463,7 +473,9 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
     res.set_content(R"({"status":"ok"})", "application/json");
   });
   http.Get("/metrics", [im](const httplib::Request&, httplib::Response& res) {
-    res.set_content(im->metrics.Render(), "text/plain; version=0.0.4");
+    std::string text = im->metrics.Render();
+    if (Engine* eng = im->engine.load()) text += RenderEngineStats(eng->Stats());
+    res.set_content(text, "text/plain; version=0.0.4");
   });
   http.Get("/v1/models", [im](const httplib::Request&, httplib::Response& res) {
     json model = {

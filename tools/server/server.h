@@ -5,7 +5,8 @@
 //   server.SetEngine(std::move(engine));              // /health 200, requests accepted
 //   server.Run();                                     // until Stop() from another thread
 //
-// Routes: POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics.
+// Routes: POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics, GET / (the
+// web page).
 // Thread-safety: Stop() and SetEngine() may be called from any thread while Run() blocks.
 #pragma once
 
@@ -22,9 +23,9 @@ struct ServerOptions {
   std::string model_id = "ocular";  // the id /v1/models lists and requests may name
   std::string model_dir;            // where a `segment` answer's mask model is looked up
   std::string api_key;              // "": no authentication
-  // Requests admitted to run at once (the Engine runs model work one request at a time, so
-  // more than 1 only overlaps request parsing and image decoding with another's decode).
-  int parallel = 1;
+  // Requests admitted to run at once: the Engine decodes them together in one batch
+  // (continuous batching; make the Engine's max_batch at least this).
+  int parallel = 8;
   int max_queue = 16;  // admitted requests waiting beyond `parallel`; then 429
   size_t max_body_bytes = 64u << 20;
   int max_prompt_tokens = 4096;  // image tokens included

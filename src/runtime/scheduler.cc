@@ -1,0 +1,382 @@
+#include "runtime/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <utility>
+
+#include "core/check.h"
+
+namespace ocular {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Stage events a job has passed, in order; the caller reports each once (ProgressCallback).
+enum StageEvent : uint8_t {
+  kEncodeBegin = 1,
+  kEncodeEnd = 2,
+  kPrefillBegin = 4,
+  kPrefillEnd = 8,
+};
+
+}  // namespace
+
+struct Scheduler::Job {
+  explicit Job(const ScheduledRequest& r) : req(r) {}
+  const ScheduledRequest& req;  // the caller's; alive until the job is done (Generate waits)
+
+  // Scheduler thread only.
+  std::optional<Sequence> seq;
+  std::vector<float> features;  // [n_images * image_tokens, H] for the prefill
+
+  // Shared with the calling thread, guarded by mu.
+  std::mutex mu;
+  std::condition_variable cv;
+  uint8_t events = 0;            // StageEvent bits
+  int64_t images_to_encode = 0;  // images not found in the cache
+  std::vector<int32_t> tokens;   // generated so far (reserved: pushing never allocates)
+  bool done = false;
+  Status status;
+  FinishReason finish = FinishReason::kNone;
+  Clock::time_point stage_t0[4];  // when each StageEvent happened: encode/prefill begin and end
+  Clock::time_point decode_t0;
+  double decode_ms = 0;
+
+  std::atomic<bool> cancel{false};
+
+  void Event(StageEvent e, int index) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      events |= e;
+      stage_t0[index] = Clock::now();
+    }
+    cv.notify_all();
+  }
+};
+
+Scheduler::Scheduler(Runner& runner, KvPool& kv, std::mutex& runner_mu, FeatureCache* cache,
+                     int max_batch)
+    : runner_(runner),
+      kv_(kv),
+      runner_mu_(runner_mu),
+      cache_(cache),
+      max_batch_(max_batch),
+      steps_by_batch_(static_cast<size_t>(max_batch) + 1, 0) {
+  OCULAR_CHECK(max_batch >= 1, "max_batch must be >= 1");
+  active_.reserve(static_cast<size_t>(max_batch));
+  batch_.reserve(static_cast<size_t>(max_batch));
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SchedulerStats s;
+  s.decode_steps_by_batch = steps_by_batch_;
+  s.running = running_.load();
+  s.waiting = static_cast<int>(pending_.size());
+  s.images_encoded = images_encoded_;
+  s.prefills = prefills_;
+  return s;
+}
+
+void Scheduler::Finish(Job& job, Status status, FinishReason finish) {
+  job.seq.reset();  // the KV cache goes back to the pool now
+  job.features = {};
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    job.status = std::move(status);
+    job.finish = finish;
+    if (job.events & kPrefillEnd) job.decode_ms = MsSince(job.decode_t0);
+    job.done = true;
+  }
+  job.cv.notify_all();
+}
+
+void Scheduler::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || !pending_.empty() || !active_.empty(); });
+    if (stop_) break;
+    // Requests cancelled while waiting leave the queue without running.
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if ((*it)->cancel) {
+        Finish(**it, Status::Ok(), FinishReason::kCancelled);
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::shared_ptr<Job> next;
+    if (!pending_.empty() && static_cast<int>(active_.size()) < max_batch_) {
+      next = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    lock.unlock();
+    {
+      std::lock_guard<std::mutex> runner_lock(runner_mu_);
+      if (next) Admit(next);
+      if (!active_.empty()) Step();
+    }
+    lock.lock();
+  }
+  // Shutting down: nothing may be left waiting (the Engine is destroyed with no Generate in
+  // progress, so this only guards against misuse).
+  for (auto& job : pending_) {
+    Finish(*job, Error(StatusCode::kInternal, "scheduler", "the engine is shutting down"),
+           FinishReason::kCancelled);
+  }
+  pending_.clear();
+  for (auto& job : active_) {
+    Finish(*job, Error(StatusCode::kInternal, "scheduler", "the engine is shutting down"),
+           FinishReason::kCancelled);
+  }
+  active_.clear();
+}
+
+// Encodes the images the cache does not have, prefills, and adds the job to the batch.
+// REQUIRES: runner_mu_ held.
+void Scheduler::Admit(const std::shared_ptr<Job>& job) {
+  const GenerationRequest& g = job->req.gen;
+  const ModelSpec& spec = runner_.model().spec();
+  const int64_t T = static_cast<int64_t>(g.ids.size());
+  const int64_t capacity = T + g.max_new_tokens;
+  const int64_t n = g.pixel_values != nullptr ? g.pixel_values->dim(0) : 0;
+  const int64_t rows_per_image = spec.image_tokens * spec.hidden_size;
+  const bool cached = cache_ != nullptr && static_cast<int64_t>(job->req.image_keys.size()) == n;
+  std::vector<bool> hit(static_cast<size_t>(n), false);
+  job->features.assign(static_cast<size_t>(n * rows_per_image), 0.0f);
+  int64_t misses = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (cached) {
+      if (FeatureCache::Features f = cache_->Get(job->req.image_keys[i])) {
+        std::copy(f->begin(), f->end(), job->features.begin() + i * rows_per_image);
+        hit[i] = true;
+        continue;
+      }
+    }
+    ++misses;
+  }
+  if (misses > 0) {
+    {
+      std::lock_guard<std::mutex> lock(job->mu);
+      job->images_to_encode = misses;
+    }
+    job->Event(kEncodeBegin, 0);
+    const int64_t px_per_image = g.pixel_values->numel() / n;
+    // Runs of consecutive misses go through the encoder in one call each.
+    for (int64_t i = 0; i < n;) {
+      if (hit[i]) {
+        ++i;
+        continue;
+      }
+      int64_t j = i;
+      while (j < n && !hit[j]) ++j;
+      runner_.EncodeImages(g.pixel_values->data.data() + i * px_per_image, j - i,
+                           job->features.data() + i * rows_per_image, nullptr);
+      if (cached) {
+        for (int64_t k = i; k < j; ++k) {
+          cache_->Put(job->req.image_keys[k],
+                      std::make_shared<const std::vector<float>>(
+                          job->features.begin() + k * rows_per_image,
+                          job->features.begin() + (k + 1) * rows_per_image));
+        }
+      }
+      i = j;
+    }
+    job->Event(kEncodeEnd, 1);
+    std::lock_guard<std::mutex> lock(mu_);
+    images_encoded_ += static_cast<uint64_t>(misses);
+  }
+
+  SequenceParams p;
+  p.prompt = g.ids;
+  p.prefix_len = g.prefix_len >= 0 ? g.prefix_len : T;
+  p.max_new_tokens = g.max_new_tokens;
+  p.sampling = g.sampling;
+  p.eos_ids = g.eos_ids;
+  // With room for each image's cross-attention K/V where the layout has them (mllama).
+  StatusOr<KvHandle> cache = kv_.Acquire(capacity, spec.image_tokens > 0 ? n : 0);
+  if (!cache.ok()) return Finish(*job, cache.status(), FinishReason::kNone);
+  job->seq.emplace(std::move(p), std::move(*cache), runner_.vocab());
+  job->Event(kPrefillBegin, 2);
+  Status s = runner_.Prefill(*job->seq, n > 0 ? job->features.data() : nullptr,
+                             n * spec.image_tokens, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++prefills_;
+  }
+  if (!s.ok()) return Finish(*job, std::move(s), FinishReason::kNone);
+  job->features = {};  // the prefill has copied them into the cache's K/V
+  {
+    std::lock_guard<std::mutex> lock(job->mu);
+    job->events |= kPrefillEnd;
+    job->stage_t0[3] = job->decode_t0 = Clock::now();
+    if (!job->seq->generated().empty()) job->tokens.push_back(job->seq->last_token());
+  }
+  job->cv.notify_all();
+  Sequence& seq = *job->seq;
+  if (seq.generated().empty() || seq.done()) {
+    if (seq.finish_reason() == FinishReason::kFailed) {
+      return Finish(*job,
+                    Error(StatusCode::kInternal, "generate",
+                          "the model produced NaN logits in the prefill (NaN or infinite "
+                          "weights, or an invalid eps / rope_theta in config.json?)"),
+                    FinishReason::kFailed);
+    }
+    return Finish(*job, Status::Ok(), seq.finish_reason());
+  }
+  active_.push_back(job);
+  running_ = static_cast<int>(active_.size());
+}
+
+// One decode step of every running sequence. REQUIRES: runner_mu_ held.
+void Scheduler::Step() {
+  // Takes the i-th job out of the batch (the counters first: when its caller wakes, they no
+  // longer count it) and finishes it.
+  auto leave = [&](size_t i, Status status, FinishReason finish) {
+    std::shared_ptr<Job> job = std::move(active_[i]);
+    active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(i));
+    running_ = static_cast<int>(active_.size());
+    Finish(*job, std::move(status), finish);
+  };
+  // A cancelled sequence leaves before the step: its cache is freed now.
+  for (size_t i = 0; i < active_.size();) {
+    if (active_[i]->cancel) {
+      active_[i]->seq->Cancel();
+      leave(i, Status::Ok(), FinishReason::kCancelled);
+    } else {
+      ++i;
+    }
+  }
+  if (active_.empty()) return;
+  batch_.clear();
+  for (auto& job : active_) batch_.push_back(&*job->seq);
+  runner_.DecodeStep(batch_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++steps_by_batch_[batch_.size()];
+  }
+  for (size_t i = 0; i < active_.size();) {
+    Job& job = *active_[i];
+    Sequence& seq = *job.seq;
+    if (seq.finish_reason() == FinishReason::kFailed) {
+      leave(i,
+            Error(StatusCode::kInternal, "generate", "the model produced NaN logits after ",
+                  seq.generated().size(),
+                  " generated tokens (NaN or infinite weights, or an "
+                  "invalid eps / rope_theta in config.json?)"),
+            FinishReason::kFailed);
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(job.mu);
+      job.tokens.push_back(seq.last_token());
+    }
+    job.cv.notify_all();
+    if (seq.done()) {
+      leave(i, Status::Ok(), seq.finish_reason());
+    } else {
+      ++i;
+    }
+  }
+}
+
+StatusOr<GenerationOutput> Scheduler::Generate(const ScheduledRequest& req,
+                                               const TokenSink& on_token) {
+  const GenerationRequest& g = req.gen;
+  const ModelSpec& spec = runner_.model().spec();
+  const int64_t T = static_cast<int64_t>(g.ids.size());
+  if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
+  if (g.max_new_tokens < 0) {
+    return Error(StatusCode::kInvalidArgument, "generate", "max_new_tokens must be >= 0");
+  }
+  if (T + g.max_new_tokens > spec.max_positions) {
+    return Error(StatusCode::kResourceExhausted, "generate", "prompt (", T, " tokens) + ",
+                 g.max_new_tokens, " new tokens exceed the context length ", spec.max_positions);
+  }
+  auto job = std::make_shared<Job>(req);
+  job->tokens.reserve(static_cast<size_t>(g.max_new_tokens) + 1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back(job);
+  }
+  cv_.notify_all();
+
+  // Reports stages and tokens as they come, on this thread.
+  const ProgressCallback* progress = g.progress != nullptr && *g.progress ? g.progress : nullptr;
+  auto report = [&](Stage stage, int64_t done, int64_t total, Clock::time_point begin) {
+    if (progress) (*progress)({stage, done, total, MsSince(begin)});
+  };
+  uint8_t reported = 0;
+  size_t consumed = 0;
+  bool cancelled = false;
+  std::unique_lock<std::mutex> lock(job->mu);
+  while (true) {
+    job->cv.wait(lock, [&] {
+      return job->done || job->events != reported || (!cancelled && job->tokens.size() > consumed);
+    });
+    const uint8_t events = job->events;
+    const size_t available = job->tokens.size();
+    const bool done = job->done;
+    const int64_t encode_n = job->images_to_encode;
+    Clock::time_point t[4];
+    std::copy(job->stage_t0, job->stage_t0 + 4, t);
+    lock.unlock();
+    if ((events & kEncodeBegin) && !(reported & kEncodeBegin)) {
+      report(Stage::kEncode, 0, encode_n, t[0]);
+    }
+    if ((events & kEncodeEnd) && !(reported & kEncodeEnd)) {
+      report(Stage::kEncode, encode_n, encode_n, t[0]);
+    }
+    if ((events & kPrefillBegin) && !(reported & kPrefillBegin)) {
+      report(Stage::kPrefill, 0, T, t[2]);
+    }
+    if ((events & kPrefillEnd) && !(reported & kPrefillEnd)) {
+      report(Stage::kPrefill, T, T, t[2]);
+      report(Stage::kDecode, 0, g.max_new_tokens, t[3]);
+    }
+    reported = events;
+    while (!cancelled && consumed < available) {
+      // The vector only grows within its reservation: elements before `available` are stable.
+      const int32_t id = job->tokens[consumed++];
+      report(Stage::kDecode, static_cast<int64_t>(consumed), g.max_new_tokens, t[3]);
+      if (on_token && !on_token(id)) {
+        cancelled = true;
+        job->cancel = true;
+        cv_.notify_all();
+      }
+    }
+    lock.lock();
+    if (done && job->events == reported && (cancelled || job->tokens.size() == consumed)) break;
+  }
+  // Done: the scheduler no longer touches the job.
+  if (!job->status.ok()) return job->status;
+  GenerationOutput out;
+  out.generated.assign(job->tokens.begin(),
+                       job->tokens.begin() + static_cast<std::ptrdiff_t>(consumed));
+  out.finish = cancelled ? FinishReason::kCancelled : job->finish;
+  auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  if (job->events & kEncodeEnd) out.image_ms = ms(job->stage_t0[0], job->stage_t0[1]);
+  if (job->events & kPrefillEnd) out.prefill_ms = ms(job->stage_t0[2], job->stage_t0[3]);
+  out.decode_ms = job->decode_ms;
+  return out;
+}
+
+}  // namespace ocular

@@ -1,0 +1,243 @@
+// Continuous batching (runtime/scheduler.h): requests from many threads decoded together give
+// exactly the tokens each gets alone (ocular::Generate), whatever joins or leaves the batch;
+// a cancelled sequence leaves at once and its KV cache returns to the pool; the feature cache
+// lets a repeated image skip the vision encoder with the same answer.
+#include "runtime/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/fixture.h"
+#include "support/harness.h"
+
+namespace ocular {
+namespace {
+
+using testing_support::Harness;
+
+struct Input {
+  std::vector<int32_t> ids;
+  Tensor pixels;  // [n, 3, R, R] or empty
+};
+
+// The prompts and pixels of the checkpoint's golden cases (images of several kinds, three
+// tasks), plus the text-only tail of the first one.
+std::vector<Input> Inputs(const std::string& checkpoint, std::string* model_dir) {
+  auto manifest = fixture::GoldenManifest::Load();
+  EXPECT_TRUE(manifest.ok());
+  const fixture::GoldenCheckpoint* ck = manifest->Find(checkpoint);
+  EXPECT_NE(ck, nullptr);
+  *model_dir = ck->model_dir;
+  std::vector<Input> out;
+  for (const fixture::GoldenCase& c : ck->cases) {
+    auto taps = fixture::GoldenTaps::Open(c.path);
+    EXPECT_TRUE(taps.ok());
+    Input in;
+    in.ids = *taps->Ids("input_ids");
+    if (const TensorView* pv = taps->file().Find("pixel_values")) {
+      in.pixels = Tensor(pv->shape);
+      std::copy_n(pv->as<float>(), pv->numel(), in.pixels.data.data());
+    }
+    out.push_back(std::move(in));
+  }
+  return out;
+}
+
+// Request i: its own length, stop rule and sampling (greedy or seeded).
+GenerationRequest MakeRequest(const Input& in, int i, const ModelSpec& spec) {
+  GenerationRequest g;
+  g.ids = in.ids;
+  g.prefix_len = static_cast<int64_t>(in.ids.size());
+  if (!in.pixels.data.empty() && i % 4 != 3) {
+    g.pixel_values = &in.pixels;
+  } else {  // text only: the image tokens dropped
+    g.ids.erase(std::remove(g.ids.begin(), g.ids.end(), spec.image_token_id), g.ids.end());
+    g.prefix_len = static_cast<int64_t>(g.ids.size());
+  }
+  g.max_new_tokens = 4 + (i * 5) % 13;
+  if (i % 2 == 0) g.eos_ids = {1};
+  if (i % 3 == 1) g.sampling = {0.8f, 40, 0.9f, static_cast<uint64_t>(100 + i), -1};
+  return g;
+}
+
+// Blocks the scheduler (it takes the runner mutex per iteration) until `n` requests wait, so
+// that they join the batch one per step, deterministically.
+void WaitUntilQueued(const Scheduler& s, int n) {
+  for (int ms = 0; s.stats().waiting < n; ++ms) {
+    ASSERT_LT(ms, 60000) << "requests never reached the queue";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+class SchedulerTest : public testing::TestWithParam<const char*> {};
+
+TEST_P(SchedulerTest, BatchedAnswersEqualSingleAnswers) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  std::string dir;
+  const std::vector<Input> inputs = Inputs(GetParam(), &dir);
+  ASSERT_GE(inputs.size(), 6u);
+  auto alone = Harness::Load(dir);
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  const ModelSpec& spec = (*alone)->model->spec();
+  const int n = static_cast<int>(inputs.size());
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < n; ++i) reqs.push_back(MakeRequest(inputs[i], i, spec));
+  std::vector<GenerationOutput> want;
+  for (int i = 0; i < n; ++i) {
+    auto out = (*alone)->Generate(reqs[i]);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    want.push_back(std::move(*out));
+  }
+
+  auto h = Harness::Load(dir, nullptr, 2, 4);
+  ASSERT_TRUE(h.ok());
+  std::mutex runner_mu;
+  constexpr int kMaxBatch = 4;
+  Scheduler sched((*h)->runner, (*h)->kv, runner_mu, nullptr, kMaxBatch);
+  std::vector<StatusOr<GenerationOutput>> got(n, Status(StatusCode::kInternal, "not run"));
+  std::vector<std::thread> clients;
+  {
+    std::unique_lock<std::mutex> hold(runner_mu);
+    for (int i = 0; i < n; ++i) {
+      clients.emplace_back([&, i] {
+        ScheduledRequest r;
+        r.gen = reqs[i];
+        got[i] = sched.Generate(r);
+      });
+    }
+    WaitUntilQueued(sched, n - 1);  // the scheduler holds the first, blocked on the mutex
+  }
+  for (std::thread& t : clients) t.join();
+  for (int i = 0; i < n; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_TRUE(got[i].ok()) << got[i].status().ToString();
+    EXPECT_EQ(got[i]->generated, want[i].generated);
+    EXPECT_EQ(got[i]->finish, want[i].finish);
+  }
+  const SchedulerStats s = sched.stats();
+  EXPECT_EQ(s.prefills, static_cast<uint64_t>(n));
+  EXPECT_EQ(s.running, 0);
+  EXPECT_EQ(s.waiting, 0);
+  ASSERT_EQ(s.decode_steps_by_batch.size(), static_cast<size_t>(kMaxBatch + 1));
+  EXPECT_GT(s.decode_steps_by_batch[kMaxBatch], 0u) << "the batch never filled";
+  EXPECT_EQ((*h)->kv.bytes_in_use(), 0u) << "KV caches not returned";
+}
+
+TEST_P(SchedulerTest, CancelLeavesAtOnceOthersUnchanged) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  std::string dir;
+  const std::vector<Input> inputs = Inputs(GetParam(), &dir);
+  auto h = Harness::Load(dir, nullptr, 2, 2);
+  ASSERT_TRUE(h.ok());
+  const ModelSpec& spec = (*h)->model->spec();
+  GenerationRequest a = MakeRequest(inputs[0], 0, spec), b = MakeRequest(inputs[1], 2, spec);
+  a.max_new_tokens = b.max_new_tokens = 16;
+  a.eos_ids.clear();
+  b.eos_ids.clear();
+  auto want_b = (*h)->Generate(b);
+  ASSERT_TRUE(want_b.ok());
+  std::mutex runner_mu;
+  Scheduler sched((*h)->runner, (*h)->kv, runner_mu, nullptr, 2);
+  StatusOr<GenerationOutput> got_a = Status(StatusCode::kInternal, "not run");
+  StatusOr<GenerationOutput> got_b = got_a;
+  std::vector<int32_t> seen;
+  std::thread ta([&] {
+    ScheduledRequest r;
+    r.gen = a;
+    got_a = sched.Generate(r, [&](int32_t id) {
+      seen.push_back(id);
+      if (seen.size() < 3) return true;
+      return false;
+    });
+  });
+  std::thread tb([&] {
+    ScheduledRequest r;
+    r.gen = b;
+    got_b = sched.Generate(r);
+  });
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(got_a.ok()) << got_a.status().ToString();
+  EXPECT_EQ(got_a->finish, FinishReason::kCancelled);
+  EXPECT_EQ(got_a->generated, seen);
+  EXPECT_EQ(got_a->generated.size(), 3u);
+  ASSERT_TRUE(got_b.ok());
+  EXPECT_EQ(got_b->generated, want_b->generated);
+  EXPECT_EQ((*h)->kv.bytes_in_use(), 0u);
+}
+
+TEST_P(SchedulerTest, RepeatedImageSkipsTheEncoder) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  std::string dir;
+  const std::vector<Input> inputs = Inputs(GetParam(), &dir);
+  auto h = Harness::Load(dir);
+  ASSERT_TRUE(h.ok());
+  const ModelSpec& spec = (*h)->model->spec();
+  GenerationRequest g = MakeRequest(inputs[0], 0, spec);
+  ASSERT_NE(g.pixel_values, nullptr);
+  auto want = (*h)->Generate(g);
+  ASSERT_TRUE(want.ok());
+  std::mutex runner_mu;
+  FeatureCache cache(64u << 20);
+  Scheduler sched((*h)->runner, (*h)->kv, runner_mu, &cache, 1);
+  ScheduledRequest r;
+  r.gen = g;
+  const Tensor& px = *g.pixel_values;
+  r.image_keys = {MakeFeatureKey("test", 64, 48, px.data.data(), px.data.size())};
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    auto got = sched.Generate(r);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->generated, want->generated);
+    EXPECT_EQ(sched.stats().images_encoded, 1u) << "the encoder ran again";
+  }
+  const FeatureCacheStats c = cache.stats();
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.hits, 2u);
+  EXPECT_EQ(c.entries, 1u);
+  EXPECT_EQ(c.bytes, static_cast<size_t>(spec.image_tokens * spec.hidden_size) * sizeof(float));
+  // Another size or another model is another key.
+  EXPECT_NE(MakeFeatureKey("test", 64, 49, px.data.data(), px.data.size()), r.image_keys[0]);
+  EXPECT_NE(MakeFeatureKey("tesu", 64, 48, px.data.data(), px.data.size()), r.image_keys[0]);
+}
+
+TEST(FeatureCache, EvictsLeastRecentlyUsedWithinItsBudget) {
+  FeatureCache cache(3 * 100 * sizeof(float));
+  auto features = [](float v) { return std::make_shared<const std::vector<float>>(100, v); };
+  const float px[3][4] = {{1, 2, 3, 4}, {1, 2, 3, 5}, {9, 9, 9, 9}};
+  FeatureKey k[4];
+  for (int i = 0; i < 3; ++i) k[i] = MakeFeatureKey("m", 2, 2, px[i], 4);
+  k[3] = MakeFeatureKey("m", 2, 2, px[0], 3);
+  for (int i = 0; i < 3; ++i) cache.Put(k[i], features(float(i)));
+  ASSERT_NE(cache.Get(k[0]), nullptr);  // k[0] is now the most recent; k[1] the least
+  cache.Put(k[3], features(3));
+  EXPECT_EQ(cache.Get(k[1]), nullptr);
+  auto f0 = cache.Get(k[0]);
+  ASSERT_NE(f0, nullptr);
+  EXPECT_EQ((*f0)[0], 0.0f);
+  EXPECT_NE(cache.Get(k[2]), nullptr);
+  EXPECT_NE(cache.Get(k[3]), nullptr);
+  const FeatureCacheStats s = cache.stats();
+  EXPECT_EQ(s.entries, 3u);
+  EXPECT_EQ(s.evictions, 1u);
+  EXPECT_LE(s.bytes, s.max_bytes);
+  cache.Put(MakeFeatureKey("m", 1, 1, px[2], 1),
+            std::make_shared<const std::vector<float>>(400, 0.f));  // over the whole budget
+  EXPECT_EQ(cache.stats().entries, 3u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, SchedulerTest, testing::Values("pg2", "pg2-bf16"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace ocular
