@@ -1,5 +1,5 @@
 // The packed bf16 dot-product GEMM (cpu/gemm_bf16.h) behind ops::MatMul for bf16 weights and
-// more than 4 rows under the bf16 precisions: its packing, its products against the scalar
+// more than 8 rows under the bf16 precisions: its packing, its products against the scalar
 // reference, and when MatMul must not use it.
 #include "kernels/cpu/gemm_bf16.h"
 
@@ -96,6 +96,27 @@ TEST(GemmBf16Test, MatchesTheReferenceOnEveryTail) {
           got.data(), want.data(), scale.data(), c.M * c.N, 1e-6, 0.0,
           "M=" + std::to_string(c.M) + " K=" + std::to_string(c.K) + " N=" + std::to_string(c.N));
       if (HasFatalFailure()) return;
+    }
+  });
+}
+
+// Under bf16 a decode row's result does not depend on how many rows share the call (1-8):
+// batching must never change a sequence's tokens (each ISA, its own kernels).
+TEST(GemmBf16Test, Bf16DecodeRowsDoNotDependOnTheBatch) {
+  // Enough outputs that another summation order flips some bf16 roundings (an LM head's 257k
+  // outputs flip some per token: a batched answer then differs).
+  const int64_t K = 2304, N = 4096;
+  std::vector<float> a = Bf16Values(8 * K, 11);
+  Weights w = RandomWeights(DType::kBF16, {N, K}, 12);
+  ForEachIsa([&](const std::string&) {
+    TestExec t(2, Precision::kBF16);
+    std::vector<float> alone(8 * N), batch(8 * N);
+    for (int64_t m = 0; m < 8; ++m) {
+      ops::MatMul(t.ex, a.data() + m * K, 1, K, K, w.matrix(), nullptr, alone.data() + m * N, N);
+    }
+    for (int64_t M = 2; M <= 8; ++M) {
+      ops::MatMul(t.ex, a.data(), M, K, K, w.matrix(), nullptr, batch.data(), N);
+      for (int64_t i = 0; i < M * N; ++i) ASSERT_EQ(batch[i], alone[i]) << "M=" << M << " " << i;
     }
   });
 }

@@ -111,7 +111,7 @@ struct KernelTable {
   void (*attention_items)(const AttentionArgs& args, int64_t begin, int64_t end, float* scratch);
   // out[0, n) = f32(data[0, n)) for dtype F32/BF16/F16.
   void (*to_f32)(const void* data, DType dtype, int64_t n, float* out);
-  // GEMM on bf16 weights with bf16 dot products, for more than 4 activation rows (cpu/
+  // GEMM on bf16 weights with bf16 dot products, for more than 8 activation rows (cpu/
   // gemm_bf16.h): pack_bf16 packs 16-row groups [g0, g1) of the activations (false if
   // exact_only and one is not a bf16 value), gemm_bf16 multiplies the packed rows by weight rows
   // [n0, n1). Null where the CPU has no bf16 dot-product instruction.

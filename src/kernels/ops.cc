@@ -178,11 +178,11 @@ int64_t ThreadScratchFloats(int64_t K) {
 }
 
 // Whether MatMul takes the packed bf16 dot-product GEMM (kernel_table.h gemm_bf16): bf16
-// weights, more than 4 rows (fewer run faster on matmul_bf16_dot's dot-product tiles; from 5
-// rows, batched decode included, the GEMM's broadcast tiles win), and a precision whose
+// weights, more rows than a decode batch (decode rows keep one kernel whatever the batch, so a
+// sequence's tokens do not depend on what it is batched with), and a precision whose
 // activations are (kBF16) or may be rounded to (kBF16Fast) bf16.
 bool UsesGemmBf16(const Exec& ex, int64_t M, int64_t K, const Matrix& w) {
-  return ex.table().gemm_bf16 != nullptr && w.format == WFormat::kBF16 && M > 4 && K % 2 == 0 &&
+  return ex.table().gemm_bf16 != nullptr && w.format == WFormat::kBF16 && M > 8 && K % 2 == 0 &&
          ex.precision != Precision::kF32;
 }
 
@@ -323,13 +323,13 @@ void MatMulParts(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t l
       return;
     }
   }
-  // Batched decode of 2-4 rows (5-8 where the GEMM does not apply: odd K): bf16 dot products
-  // where the CPU has them, under bf16-fast, and under bf16 when the activations are bf16
-  // values (exact products, as the GEMM above). One row stays on the f32 GEMV, which is
-  // bandwidth-bound anyway and skips the conversion.
-  const bool bf16_dot = format == WFormat::kBF16 && M >= 2 && M <= 8 &&
+  // Decode rows (1-8) on bf16 dot products where the CPU has them: under bf16 when the
+  // activations are bf16 values (exact products, as the GEMM above), every batch size alike —
+  // each row's sums run in the same order whatever M, so batching never changes a sequence's
+  // tokens; under bf16-fast for 2-8 rows (one row stays on the f32 GEMV).
+  const bool bf16_dot = format == WFormat::kBF16 && M >= 1 && M <= 8 &&
                         table.matmul_bf16_dot != nullptr &&
-                        (ex.precision == Precision::kBF16Fast ||
+                        ((ex.precision == Precision::kBF16Fast && M >= 2) ||
                          (ex.precision == Precision::kBF16 && AreBf16Values(a, M, K, lda)));
   const kernels::MatMulFn kernel =
       bf16_dot ? table.matmul_bf16_dot : table.matmul[static_cast<int>(format)];

@@ -1,5 +1,5 @@
 // bf16 × bf16 GEMM with f32 accumulation (AVX512_BF16 `vdpbf16ps`) for matmuls with more than
-// 4 activation rows (prefill, the vision tower, batched decode) on bf16 weights.
+// 8 activation rows (prefill, the vision tower) on bf16 weights.
 //
 // The activations are packed once per call into 16-row groups, one 512-bit vector per pair
 // of columns: lane i of vector (g, p) holds a[16g + i][2p] (low half) and a[16g + i][2p + 1]
@@ -8,7 +8,7 @@
 // broadcasts one 32-bit pair of each weight row (read in place from the HF [N, K] layout: the
 // weights are never copied or repacked) and issues 24 dot-product instructions, prefetching
 // the next 6 weight rows a cache line per 16 pairs (it overlaps their memory reads with this
-// tile's arithmetic: +3-8 % at prefill shapes, +12 % for 8 decode rows). Cache
+// tile's arithmetic: +3-8 % at prefill shapes). Cache
 // blocking: a block of packed activations (up to 640 KiB: all rows when they fit at a depth of
 // 512 columns, so the weights stream from memory once) stays in L2 while the weight rows
 // stream through L1.
