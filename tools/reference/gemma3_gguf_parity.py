@@ -102,14 +102,17 @@ def llama_tokens(llama_bin, gguf, prompt):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def llama_greedy(llama_bin, gguf, prompt, tokens):
-    """llama-completion's greedy continuation (--temp 0, f32 KV cache like ocular's f32 run,
-    no chat template), which stops at <end_of_turn> / <eos> as `ocular run` does."""
+def llama_greedy(llama_bin, gguf, prompt, tokens, fa):
+    """llama-completion's greedy continuation (--temp 0, no chat template), which stops at
+    <end_of_turn> / <eos> as `ocular run` does. f32 KV cache like ocular's; with `fa` "off"
+    (the default here) attention runs in f32: llama.cpp's CPU flash attention (its "auto"
+    default) casts an f32 cache to f16 and accumulates V in f16 (llama-graph.cpp
+    build_attn_mha, ggml-cpu ops.cpp flash_attn_ext), 4e-4 relative error at layer 0."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
         f.write(prompt)
     out = run([os.path.join(llama_bin, "llama-completion"), "-m", gguf, "-f", f.name, "-n",
                str(tokens), "--temp", "0", "-ctk", "f32", "-ctv", "f32", "-no-cnv",
-               "--no-warmup", "--no-display-prompt", "-t", "2", "--seed", "0"])
+               "--no-warmup", "--no-display-prompt", "-t", "2", "--seed", "0", "-fa", fa])
     os.unlink(f.name)
     return out
 
@@ -169,6 +172,8 @@ def main():
     parser.add_argument("--gguf", default=GGUF)
     parser.add_argument("--ocular", default="build/tools/cli/ocular")
     parser.add_argument("--llama-bin", help="llama.cpp build's bin/ (bench/peers/build_llamacpp.sh)")
+    parser.add_argument("--llama-fa", default="off", choices=["off", "on", "auto"],
+                        help="llama.cpp's flash attention (-fa); auto is its default")
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--out", default=None, help="folder for the dumps (default: a temp dir)")
     parser.add_argument("--no-hf", action="store_true", help="only the llama.cpp comparison")
@@ -194,7 +199,7 @@ def main():
             ids = [int(line.split("\t")[1]) for line in listing.splitlines()
                    if line and not line.startswith("#")]
             row["ids_equal_llama"] = llama_tokens(args.llama_bin, args.gguf, prompt) == ids
-            text_llama = llama_greedy(args.llama_bin, args.gguf, prompt, args.tokens)
+            text_llama = llama_greedy(args.llama_bin, args.gguf, prompt, args.tokens, args.llama_fa)
             text_ours, _ = ocular_greedy(args.ocular, args.gguf, prompt, args.tokens)
             # llama-completion's output ends in "\n\n" of its own: trailing newlines are not compared.
             row["greedy_equal_llama"] = text_llama.rstrip("\n") == text_ours.rstrip("\n")
