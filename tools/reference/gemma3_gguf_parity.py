@@ -129,7 +129,9 @@ def llama_greedy(llama_bin, gguf, prompt, tokens, fa):
     default) casts an f32 cache to f16 and accumulates V in f16 (llama-graph.cpp
     build_attn_mha, ggml-cpu ops.cpp flash_attn_ext), 4e-4 relative error at layer 0."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
-        f.write(prompt)
+        # llama.cpp's -f drops one trailing newline of the file (common/arg.cpp): one more, so
+        # prompts that end in "\n" (the code and chat prompts) reach it whole.
+        f.write(prompt + "\n")
     out = run([os.path.join(llama_bin, "llama-completion"), "-m", gguf, "-f", f.name, "-n",
                str(tokens), "--temp", "0", "-ctk", "f32", "-ctv", "f32", "-no-cnv",
                "--no-warmup", "--no-display-prompt", "-t", "2", "--seed", "0", "-fa", fa])
