@@ -34,6 +34,14 @@ nice -n 15 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLLAMA_BUILD_SERVER=OFF "${launcher[@]}"
 nice -n 15 cmake --build "$build" -j"$jobs" --target "${targets[@]}"
 
+# llama_logits (bench/peers/llama_logits.cc, ours): llama.cpp's logits and layer outputs for
+# given token ids, as a safetensors file of ocular's tap names (tools/reference/gemma3_gguf_parity.py).
+here=$(cd "$(dirname "$0")" && pwd)
+nice -n 15 "${CXX:-c++}" -O2 -std=c++17 -I"$src/include" -I"$src/ggml/include" \
+  "$here/llama_logits.cc" -L"$build/bin" -lllama -lggml -lggml-base -Wl,-rpath,"$build/bin" \
+  -o "$build/bin/llama_logits"
+targets+=(llama_logits)
+
 for t in "${targets[@]}"; do
   [[ -x "$build/bin/$t" ]] || { echo "build_llamacpp: $build/bin/$t was not built" >&2; exit 1; }
 done

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -195,10 +196,23 @@ TEST(QuantMatMulTest, ActivationQuantizationIsWithinHalfAStep) {
     quant::QuantizeActRow(f, x.data(), K, buf.data());
     const quant::ActRow r = quant::ActRowAt(f, buf.data(), K);
     const int64_t block = quant::ActBlock(f);
-    for (int64_t k = 0; k < K; ++k) {
-      const float d = r.d[k / block];
-      ASSERT_LE(std::fabs(x[k] - d * r.q[k]), d * 0.5f * (1 + 1e-5f)) << k;
-      ASSERT_LE(std::abs(r.q[k]), 127);
+    for (int64_t b = 0; b < K / block; ++b) {
+      float amax = 0.0f;
+      for (int64_t i = 0; i < block; ++i) amax = std::max(amax, std::fabs(x[b * block + i]));
+      // ggml's scales: block_q8_0 keeps amax / 127 in f16, block_q8_K 1 / (127 / amax) in f32.
+      const float want = amax == 0.0f               ? 0.0f
+                         : f == WFormat::kQ4_K ? 1.0f / (127.0f / amax)
+                                               : F16ToF32(quant::F32ToF16(amax / 127.0f));
+      EXPECT_EQ(r.d[b], want) << WFormatName(f) << " block " << b;
+      // q = round(x · 127 / amax): within half a step of amax / 127, and the stored d differs
+      // from amax / 127 by its own rounding (f16 for 32-value blocks) at most 127 times.
+      const float step = amax / 127.0f, d = r.d[b];
+      const float bound = step * 0.5f * (1 + 1e-5f) + 127.0f * std::fabs(d - step) * (1 + 1e-5f);
+      for (int64_t i = 0; i < block; ++i) {
+        const int64_t k = b * block + i;
+        ASSERT_LE(std::fabs(x[k] - d * r.q[k]), bound) << k;
+        ASSERT_LE(std::abs(r.q[k]), 127);
+      }
     }
     for (int64_t g = 0; g < K / 16; ++g) {
       int s = 0;

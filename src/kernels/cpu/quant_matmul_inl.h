@@ -44,7 +44,7 @@ inline int32_t HSumI32(__m128i v) {
   return _mm_cvtsi128_si32(v);
 }
 
-// quant::QuantizeActRow, vectorized with the same arithmetic (max of |x|, the scalar d and
+// quant::QuantizeActRow, vectorized with the same arithmetic (max of |x|, quant::ActScale and
 // 127 / amax, x·id clamped to ±127 and rounded half to even by vcvtps2dq), so the rows are
 // byte-identical to the scalar definition (tested).
 inline void QuantizeActRowSimd(WFormat f, const float* x, int64_t K, std::byte* dst) {
@@ -66,7 +66,7 @@ inline void QuantizeActRowSimd(WFormat f, const float* x, int64_t K, std::byte* 
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float amax = _mm_cvtss_f32(m4);
-    d[b] = amax / 127.0f;
+    d[b] = quant::ActScale(f, amax);
     const __m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
     for (int64_t i = 0; i < block; i += 32) {
       __m256i v[4];

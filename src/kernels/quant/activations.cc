@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/half.h"
+#include "kernels/quant/blocks.h"
 
 namespace ocular::quant {
 
@@ -17,6 +19,14 @@ inline float RoundEven(float v) { return (v + 12582912.0f) - 12582912.0f; }
 }  // namespace
 
 int64_t ActBlock(WFormat f) { return KFormat(f) ? 256 : 32; }
+
+float ActScale(WFormat f, float amax) {
+  if (!(amax > 0.0f)) return 0.0f;
+  // ggml's block_q8_K: d = 1 / iscale, iscale = -127 / max (max the signed value of largest |x|;
+  // the sign cancels against q's, so d·q is the same as with 127 / amax).
+  if (KFormat(f)) return 1.0f / (127.0f / amax);
+  return F16ToF32(F32ToF16(amax / 127.0f));  // ggml's block_q8_0: d in f16
+}
 
 int64_t ActRowBytes(WFormat f, int64_t K) {
   const int64_t blocks = K / ActBlock(f);
@@ -45,7 +55,7 @@ void QuantizeActRow(WFormat f, const float* x, int64_t K, std::byte* dst) {
     int8_t* qb = q + b * block;
     float amax = 0.0f;
     for (int64_t i = 0; i < block; ++i) amax = std::max(amax, std::fabs(xb[i]));
-    d[b] = amax / 127.0f;
+    d[b] = ActScale(f, amax);
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
     // Clamped as floats (|x·id| may exceed 127 by an ulp; NaN becomes -127), then rounded:
     // a form compilers vectorize at baseline x86-64.

@@ -2,10 +2,15 @@
 // matmuls (llama.cpp's approach: its block_q8_0 / block_q8_K, in our own layout).
 //
 // One row of K values (K a multiple of the weight format's block) is split into blocks of
-// ActBlock(f) values: 32 for Q8_0/Q4_0 weights, 256 for the K formats. Per block:
-//   d = amax / 127,  q[i] = round_half_even(x[i] · (127 / amax))  in [-127, 127]
-// (d = 0 and q = 0 for an all-zero block), so |x[i] − d·q[i]| <= d/2 (plus f32 rounding):
+// ActBlock(f) values: 32 for Q8_0/Q4_0/Q5_0 weights, 256 for the K formats. Per block:
+//   q[i] = round_half_even(x[i] · (127 / amax))  in [-127, 127],  d = ActScale(f, amax)
+// (d = 0 and q = 0 for an all-zero block), so |x[i] − d·q[i]| <= d/2 (plus the rounding of d):
 // the activation error the quantized matmuls add on top of the weights' own.
+// q and d are ggml's (llama.cpp's CPU backend) bit for bit: its block_q8_0 (quantize_row_q8_0,
+// ggml-cpu/arch/x86/quants.c) stores d = amax / 127 as f16, its block_q8_K
+// (quantize_row_q8_K_ref, ggml-quants.c, and the repacked kernels' quantize_mat_q8_K) stores
+// d = 1 / iscale with iscale = ±127 / amax in f32; so ocular and llama.cpp multiply the same
+// integers by the same scales and differ only in the order of the f32 sums.
 // Row layout in a scratch buffer (ActRowBytes(f, K) bytes, a multiple of 64; pass a 64-byte
 // aligned base): q int8[K] | d f32[K / block] | sums: int32 Σq per 32-block (Q8_0/Q4_0) or
 // int16 Σq per 16 values (K formats: Q4_K's mins and Q6_K's offset of 32 need them).
@@ -28,8 +33,12 @@ struct ActRow {
   const int16_t* sum16;  // [K / 16]: Σq per 16 values (K formats), else null
 };
 
-// Values per activation block for weights of format f: 32 (q8_0, q4_0) or 256 (q4_k, q6_k).
+// Values per activation block for weights of format f: 32 (q8_0, q4_0, q5_0) or 256 (q4_k, q6_k).
 int64_t ActBlock(WFormat f);
+// The scale d of an activation block whose largest |x| is amax >= 0: the f32 value of the f16
+// nearest amax / 127 for 32-value blocks (ggml's block_q8_0), 1 / (127 / amax) for 256-value
+// blocks (ggml's block_q8_K); 0 for amax == 0.
+float ActScale(WFormat f, float amax);
 // Bytes of one quantized activation row (a multiple of 64).
 int64_t ActRowBytes(WFormat f, int64_t K);
 // Quantizes x[0, K) into dst (ActRowBytes(f, K) bytes). REQUIRES: K % ActBlock(f) == 0.
