@@ -41,12 +41,13 @@ def data_url(path):
     return "data:image/png;base64," + base64.b64encode(open(path, "rb").read()).decode()
 
 
-def mix():
-    """Every request of the mix: (key, messages). 4 images x 5 prompts + 2 text-only."""
+def mix(n_images=len(IMAGES), n_prompts=len(IMAGE_PROMPTS)):
+    """Every request of the mix: (key, messages). 4 images x 5 prompts + 2 text-only (or the
+    first n_images x n_prompts)."""
     out = []
-    for path in IMAGES:
+    for path in IMAGES[:n_images]:
         url = data_url(path)
-        for p in IMAGE_PROMPTS:
+        for p in IMAGE_PROMPTS[:n_prompts]:
             out.append((f"{os.path.basename(path)}|{p}",
                         [{"role": "user", "content": [{"type": "text", "text": p},
                                                       {"type": "image_url", "image_url": {"url": url}}]}]))
@@ -142,6 +143,11 @@ def main():
     ap.add_argument("--parallel", type=int, default=8)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--images", type=int, default=len(IMAGES),
+                    help="use the first N images of the mix (a large model: fewer answers alone)")
+    ap.add_argument("--image-prompts", type=int, default=len(IMAGE_PROMPTS),
+                    help="use the first N image prompts of the mix")
+    ap.add_argument("--prefill-chunk", type=int, default=0, help="the server's (0: its default)")
     a = ap.parse_args()
 
     server = None
@@ -156,11 +162,13 @@ def main():
         args = ["--parallel", str(a.parallel), "--max-queue", str(max(16, 2 * a.clients))]
         if a.threads:
             args += ["--threads", str(a.threads)]
+        if a.prefill_chunk:
+            args += ["--prefill-chunk", str(a.prefill_chunk)]
         server = serve_util.Server(a.ocular, *args, model=a.model)
         host, port = "127.0.0.1", server.port
     failures = []
     try:
-        reqs = mix()
+        reqs = mix(a.images, a.image_prompts)
         image_reqs = [r for r in reqs if not r[0].startswith("text|")]
         text_reqs = [r for r in reqs if r[0].startswith("text|")]
         if a.text_share >= 1:
@@ -247,6 +255,15 @@ def main():
         print(f"TTFT p50 {1000 * percentile(stats['ttft'], 0.5):.0f} ms, "
               f"p99 {1000 * percentile(stats['ttft'], 0.99):.0f} ms")
         print(f"decode batch-size histogram (steps by batch size): {hist}")
+        phases = {p: delta(f'ocular_model_seconds_total{{phase="{p}"}}')
+                  for p in ("encode", "prefill", "decode")}
+        busy = sum(phases.values())
+        print("model time: " + ", ".join(f"{p} {v:.1f} s ({100 * v / elapsed:.0f} %)"
+                                         for p, v in phases.items())
+              + f", other {max(0.0, elapsed - busy):.1f} s; scheduler steps "
+              f"{int(delta('ocular_scheduler_steps_total'))}, prefills "
+              f"{int(delta('ocular_prefills_total'))} in "
+              f"{int(delta('ocular_prefill_chunks_total'))} pieces")
         print(f"image cache: hit rate {hits / max(1, hits + misses):.3f} ({int(hits)} hits, "
               f"{int(misses)} misses), {int(end.get('ocular_image_cache_bytes', 0))} bytes")
         print(f"after: KV bytes in use {int(end.get('ocular_kv_cache_bytes_in_use', -1))}, running "
