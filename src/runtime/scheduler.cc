@@ -181,13 +181,22 @@ void Scheduler::Loop() {
   active_.clear();
 }
 
-// Prefill work of one step, oldest prompt first: image encodes and decoder layers within the
-// budget (none while no sequence is decoding). REQUIRES: runner_mu_ held.
+// Prefill work of one step: image encodes and decoder layers within the budget (none while no
+// sequence is decoding), the prompt with the least work left first. REQUIRES: runner_mu_ held.
 void Scheduler::RunPrefills(StepTimes* t) {
   const int layers = runner_.num_layers();
   const bool unbounded = active_.empty();
   const int64_t budget = static_cast<int64_t>(prefill_chunk_) * layers;
   int64_t spent = 0;
+  // The least prefill work left first (a short text prompt is not queued behind images being
+  // prefilled: the mean time to first token is least), arrival order among equals. Nothing
+  // starves: at most max_batch requests prefill, and a short one joins the batch at once.
+  auto work_left = [&](const std::shared_ptr<Job>& j) {
+    const int64_t rows = static_cast<int64_t>(j->req.gen.ids.size());
+    return (layers - j->task.next_layer) * std::max<int64_t>(rows, kPrefillMinRows);
+  };
+  std::stable_sort(prefilling_.begin(), prefilling_.end(),
+                   [&](const auto& a, const auto& b) { return work_left(a) < work_left(b); });
   while (!prefilling_.empty() && (unbounded || spent < budget)) {
     std::shared_ptr<Job> job = prefilling_.front();
     if (job->cancel) {

@@ -2,7 +2,9 @@
 // Runner. A scheduler thread loops over steps; each step
 //  1. admits every waiting request the batch has room for (running + prefilling <= max_batch),
 //  2. runs prefill work within a budget: the next image encode (unless the FeatureCache has
-//     the features) or the next decoder layers of the prefilling prompts, oldest first — a
+//     the features) or the next decoder layers of the prefilling prompts, the prompt with the
+//     least work left first (shortest remaining prefill: short prompts do not queue behind
+//     long ones; arrival order among equals) — a
 //     chunked prefill, a few layers at a time (Runner::PrefillLayers), so a long image prefill
 //     spreads over several steps instead of stalling the running streams;
 //  3. steps every running sequence together in one DecodeStep, whose weight traffic is that of
@@ -115,7 +117,7 @@ class Scheduler {
   std::atomic<int> running_{0};
   std::atomic<int> prefilling_n_{0};
 
-  std::deque<std::shared_ptr<Job>> prefilling_;  // scheduler thread only, oldest first
+  std::deque<std::shared_ptr<Job>> prefilling_;  // scheduler thread only
   std::vector<std::shared_ptr<Job>> active_;     // scheduler thread only
   std::vector<Sequence*> batch_;              // scheduler thread only
   std::thread thread_;

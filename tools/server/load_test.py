@@ -56,8 +56,9 @@ def mix(n_images=len(IMAGES), n_prompts=len(IMAGE_PROMPTS)):
     return out
 
 
-def chat(host, port, messages, max_tokens, stream, disconnect=False, timeout=1800):
-    """One request. Returns (status, answer, ttft_s, completion_tokens, disconnected)."""
+def chat(host, port, messages, max_tokens, stream, disconnect=False, timeout=1800, gaps=None):
+    """One request. Returns (status, answer, ttft_s, completion_tokens, disconnected); appends
+    the seconds between consecutive streamed text pieces to `gaps` when it is a list."""
     body = json.dumps({"messages": messages, "max_tokens": max_tokens, "stream": stream,
                        "stream_options": {"include_usage": True} if stream else None})
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
@@ -71,7 +72,7 @@ def chat(host, port, messages, max_tokens, stream, disconnect=False, timeout=180
             return res.status, data.decode(errors="replace"), None, 0, False
         j = json.loads(data)
         return 200, j["choices"][0]["message"]["content"], None, j["usage"]["completion_tokens"], False
-    answer, ttft, tokens = "", None, 0
+    answer, ttft, tokens, last = "", None, 0, None
     while True:
         line = res.readline()
         if not line:
@@ -91,8 +92,12 @@ def chat(host, port, messages, max_tokens, stream, disconnect=False, timeout=180
         for c in j.get("choices", []):
             piece = c.get("delta", {}).get("content")
             if piece:
+                now = time.monotonic()
                 if ttft is None:
-                    ttft = time.monotonic() - t0
+                    ttft = now - t0
+                elif gaps is not None:
+                    gaps.append(now - last)
+                last = now
                 answer += piece
                 if disconnect:
                     conn.sock.shutdown(socket.SHUT_RDWR)
@@ -187,7 +192,7 @@ def main():
 
         lock = threading.Lock()
         stats = {"started": 0, "codes": {}, "ttft": [], "tokens": 0, "done": 0,
-                 "disconnected": 0, "mismatch": [], "errors": []}
+                 "disconnected": 0, "mismatch": [], "errors": [], "gaps": []}
         deadline = time.monotonic() + a.duration
 
         def client(i):
@@ -200,9 +205,11 @@ def main():
                 text = (rng.random() < a.text_share or not image_reqs) and text_reqs
                 key, messages = rng.choice(text_reqs if text else image_reqs)
                 drop = rng.random() < a.disconnect
+                gaps = []
                 try:
                     status, answer, ttft, tokens, gone = chat(host, port, messages, a.max_tokens,
-                                                              stream=True, disconnect=drop)
+                                                              stream=True, disconnect=drop,
+                                                              gaps=gaps)
                 except (OSError, http.client.HTTPException) as e:
                     with lock:
                         stats["errors"].append(f"{key}: {type(e).__name__}: {e}")
@@ -211,6 +218,7 @@ def main():
                     stats["codes"][status] = stats["codes"].get(status, 0) + 1
                     if ttft is not None:
                         stats["ttft"].append(ttft)
+                    stats["gaps"] += gaps
                     if gone:
                         stats["disconnected"] += 1
                     elif status == 200:
@@ -253,7 +261,10 @@ def main():
               f"{stats['done'] / elapsed:.2f}, tokens/s {stats['tokens'] / elapsed:.1f} "
               f"(completed requests' tokens)")
         print(f"TTFT p50 {1000 * percentile(stats['ttft'], 0.5):.0f} ms, "
-              f"p99 {1000 * percentile(stats['ttft'], 0.99):.0f} ms")
+              f"p99 {1000 * percentile(stats['ttft'], 0.99):.0f} ms; between streamed pieces "
+              f"p50 {1000 * percentile(stats['gaps'], 0.5):.0f} ms, "
+              f"p99 {1000 * percentile(stats['gaps'], 0.99):.0f} ms, "
+              f"max {1000 * max(stats['gaps'], default=0):.0f} ms")
         print(f"decode batch-size histogram (steps by batch size): {hist}")
         phases = {p: delta(f'ocular_model_seconds_total{{phase="{p}"}}')
                   for p in ("encode", "prefill", "decode")}
