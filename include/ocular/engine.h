@@ -41,6 +41,11 @@ struct EngineOptions {
   // Bytes of vision features kept for reuse (LRU): an image seen before (same decoded pixels
   // and dimensions, same preprocessing, same model) skips the vision encoder. 0: off.
   size_t image_cache_bytes = 0;
+  // Chunked prefill: prompt rows a scheduler step prefills (through every layer) while other
+  // sequences are decoding, so a long image prompt is spread over several decode steps
+  // instead of stalling them (the answer is the same). Larger: a new request's first token
+  // sooner, the running streams slower meanwhile.
+  int prefill_chunk = 64;
   // Tokens per sequence the activation workspace is planned for at load (0: one image and a
   // short prompt). A longer prompt grows the workspace once, before its prefill runs.
   int max_context = 0;
@@ -155,7 +160,11 @@ struct EngineStats {
   int running = 0;              // sequences in the decode batch now
   int waiting = 0;              // Generate calls waiting for a place in the batch
   uint64_t prefills = 0;        // prompts run (one per Generate that reached the model)
+  uint64_t prefill_chunks = 0;  // pieces the prefills ran in (chunked prefill)
   uint64_t images_encoded = 0;  // images that went through the vision encoder
+  uint64_t scheduler_steps = 0;  // scheduler iterations that ran the model
+  // Seconds the model spent in the vision encoder, prefills and decode steps.
+  double encode_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
   // The image-feature cache (EngineOptions::image_cache_bytes).
   uint64_t image_cache_hits = 0, image_cache_misses = 0, image_cache_evictions = 0;
   size_t image_cache_bytes = 0, image_cache_entries = 0, image_cache_max_bytes = 0;

@@ -111,7 +111,16 @@ class VlModel {
 
   // Runs every decoder layer on x[batch.rows, H] in place (K/V appended to each sequence's
   // cache) and leaves the final-normed hidden states in x.
-  virtual void Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const = 0;
+  void Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const {
+    ForwardLayers(ex, batch, x, tracer, 0, static_cast<int>(spec().layers.size()));
+  }
+
+  // Decoder layers [begin, end) of Forward on x in place; end == spec().layers.size() also
+  // applies the final norm. Forward in pieces (a chunked prefill: a few layers per scheduler
+  // step) computes exactly what one Forward computes: each layer reads only x and its own
+  // K/V. REQUIRES: 0 <= begin <= end <= spec().layers.size().
+  virtual void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer,
+                             int begin, int end) const = 0;
 
   // logits[rows, vocab_size] = output projection of hidden[rows, H].
   virtual void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const = 0;

@@ -176,7 +176,7 @@ class EngineImpl : public Engine {
                             model_->spec().weight_formats, "|", PrecisionName(precision),
                             "|", model_->spec().image_size)),
         scheduler_(runner_, kv_, run_mu_, opts.image_cache_bytes > 0 ? &feature_cache_ : nullptr,
-                   opts.max_batch) {}
+                   opts.max_batch, opts.prefill_chunk) {}
 
   ModelInfo Info() const override {
     const ModelSpec& s = model_->spec();
@@ -209,7 +209,12 @@ class EngineImpl : public Engine {
     e.running = s.running;
     e.waiting = s.waiting;
     e.prefills = s.prefills;
+    e.prefill_chunks = s.prefill_chunks;
     e.images_encoded = s.images_encoded;
+    e.scheduler_steps = s.steps;
+    e.encode_seconds = s.encode_seconds;
+    e.prefill_seconds = s.prefill_seconds;
+    e.decode_seconds = s.decode_seconds;
     const FeatureCacheStats c = feature_cache_.stats();
     e.image_cache_hits = c.hits;
     e.image_cache_misses = c.misses;
@@ -481,6 +486,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const Eng
   if (o.threads < 0) return Error(StatusCode::kInvalidArgument, "engine", "threads must be >= 0");
   if (o.max_batch < 1 || o.max_batch > 1024) {
     return Error(StatusCode::kInvalidArgument, "engine", "max_batch must be in [1, 1024], got ", o.max_batch);
+  }
+  if (o.prefill_chunk < 1) {
+    return Error(StatusCode::kInvalidArgument, "engine", "prefill_chunk must be >= 1, got ",
+                 o.prefill_chunk);
   }
   OCULAR_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(dir));
   if (o.max_context < 0 || o.max_context > loaded.model->spec().max_positions) {

@@ -66,6 +66,48 @@ Status Runner::Prefill(Sequence& seq, const float* features, int64_t feature_row
   return Status::Ok();
 }
 
+Status Runner::BeginPrefill(Sequence& seq, const float* features, int64_t feature_rows,
+                            PrefillTask* task) {
+  const std::vector<int32_t>& ids = seq.params().prompt;
+  const int64_t T = static_cast<int64_t>(ids.size());
+  if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
+  OCULAR_CHECK(seq.position() == 0, "HINT: a prefill runs a sequence's first pass");
+  Plan(T, seq.cache()->capacity(), 0);
+  task->x.resize(static_cast<size_t>(T * hidden_));
+  OCULAR_RETURN_IF_ERROR(model_.Embed(ex_, ids, features, feature_rows, task->x.data(), nullptr));
+  task->seq = &seq;
+  task->features = features;
+  task->feature_rows = features != nullptr ? feature_rows : 0;
+  task->rows = T;
+  task->next_layer = 0;
+  return Status::Ok();
+}
+
+int Runner::PrefillLayers(PrefillTask& task, int layers) {
+  OCULAR_CHECK(task.seq != nullptr && layers >= 1);
+  Sequence& seq = *task.seq;
+  const int end = std::min(num_layers(), task.next_layer + layers);
+  // Prefill's single chunk: the whole prompt from position 0 (the position advances once every
+  // layer has stored its K/V).
+  const SeqChunk chunk{seq.cache(), 0, task.rows, seq.params().prefix_len,
+                       seq.params().prompt.data(), task.features, task.feature_rows};
+  Plan(task.rows, seq.cache()->capacity(), 0);
+  model_.ForwardLayers(ex_, Batch{std::span<const SeqChunk>(&chunk, 1), task.rows},
+                       task.x.data(), nullptr, task.next_layer, end);
+  task.next_layer = end;
+  return num_layers() - end;
+}
+
+void Runner::FinishPrefill(PrefillTask& task) {
+  OCULAR_CHECK(task.seq != nullptr && task.next_layer == num_layers());
+  Sequence& seq = *task.seq;
+  seq.Advance(task.rows);
+  model_.Logits(ex_, task.x.data() + (task.rows - 1) * hidden_, 1, logits_.data());
+  if (!seq.done()) seq.SampleAndAppend(logits_.data(), vocab_);
+  task.x = {};
+  task.seq = nullptr;
+}
+
 void Runner::DecodeStep(std::span<Sequence* const> batch) {
   active_.clear();
   for (Sequence* s : batch) {

@@ -55,6 +55,29 @@ class Runner {
   Status Prefill(Sequence& seq, const float* features, int64_t feature_rows, Tracer* tracer,
                  std::vector<float>* prompt_logits = nullptr);
 
+  // The same prefill in pieces, so that a scheduler can run decode steps of other sequences
+  // between them (a chunked prefill): BeginPrefill embeds the prompt, PrefillLayers runs the
+  // next `layers` decoder layers over all its rows, FinishPrefill (once every layer ran)
+  // computes the last position's logits and samples the first token. The pieces run exactly
+  // the computation of Prefill (same calls, same rows, paused between layers: each layer reads
+  // only the rows' activations and its own K/V), so the results are identical. The task keeps
+  // its activations [T, H]; `features` must stay valid until FinishPrefill.
+  struct PrefillTask {
+    Sequence* seq = nullptr;
+    const float* features = nullptr;
+    int64_t feature_rows = 0;
+    int64_t rows = 0;    // the prompt's length
+    int next_layer = 0;  // layers [0, next_layer) have run
+    std::vector<float> x;
+  };
+  Status BeginPrefill(Sequence& seq, const float* features, int64_t feature_rows,
+                      PrefillTask* task);
+  // Runs up to `layers` more layers (>= 1); returns the layers left.
+  int PrefillLayers(PrefillTask& task, int layers);
+  // REQUIRES: PrefillLayers returned 0.
+  void FinishPrefill(PrefillTask& task);
+  int num_layers() const { return static_cast<int>(model_.spec().layers.size()); }
+
   // One decode step for every sequence in `batch` that is not done.
   void DecodeStep(std::span<Sequence* const> batch);
 

@@ -34,6 +34,7 @@ struct Scheduler::Job {
   // Scheduler thread only.
   std::optional<Sequence> seq;
   std::vector<float> features;  // [n_images * image_tokens, H] for the prefill
+  Runner::PrefillTask task;     // the prefill in progress (seq set once started)
 
   // Shared with the calling thread, guarded by mu.
   std::mutex mu;
@@ -60,15 +61,22 @@ struct Scheduler::Job {
   }
 };
 
+struct Scheduler::StepTimes {
+  double encode_s = 0, prefill_s = 0, decode_s = 0;
+  uint64_t prefills = 0, chunks = 0;
+};
+
 Scheduler::Scheduler(Runner& runner, KvPool& kv, std::mutex& runner_mu, FeatureCache* cache,
-                     int max_batch)
+                     int max_batch, int prefill_chunk)
     : runner_(runner),
       kv_(kv),
       runner_mu_(runner_mu),
       cache_(cache),
       max_batch_(max_batch),
+      prefill_chunk_(prefill_chunk),
       steps_by_batch_(static_cast<size_t>(max_batch) + 1, 0) {
   OCULAR_CHECK(max_batch >= 1, "max_batch must be >= 1");
+  OCULAR_CHECK(prefill_chunk >= 1, "prefill_chunk must be >= 1");
   active_.reserve(static_cast<size_t>(max_batch));
   batch_.reserve(static_cast<size_t>(max_batch));
   thread_ = std::thread([this] { Loop(); });
@@ -88,13 +96,19 @@ SchedulerStats Scheduler::stats() const {
   SchedulerStats s;
   s.decode_steps_by_batch = steps_by_batch_;
   s.running = running_.load();
-  s.waiting = static_cast<int>(pending_.size());
+  s.waiting = static_cast<int>(pending_.size()) + prefilling_n_.load();
   s.images_encoded = images_encoded_;
   s.prefills = prefills_;
+  s.prefill_chunks = prefill_chunks_;
+  s.steps = steps_;
+  s.encode_seconds = encode_s_;
+  s.prefill_seconds = prefill_s_;
+  s.decode_seconds = decode_s_;
   return s;
 }
 
 void Scheduler::Finish(Job& job, Status status, FinishReason finish) {
+  job.task = {};
   job.seq.reset();  // the KV cache goes back to the pool now
   job.features = {};
   {
@@ -110,7 +124,9 @@ void Scheduler::Finish(Job& job, Status status, FinishReason finish) {
 void Scheduler::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] { return stop_ || !pending_.empty() || !active_.empty(); });
+    cv_.wait(lock, [&] {
+      return stop_ || !pending_.empty() || !active_.empty() || !prefilling_.empty();
+    });
     if (stop_) break;
     // Requests cancelled while waiting leave the queue without running.
     for (auto it = pending_.begin(); it != pending_.end();) {
@@ -121,26 +137,43 @@ void Scheduler::Loop() {
         ++it;
       }
     }
-    std::shared_ptr<Job> next;
-    if (!pending_.empty() && static_cast<int>(active_.size()) < max_batch_) {
-      next = std::move(pending_.front());
+    // Every waiting request the batch has room for starts its prefill now.
+    while (!pending_.empty() &&
+           static_cast<int>(active_.size() + prefilling_.size()) < max_batch_) {
+      prefilling_.push_back(std::move(pending_.front()));
       pending_.pop_front();
     }
+    prefilling_n_ = static_cast<int>(prefilling_.size());
     lock.unlock();
+    StepTimes t;
     {
       std::lock_guard<std::mutex> runner_lock(runner_mu_);
-      if (next) Admit(next);
-      if (!active_.empty()) Step();
+      RunPrefills(&t);
+      if (!active_.empty()) {
+        const Clock::time_point t0 = Clock::now();
+        Step();
+        t.decode_s = MsSince(t0) / 1000;
+      }
     }
     lock.lock();
+    prefilling_n_ = static_cast<int>(prefilling_.size());
+    ++steps_;
+    encode_s_ += t.encode_s;
+    prefill_s_ += t.prefill_s;
+    decode_s_ += t.decode_s;
+    prefills_ += t.prefills;
+    prefill_chunks_ += t.chunks;
   }
   // Shutting down: nothing may be left waiting (the Engine is destroyed with no Generate in
   // progress, so this only guards against misuse).
-  for (auto& job : pending_) {
-    Finish(*job, Error(StatusCode::kInternal, "scheduler", "the engine is shutting down"),
-           FinishReason::kCancelled);
+  for (auto* jobs : {&pending_, &prefilling_}) {
+    for (auto& job : *jobs) {
+      Finish(*job, Error(StatusCode::kInternal, "scheduler", "the engine is shutting down"),
+             FinishReason::kCancelled);
+    }
+    jobs->clear();
   }
-  pending_.clear();
+  prefilling_n_ = 0;
   for (auto& job : active_) {
     Finish(*job, Error(StatusCode::kInternal, "scheduler", "the engine is shutting down"),
            FinishReason::kCancelled);
@@ -148,61 +181,128 @@ void Scheduler::Loop() {
   active_.clear();
 }
 
-// Encodes the images the cache does not have, prefills, and adds the job to the batch.
-// REQUIRES: runner_mu_ held.
-void Scheduler::Admit(const std::shared_ptr<Job>& job) {
-  const GenerationRequest& g = job->req.gen;
+// Prefill work of one step: image encodes and decoder layers within the budget (none while no
+// sequence is decoding), the prompt with the least work left first. REQUIRES: runner_mu_ held.
+void Scheduler::RunPrefills(StepTimes* t) {
+  const int layers = runner_.num_layers();
+  const bool unbounded = active_.empty();
+  const int64_t budget = static_cast<int64_t>(prefill_chunk_) * layers;
+  int64_t spent = 0;
+  // The least prefill work left first (a short text prompt is not queued behind images being
+  // prefilled: the mean time to first token is least), arrival order among equals. Nothing
+  // starves: at most max_batch requests prefill, and a short one joins the batch at once.
+  auto work_left = [&](const std::shared_ptr<Job>& j) {
+    const int64_t rows = static_cast<int64_t>(j->req.gen.ids.size());
+    return (layers - j->task.next_layer) * std::max<int64_t>(rows, kPrefillMinRows);
+  };
+  std::stable_sort(prefilling_.begin(), prefilling_.end(),
+                   [&](const auto& a, const auto& b) { return work_left(a) < work_left(b); });
+  while (!prefilling_.empty() && (unbounded || spent < budget)) {
+    std::shared_ptr<Job> job = prefilling_.front();
+    if (job->cancel) {
+      prefilling_.pop_front();
+      Finish(*job, Status::Ok(), FinishReason::kCancelled);
+      continue;
+    }
+    if (job->task.seq == nullptr) {
+      bool encoded = false;
+      // An encode takes a step's whole budget: it runs first in a step, or not in this one.
+      // (A job with images is looked up in the cache only then, too.)
+      if (!unbounded && spent > 0 && job->req.gen.pixel_values != nullptr &&
+          job->features.empty()) {
+        break;
+      }
+      if (!Start(*job, &encoded, t)) {
+        prefilling_.pop_front();
+        continue;
+      }
+      if (encoded) {  // the prefill begins at the next pass (this step when unbounded)
+        spent = budget;
+        continue;
+      }
+    }
+    const int64_t per_layer = std::max<int64_t>(job->task.rows, kPrefillMinRows);
+    int run = layers - job->task.next_layer;
+    if (!unbounded) {
+      run = std::min<int64_t>(run, (budget - spent) / per_layer);
+      if (run == 0 && spent == 0) run = 1;  // every step makes progress
+      if (run == 0) break;
+    }
+    const Clock::time_point t0 = Clock::now();
+    const int left = runner_.PrefillLayers(job->task, run);
+    t->prefill_s += MsSince(t0) / 1000;
+    ++t->chunks;
+    spent += run * per_layer;
+    if (left > 0) break;
+    prefilling_.pop_front();
+    const Clock::time_point t1 = Clock::now();
+    Join(job);
+    t->prefill_s += MsSince(t1) / 1000;
+  }
+}
+
+// Starts a job's prefill: takes its images' features from the cache or encodes them (then
+// returns with *encoded set, the prefill to begin at the next call), acquires its KV cache and
+// embeds its prompt. Returns false when the job failed (finished). REQUIRES: runner_mu_ held.
+bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
+  const GenerationRequest& g = job.req.gen;
   const ModelSpec& spec = runner_.model().spec();
-  const int64_t T = static_cast<int64_t>(g.ids.size());
-  const int64_t capacity = T + g.max_new_tokens;
   const int64_t n = g.pixel_values != nullptr ? g.pixel_values->dim(0) : 0;
   const int64_t rows_per_image = spec.image_tokens * spec.hidden_size;
-  const bool cached = cache_ != nullptr && static_cast<int64_t>(job->req.image_keys.size()) == n;
-  std::vector<bool> hit(static_cast<size_t>(n), false);
-  job->features.assign(static_cast<size_t>(n * rows_per_image), 0.0f);
-  int64_t misses = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (cached) {
-      if (FeatureCache::Features f = cache_->Get(job->req.image_keys[i])) {
-        std::copy(f->begin(), f->end(), job->features.begin() + i * rows_per_image);
-        hit[i] = true;
-        continue;
-      }
-    }
-    ++misses;
-  }
-  if (misses > 0) {
-    {
-      std::lock_guard<std::mutex> lock(job->mu);
-      job->images_to_encode = misses;
-    }
-    job->Event(kEncodeBegin, 0);
-    const int64_t px_per_image = g.pixel_values->numel() / n;
-    // Runs of consecutive misses go through the encoder in one call each.
-    for (int64_t i = 0; i < n;) {
-      if (hit[i]) {
-        ++i;
-        continue;
-      }
-      int64_t j = i;
-      while (j < n && !hit[j]) ++j;
-      runner_.EncodeImages(g.pixel_values->data.data() + i * px_per_image, j - i,
-                           job->features.data() + i * rows_per_image, nullptr);
+  const bool cached = cache_ != nullptr && static_cast<int64_t>(job.req.image_keys.size()) == n;
+  if (n > 0 && job.features.empty()) {
+    std::vector<bool> hit(static_cast<size_t>(n), false);
+    job.features.assign(static_cast<size_t>(n * rows_per_image), 0.0f);
+    int64_t misses = 0;
+    for (int64_t i = 0; i < n; ++i) {
       if (cached) {
-        for (int64_t k = i; k < j; ++k) {
-          cache_->Put(job->req.image_keys[k],
-                      std::make_shared<const std::vector<float>>(
-                          job->features.begin() + k * rows_per_image,
-                          job->features.begin() + (k + 1) * rows_per_image));
+        if (FeatureCache::Features f = cache_->Get(job.req.image_keys[i])) {
+          std::copy(f->begin(), f->end(), job.features.begin() + i * rows_per_image);
+          hit[i] = true;
+          continue;
         }
       }
-      i = j;
+      ++misses;
     }
-    job->Event(kEncodeEnd, 1);
-    std::lock_guard<std::mutex> lock(mu_);
-    images_encoded_ += static_cast<uint64_t>(misses);
+    if (misses > 0) {
+      const Clock::time_point t0 = Clock::now();
+      {
+        std::lock_guard<std::mutex> lock(job.mu);
+        job.images_to_encode = misses;
+      }
+      job.Event(kEncodeBegin, 0);
+      const int64_t px_per_image = g.pixel_values->numel() / n;
+      // Runs of consecutive misses go through the encoder in one call each.
+      for (int64_t i = 0; i < n;) {
+        if (hit[i]) {
+          ++i;
+          continue;
+        }
+        int64_t j = i;
+        while (j < n && !hit[j]) ++j;
+        runner_.EncodeImages(g.pixel_values->data.data() + i * px_per_image, j - i,
+                             job.features.data() + i * rows_per_image, nullptr);
+        if (cached) {
+          for (int64_t k = i; k < j; ++k) {
+            cache_->Put(job.req.image_keys[k],
+                        std::make_shared<const std::vector<float>>(
+                            job.features.begin() + k * rows_per_image,
+                            job.features.begin() + (k + 1) * rows_per_image));
+          }
+        }
+        i = j;
+      }
+      job.Event(kEncodeEnd, 1);
+      t->encode_s += MsSince(t0) / 1000;
+      *encoded = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      images_encoded_ += static_cast<uint64_t>(misses);
+      return true;
+    }
   }
 
+  const Clock::time_point t0 = Clock::now();
+  const int64_t T = static_cast<int64_t>(g.ids.size());
   SequenceParams p;
   p.prompt = g.ids;
   p.prefix_len = g.prefix_len >= 0 ? g.prefix_len : T;
@@ -210,17 +310,28 @@ void Scheduler::Admit(const std::shared_ptr<Job>& job) {
   p.sampling = g.sampling;
   p.eos_ids = g.eos_ids;
   // With room for each image's cross-attention K/V where the layout has them (mllama).
-  StatusOr<KvHandle> cache = kv_.Acquire(capacity, spec.image_tokens > 0 ? n : 0);
-  if (!cache.ok()) return Finish(*job, cache.status(), FinishReason::kNone);
-  job->seq.emplace(std::move(p), std::move(*cache), runner_.vocab());
-  job->Event(kPrefillBegin, 2);
-  Status s = runner_.Prefill(*job->seq, n > 0 ? job->features.data() : nullptr,
-                             n * spec.image_tokens, nullptr);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++prefills_;
+  StatusOr<KvHandle> cache = kv_.Acquire(T + g.max_new_tokens, spec.image_tokens > 0 ? n : 0);
+  if (!cache.ok()) {
+    Finish(job, cache.status(), FinishReason::kNone);
+    return false;
   }
-  if (!s.ok()) return Finish(*job, std::move(s), FinishReason::kNone);
+  job.seq.emplace(std::move(p), std::move(*cache), runner_.vocab());
+  job.Event(kPrefillBegin, 2);
+  ++t->prefills;
+  Status s = runner_.BeginPrefill(*job.seq, n > 0 ? job.features.data() : nullptr,
+                                  n * spec.image_tokens, &job.task);
+  t->prefill_s += MsSince(t0) / 1000;
+  if (!s.ok()) {
+    Finish(job, std::move(s), FinishReason::kNone);
+    return false;
+  }
+  return true;
+}
+
+// Ends a job's prefill (every layer ran): samples its first token and adds it to the batch,
+// or finishes it. Returns whether it joined. REQUIRES: runner_mu_ held.
+bool Scheduler::Join(const std::shared_ptr<Job>& job) {
+  runner_.FinishPrefill(job->task);
   job->features = {};  // the prefill has copied them into the cache's K/V
   {
     std::lock_guard<std::mutex> lock(job->mu);
@@ -232,16 +343,19 @@ void Scheduler::Admit(const std::shared_ptr<Job>& job) {
   Sequence& seq = *job->seq;
   if (seq.generated().empty() || seq.done()) {
     if (seq.finish_reason() == FinishReason::kFailed) {
-      return Finish(*job,
-                    Error(StatusCode::kInternal, "generate",
-                          "the model produced NaN logits in the prefill (NaN or infinite "
-                          "weights, or an invalid eps / rope_theta in config.json?)"),
-                    FinishReason::kFailed);
+      Finish(*job,
+             Error(StatusCode::kInternal, "generate",
+                   "the model produced NaN logits in the prefill (NaN or infinite "
+                   "weights, or an invalid eps / rope_theta in config.json?)"),
+             FinishReason::kFailed);
+    } else {
+      Finish(*job, Status::Ok(), seq.finish_reason());
     }
-    return Finish(*job, Status::Ok(), seq.finish_reason());
+    return false;
   }
   active_.push_back(job);
   running_ = static_cast<int>(active_.size());
+  return true;
 }
 
 // One decode step of every running sequence. REQUIRES: runner_mu_ held.

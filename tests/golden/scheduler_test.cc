@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/check.h"
 #include "support/fixture.h"
 #include "support/harness.h"
 
@@ -77,10 +79,12 @@ void WaitUntilQueued(const Scheduler& s, int n) {
 
 class SchedulerTest : public testing::TestWithParam<const char*> {};
 
-TEST_P(SchedulerTest, BatchedAnswersEqualSingleAnswers) {
-  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+// Nine requests from nine threads, held until all wait, then run through a scheduler with
+// batches of 4 and the given prefill budget: each gets the tokens it gets alone.
+void ExpectBatchedAnswersEqualSingleAnswers(const char* checkpoint, int prefill_chunk,
+                                            SchedulerStats* stats) {
   std::string dir;
-  const std::vector<Input> inputs = Inputs(GetParam(), &dir);
+  const std::vector<Input> inputs = Inputs(checkpoint, &dir);
   ASSERT_GE(inputs.size(), 6u);
   auto alone = Harness::Load(dir);
   ASSERT_TRUE(alone.ok()) << alone.status().ToString();
@@ -99,7 +103,7 @@ TEST_P(SchedulerTest, BatchedAnswersEqualSingleAnswers) {
   ASSERT_TRUE(h.ok());
   std::mutex runner_mu;
   constexpr int kMaxBatch = 4;
-  Scheduler sched((*h)->runner, (*h)->kv, runner_mu, nullptr, kMaxBatch);
+  Scheduler sched((*h)->runner, (*h)->kv, runner_mu, nullptr, kMaxBatch, prefill_chunk);
   std::vector<StatusOr<GenerationOutput>> got(n, Status(StatusCode::kInternal, "not run"));
   std::vector<std::thread> clients;
   {
@@ -127,6 +131,132 @@ TEST_P(SchedulerTest, BatchedAnswersEqualSingleAnswers) {
   ASSERT_EQ(s.decode_steps_by_batch.size(), static_cast<size_t>(kMaxBatch + 1));
   EXPECT_GT(s.decode_steps_by_batch[kMaxBatch], 0u) << "the batch never filled";
   EXPECT_EQ((*h)->kv.bytes_in_use(), 0u) << "KV caches not returned";
+  *stats = s;
+}
+
+TEST_P(SchedulerTest, BatchedAnswersEqualSingleAnswers) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  SchedulerStats s;
+  ExpectBatchedAnswersEqualSingleAnswers(GetParam(), kDefaultPrefillChunk, &s);
+}
+
+// A budget of one row per step: every prefill that meets a decoding batch runs one layer per
+// step, interleaved with the decode steps, and the answers stay the same.
+TEST_P(SchedulerTest, ChunkedPrefillsGiveTheSameAnswers) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  SchedulerStats s;
+  ExpectBatchedAnswersEqualSingleAnswers(GetParam(), 1, &s);
+  EXPECT_GT(s.prefill_chunks, s.prefills) << "no prefill was split";
+}
+
+// Runner level: a prefill run one layer at a time, with another sequence's decode steps on
+// the same runner in between, gives bit-identical logits and the same tokens as a whole one.
+TEST_P(SchedulerTest, PrefillInPiecesEqualsWholePrefill) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  std::string dir;
+  const std::vector<Input> inputs = Inputs(GetParam(), &dir);
+  auto h = Harness::Load(dir, nullptr, 2, 2);
+  ASSERT_TRUE(h.ok());
+  Runner& runner = (*h)->runner;
+  const ModelSpec& spec = (*h)->model->spec();
+  const Input& in = inputs[0];
+  ASSERT_FALSE(in.pixels.data.empty());
+  const int64_t rows = in.pixels.dim(0) * spec.image_tokens;
+  std::vector<float> features(static_cast<size_t>(rows * spec.hidden_size));
+  runner.EncodeImages(in.pixels.data.data(), in.pixels.dim(0), features.data(), nullptr);
+  auto sequence = [&](const std::vector<int32_t>& ids) {
+    SequenceParams p;
+    p.prompt = ids;
+    p.prefix_len = static_cast<int64_t>(ids.size());
+    p.max_new_tokens = 8;
+    auto kv = (*h)->kv.Acquire(static_cast<int64_t>(ids.size()) + 8);
+    OCULAR_CHECK(kv.ok());
+    return std::make_unique<Sequence>(std::move(p), std::move(*kv), runner.vocab());
+  };
+  auto decode = [&](Sequence& seq) {
+    Sequence* batch[] = {&seq};
+    while (!seq.done()) runner.DecodeStep(batch);
+  };
+
+  auto whole = sequence(in.ids);
+  ASSERT_TRUE(runner.Prefill(*whole, features.data(), rows, nullptr).ok());
+  const std::vector<float> want(runner.last_logits(0), runner.last_logits(0) + runner.vocab());
+  decode(*whole);
+
+  // Another sequence decodes between the pieces.
+  std::vector<int32_t> text = inputs[1].ids;
+  text.erase(std::remove(text.begin(), text.end(), spec.image_token_id), text.end());
+  auto other = sequence(text);
+  ASSERT_TRUE(runner.Prefill(*other, nullptr, 0, nullptr).ok());
+  auto pieces = sequence(in.ids);
+  Runner::PrefillTask task;
+  ASSERT_TRUE(runner.BeginPrefill(*pieces, features.data(), rows, &task).ok());
+  int left = runner.num_layers(), steps = 0;
+  while (left > 0) {
+    left = runner.PrefillLayers(task, 1);
+    Sequence* batch[] = {other.get()};
+    runner.DecodeStep(batch);
+    ++steps;
+  }
+  EXPECT_EQ(steps, runner.num_layers());
+  EXPECT_GE(other->generated().size(), 2u);
+  runner.FinishPrefill(task);
+  for (int32_t v = 0; v < runner.vocab(); ++v) {
+    ASSERT_EQ(runner.last_logits(0)[v], want[v]) << "logit " << v;
+  }
+  decode(*pieces);
+  EXPECT_EQ(pieces->generated(), whole->generated());
+}
+
+// While a new request's image is encoded and its prompt prefilled (one layer per step), the
+// running sequence keeps decoding: it gets a step for every piece, where a whole prefill
+// between two steps would let it run at most the one step already under way.
+TEST_P(SchedulerTest, RunningSequenceKeepsDecodingDuringAPrefill) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  std::string dir;
+  const std::vector<Input> inputs = Inputs(GetParam(), &dir);
+  auto h = Harness::Load(dir, nullptr, 2, 2);
+  ASSERT_TRUE(h.ok());
+  const ModelSpec& spec = (*h)->model->spec();
+  GenerationRequest a = MakeRequest(inputs[0], 3, spec);  // text only
+  GenerationRequest b = MakeRequest(inputs[0], 0, spec);  // with its image
+  ASSERT_EQ(a.pixel_values, nullptr);
+  ASSERT_NE(b.pixel_values, nullptr);
+  a.max_new_tokens = 64;
+  a.eos_ids.clear();
+  b.max_new_tokens = 2;
+  auto want_b = (*h)->Generate(b);
+  ASSERT_TRUE(want_b.ok());
+  std::mutex runner_mu;
+  Scheduler sched((*h)->runner, (*h)->kv, runner_mu, nullptr, 2, /*prefill_chunk=*/1);
+  std::promise<void> a_runs;
+  std::thread ta([&] {
+    ScheduledRequest r;
+    r.gen = a;
+    int n = 0;
+    auto got = sched.Generate(r, [&](int32_t) {
+      if (++n == 1) a_runs.set_value();
+      return true;
+    });
+    EXPECT_TRUE(got.ok());
+  });
+  a_runs.get_future().wait();
+  const uint64_t before = sched.stats().decode_steps_by_batch[1];
+  uint64_t alone_steps = 0;
+  ScheduledRequest r;
+  r.gen = b;
+  bool first = true;
+  auto got_b = sched.Generate(r, [&](int32_t) {
+    // From b's first token on, every step runs both sequences.
+    if (first) alone_steps = sched.stats().decode_steps_by_batch[1] - before;
+    first = false;
+    return true;
+  });
+  ta.join();
+  ASSERT_TRUE(got_b.ok()) << got_b.status().ToString();
+  EXPECT_EQ(got_b->generated, want_b->generated);
+  // The encode and the layers but the last each share a step with a's decode.
+  EXPECT_GE(alone_steps, static_cast<uint64_t>((*h)->runner.num_layers()));
 }
 
 TEST_P(SchedulerTest, CancelLeavesAtOnceOthersUnchanged) {

@@ -33,9 +33,10 @@ void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
 }
 
 StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch,
-                                             size_t image_cache_bytes) {
+                                             size_t image_cache_bytes, int prefill_chunk) {
   EngineOptions o;
   o.max_batch = max_batch;
+  o.prefill_chunk = prefill_chunk;
   o.image_cache_bytes = image_cache_bytes;
   o.threads = a.threads;
   o.max_image_pixels = a.max_pixels;

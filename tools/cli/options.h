@@ -30,9 +30,11 @@ enum ModelOptionGroups : unsigned {
 
 void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups);
 
-// Loads the model directory with the options given. max_batch: sequences decoded together.
+// Loads the model directory with the options given. max_batch: sequences decoded together;
+// prefill_chunk: EngineOptions::prefill_chunk.
 StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch = 8,
-                                             size_t image_cache_bytes = 0);
+                                             size_t image_cache_bytes = 0,
+                                             int prefill_chunk = EngineOptions{}.prefill_chunk);
 
 // The images of a request: each path is a file, except "-", which reads the encoded image
 // from stdin (at most once; refused when stdin is a terminal). Errors: kInvalidArgument,

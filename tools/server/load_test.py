@@ -41,12 +41,13 @@ def data_url(path):
     return "data:image/png;base64," + base64.b64encode(open(path, "rb").read()).decode()
 
 
-def mix():
-    """Every request of the mix: (key, messages). 4 images x 5 prompts + 2 text-only."""
+def mix(n_images=len(IMAGES), n_prompts=len(IMAGE_PROMPTS)):
+    """Every request of the mix: (key, messages). 4 images x 5 prompts + 2 text-only (or the
+    first n_images x n_prompts)."""
     out = []
-    for path in IMAGES:
+    for path in IMAGES[:n_images]:
         url = data_url(path)
-        for p in IMAGE_PROMPTS:
+        for p in IMAGE_PROMPTS[:n_prompts]:
             out.append((f"{os.path.basename(path)}|{p}",
                         [{"role": "user", "content": [{"type": "text", "text": p},
                                                       {"type": "image_url", "image_url": {"url": url}}]}]))
@@ -55,8 +56,9 @@ def mix():
     return out
 
 
-def chat(host, port, messages, max_tokens, stream, disconnect=False, timeout=1800):
-    """One request. Returns (status, answer, ttft_s, completion_tokens, disconnected)."""
+def chat(host, port, messages, max_tokens, stream, disconnect=False, timeout=1800, gaps=None):
+    """One request. Returns (status, answer, ttft_s, completion_tokens, disconnected); appends
+    the seconds between consecutive streamed text pieces to `gaps` when it is a list."""
     body = json.dumps({"messages": messages, "max_tokens": max_tokens, "stream": stream,
                        "stream_options": {"include_usage": True} if stream else None})
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
@@ -70,7 +72,7 @@ def chat(host, port, messages, max_tokens, stream, disconnect=False, timeout=180
             return res.status, data.decode(errors="replace"), None, 0, False
         j = json.loads(data)
         return 200, j["choices"][0]["message"]["content"], None, j["usage"]["completion_tokens"], False
-    answer, ttft, tokens = "", None, 0
+    answer, ttft, tokens, last = "", None, 0, None
     while True:
         line = res.readline()
         if not line:
@@ -90,8 +92,12 @@ def chat(host, port, messages, max_tokens, stream, disconnect=False, timeout=180
         for c in j.get("choices", []):
             piece = c.get("delta", {}).get("content")
             if piece:
+                now = time.monotonic()
                 if ttft is None:
-                    ttft = time.monotonic() - t0
+                    ttft = now - t0
+                elif gaps is not None:
+                    gaps.append(now - last)
+                last = now
                 answer += piece
                 if disconnect:
                     conn.sock.shutdown(socket.SHUT_RDWR)
@@ -142,6 +148,11 @@ def main():
     ap.add_argument("--parallel", type=int, default=8)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--images", type=int, default=len(IMAGES),
+                    help="use the first N images of the mix (a large model: fewer answers alone)")
+    ap.add_argument("--image-prompts", type=int, default=len(IMAGE_PROMPTS),
+                    help="use the first N image prompts of the mix")
+    ap.add_argument("--prefill-chunk", type=int, default=0, help="the server's (0: its default)")
     a = ap.parse_args()
 
     server = None
@@ -156,11 +167,13 @@ def main():
         args = ["--parallel", str(a.parallel), "--max-queue", str(max(16, 2 * a.clients))]
         if a.threads:
             args += ["--threads", str(a.threads)]
+        if a.prefill_chunk:
+            args += ["--prefill-chunk", str(a.prefill_chunk)]
         server = serve_util.Server(a.ocular, *args, model=a.model)
         host, port = "127.0.0.1", server.port
     failures = []
     try:
-        reqs = mix()
+        reqs = mix(a.images, a.image_prompts)
         image_reqs = [r for r in reqs if not r[0].startswith("text|")]
         text_reqs = [r for r in reqs if r[0].startswith("text|")]
         if a.text_share >= 1:
@@ -179,7 +192,7 @@ def main():
 
         lock = threading.Lock()
         stats = {"started": 0, "codes": {}, "ttft": [], "tokens": 0, "done": 0,
-                 "disconnected": 0, "mismatch": [], "errors": []}
+                 "disconnected": 0, "mismatch": [], "errors": [], "gaps": []}
         deadline = time.monotonic() + a.duration
 
         def client(i):
@@ -192,9 +205,11 @@ def main():
                 text = (rng.random() < a.text_share or not image_reqs) and text_reqs
                 key, messages = rng.choice(text_reqs if text else image_reqs)
                 drop = rng.random() < a.disconnect
+                gaps = []
                 try:
                     status, answer, ttft, tokens, gone = chat(host, port, messages, a.max_tokens,
-                                                              stream=True, disconnect=drop)
+                                                              stream=True, disconnect=drop,
+                                                              gaps=gaps)
                 except (OSError, http.client.HTTPException) as e:
                     with lock:
                         stats["errors"].append(f"{key}: {type(e).__name__}: {e}")
@@ -203,6 +218,7 @@ def main():
                     stats["codes"][status] = stats["codes"].get(status, 0) + 1
                     if ttft is not None:
                         stats["ttft"].append(ttft)
+                    stats["gaps"] += gaps
                     if gone:
                         stats["disconnected"] += 1
                     elif status == 200:
@@ -245,8 +261,20 @@ def main():
               f"{stats['done'] / elapsed:.2f}, tokens/s {stats['tokens'] / elapsed:.1f} "
               f"(completed requests' tokens)")
         print(f"TTFT p50 {1000 * percentile(stats['ttft'], 0.5):.0f} ms, "
-              f"p99 {1000 * percentile(stats['ttft'], 0.99):.0f} ms")
+              f"p99 {1000 * percentile(stats['ttft'], 0.99):.0f} ms; between streamed pieces "
+              f"p50 {1000 * percentile(stats['gaps'], 0.5):.0f} ms, "
+              f"p99 {1000 * percentile(stats['gaps'], 0.99):.0f} ms, "
+              f"max {1000 * max(stats['gaps'], default=0):.0f} ms")
         print(f"decode batch-size histogram (steps by batch size): {hist}")
+        phases = {p: delta(f'ocular_model_seconds_total{{phase="{p}"}}')
+                  for p in ("encode", "prefill", "decode")}
+        busy = sum(phases.values())
+        print("model time: " + ", ".join(f"{p} {v:.1f} s ({100 * v / elapsed:.0f} %)"
+                                         for p, v in phases.items())
+              + f", other {max(0.0, elapsed - busy):.1f} s; scheduler steps "
+              f"{int(delta('ocular_scheduler_steps_total'))}, prefills "
+              f"{int(delta('ocular_prefills_total'))} in "
+              f"{int(delta('ocular_prefill_chunks_total'))} pieces")
         print(f"image cache: hit rate {hits / max(1, hits + misses):.3f} ({int(hits)} hits, "
               f"{int(misses)} misses), {int(end.get('ocular_image_cache_bytes', 0))} bytes")
         print(f"after: KV bytes in use {int(end.get('ocular_kv_cache_bytes_in_use', -1))}, running "

@@ -123,6 +123,19 @@ std::string RenderEngineStats(const EngineStats& s) {
          "Requests waiting for a place in the decode batch.",
          static_cast<unsigned long long>(s.waiting));
   Metric(&out, "ocular_prefills_total", "counter", "Prompts prefilled.", s.prefills);
+  Metric(&out, "ocular_prefill_chunks_total", "counter",
+         "Pieces the prefills ran in (a prefill spread over several decode steps).",
+         s.prefill_chunks);
+  Metric(&out, "ocular_scheduler_steps_total", "counter",
+         "Scheduler iterations that ran the model.", s.scheduler_steps);
+  out += "# HELP ocular_model_seconds_total Seconds the model spent, by phase.\n"
+         "# TYPE ocular_model_seconds_total counter\n";
+  std::snprintf(line, sizeof line,
+                "ocular_model_seconds_total{phase=\"encode\"} %.6f\n"
+                "ocular_model_seconds_total{phase=\"prefill\"} %.6f\n"
+                "ocular_model_seconds_total{phase=\"decode\"} %.6f\n",
+                s.encode_seconds, s.prefill_seconds, s.decode_seconds);
+  out += line;
   Metric(&out, "ocular_images_encoded_total", "counter",
          "Images that went through the vision encoder.", s.images_encoded);
   Metric(&out, "ocular_image_cache_hits_total", "counter",

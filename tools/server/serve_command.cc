@@ -22,6 +22,7 @@ struct ServeArgs {
   std::string allow_local_files;
   int max_body_mb = 64;
   int image_cache_mb = 256;
+  int prefill_chunk = EngineOptions{}.prefill_chunk;
   server::ServerOptions server;
 };
 
@@ -40,6 +41,9 @@ void AddServe(CLI::App& app, int* rc) {
   cmd->add_option("--parallel", a->server.parallel,
                   "requests decoded together in one batch (continuous batching)")
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--prefill-chunk", a->prefill_chunk,
+                  "prompt rows prefilled per decode step while others decode (chunked prefill)")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--image-cache-mb", a->image_cache_mb,
                   "vision features of recent images kept for reuse (MiB; 0: off)")
       ->check(CLI::Range(0, 1 << 20));
@@ -112,7 +116,8 @@ void AddServe(CLI::App& app, int* rc) {
       srv.Stop();
     }).detach();
     std::thread http([&srv] { srv.Run(); });
-    auto engine = LoadEngine(a->model, o.parallel, static_cast<size_t>(a->image_cache_mb) << 20);
+    auto engine = LoadEngine(a->model, o.parallel, static_cast<size_t>(a->image_cache_mb) << 20,
+                             a->prefill_chunk);
     if (!engine.ok()) {
       srv.Stop();
       http.join();

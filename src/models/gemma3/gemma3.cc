@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/arena.h"
+#include "core/check.h"
 #include "core/half.h"
 #include "io/checkpoint.h"
 #include "io/gguf_source.h"
@@ -284,13 +285,16 @@ Status Gemma3::Embed(const Exec& ex, std::span<const int32_t> ids, const float* 
   return Status::Ok();
 }
 
-void Gemma3::Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const {
+void Gemma3::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer,
+                           int begin, int end) const {
   const GemmaTextConfig& c = cfg_.text.gemma;
   const int64_t H = c.hidden_size;
-  for (int i = 0; i < c.num_hidden_layers; ++i) {
+  OCULAR_CHECK(0 <= begin && begin <= end && end <= c.num_hidden_layers);
+  for (int i = begin; i < end; ++i) {
     Gemma3Layer(ex, cfg_.text, w_.layers[i], attention_[i], i, batch, x);
     TapIndexed(tracer, "decoder.layers.", i, x, {batch.rows, H});
   }
+  if (end < c.num_hidden_layers) return;
   ops::RmsNorm(ex, x, batch.rows, H, w_.final_norm, c.rms_norm_eps, /*add_one=*/true, x);
   Tap(tracer, "decoder.norm", x, {batch.rows, H});
 }

@@ -53,7 +53,8 @@ class Gemma3 final : public VlModel {
   Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
                int64_t feature_rows, float* x, Tracer* tracer) const override;
   // Taps: decoder.layers.{i}, decoder.norm.
-  void Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const override;
+  void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
+                     int end) const override;
   // gemma3_text: final_logit_softcapping when set (Gemma3ForCausalLM.forward); gemma3: none
   // (Gemma3ForConditionalGeneration.forward applies none).
   void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;

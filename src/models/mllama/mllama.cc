@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/arena.h"
+#include "core/check.h"
 #include "io/checkpoint.h"
 #include "kernels/ops.h"
 #include "models/mllama/decoder.h"
@@ -280,15 +281,17 @@ Status Mllama::Embed(const Exec& ex, std::span<const int32_t> ids, const float* 
   return Status::Ok();
 }
 
-void Mllama::Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const {
+void Mllama::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer,
+                           int begin, int end) const {
   const TextConfig& t = cfg_.text;
   const int64_t H = t.hidden_size;
+  OCULAR_CHECK(0 <= begin && begin <= end && end <= t.num_hidden_layers);
   bool images = false;  // HF skips the cross layers when no sequence has image K/V
   for (const SeqChunk& s : batch.seqs) {
     images = images || s.features != nullptr || s.cache->cross_state().keys > 0;
   }
   const DecoderContext dc{&cfg_, &w_, &ones_view_, inv_freq_.data(), &kv_computed_, tracer};
-  for (int i = 0; i < t.num_hidden_layers; ++i) {
+  for (int i = begin; i < end; ++i) {
     if (w_.layers[i].cross) {
       if (!images) continue;
       CrossAttentionLayer(ex, dc, i, batch, x);
@@ -297,6 +300,7 @@ void Mllama::Forward(const Exec& ex, const Batch& batch, float* x, Tracer* trace
     }
     TapIndexed(tracer, "decoder.layers.", i, x, {batch.rows, H});
   }
+  if (end < t.num_hidden_layers) return;
   LlamaRmsNorm(ex, ones_view_, x, batch.rows, H, w_.final_norm, t.rms_norm_eps, x);
   Tap(tracer, "decoder.norm", x, {batch.rows, H});
 }

@@ -39,7 +39,8 @@ class Mllama final : public VlModel {
                int64_t feature_rows, float* x, Tracer* tracer) const override;
   // Taps: decoder.layers.{i} (a cross layer only when some sequence has images: HF skips it
   // for text-only prompts), decoder.norm.
-  void Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const override;
+  void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
+                     int end) const override;
   void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
   // kUnimplemented: `ocular quantize` does not write mllama yet.
   Status ForEachWeight(const WeightVisitor& fn) const override;

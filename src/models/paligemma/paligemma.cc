@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/arena.h"
+#include "core/check.h"
 #include "core/half.h"
 #include "io/checkpoint.h"
 #include "io/gguf_source.h"
@@ -192,10 +193,12 @@ Status PaliGemma::Embed(const Exec& ex, std::span<const int32_t> ids, const floa
   return Status::Ok();
 }
 
-void PaliGemma::Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const {
+void PaliGemma::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer,
+                              int begin, int end) const {
   const GemmaTextConfig& c = cfg_.text;
   const int64_t H = c.hidden_size;
-  for (int i = 0; i < c.num_hidden_layers; ++i) {
+  OCULAR_CHECK(0 <= begin && begin <= end && end <= c.num_hidden_layers);
+  for (int i = begin; i < end; ++i) {
     if (c.is_gemma2()) {
       Gemma2Layer(ex, c, w_.text.layers[i], spec_.layers[i], i, batch, x);
     } else {
@@ -203,6 +206,7 @@ void PaliGemma::Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tr
     }
     TapIndexed(tracer, "decoder.layers.", i, x, {batch.rows, H});
   }
+  if (end < c.num_hidden_layers) return;
   ops::RmsNorm(ex, x, batch.rows, H, w_.text.final_norm, c.rms_norm_eps, /*add_one=*/true, x);
   Tap(tracer, "decoder.norm", x, {batch.rows, H});
 }

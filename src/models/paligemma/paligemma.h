@@ -40,7 +40,8 @@ class PaliGemma final : public VlModel {
   Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
                int64_t feature_rows, float* x, Tracer* tracer) const override;
   // Taps: decoder.layers.{i}, decoder.norm.
-  void Forward(const Exec& ex, const Batch& batch, float* x, Tracer* tracer) const override;
+  void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
+                     int end) const override;
   // No final softcap unless enabled below, as HF's PaliGemma.
   void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
 
