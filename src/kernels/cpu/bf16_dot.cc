@@ -25,9 +25,11 @@ bool Bf16DotSupported() {
 namespace {
 
 constexpr int64_t kStep = 32;  // bf16 values per 512-bit register
-constexpr int kPrefetchBytes = 1024;
 
 // out[m * ldo + n] = dot(a[m * K, +K), w[n * K, +K)) for m < kM, n < kN; a and w are bf16.
+// kPrefetch: while the tile reads its kN rows, prefetch the next kN rows (the contiguous
+// block after them) into L2 front to back, kN lines per step — one linear stream a whole tile
+// ahead, which the tile's interleaved rows alone do not give the hardware prefetchers.
 template <int kM, int kN, bool kPrefetch>
 OCULAR_BF16_TARGET void Tile(const uint16_t* a, const uint16_t* w, int64_t K, float* out,
                              int64_t ldo) {
@@ -37,13 +39,12 @@ OCULAR_BF16_TARGET void Tile(const uint16_t* a, const uint16_t* w, int64_t K, fl
   }
   int64_t k = 0;
   for (; k + kStep <= K; k += kStep) {
-    __m512bh wv[kN];
-    for (int n = 0; n < kN; ++n) {
-      if constexpr (kPrefetch) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + n * K + k) + kPrefetchBytes, _MM_HINT_T0);
-      }
-      wv[n] = (__m512bh)_mm512_loadu_si512(w + n * K + k);
+    if constexpr (kPrefetch) {
+      const char* next = reinterpret_cast<const char*>(w + kN * K) + (k / kStep) * 64 * kN;
+      for (int n = 0; n < kN; ++n) _mm_prefetch(next + 64 * n, _MM_HINT_T1);
     }
+    __m512bh wv[kN];
+    for (int n = 0; n < kN; ++n) wv[n] = (__m512bh)_mm512_loadu_si512(w + n * K + k);
     for (int m = 0; m < kM; ++m) {
       const __m512bh av = (__m512bh)_mm512_loadu_si512(a + m * K + k);
       for (int n = 0; n < kN; ++n) acc[m][n] = _mm512_dpbf16_ps(acc[m][n], av, wv[n]);
@@ -78,7 +79,8 @@ void Strip(const uint16_t* a, const uint16_t* w, int64_t K, int64_t n0, int64_t 
 // paired runs on Zen 4, 2 threads, weights in DRAM: short weight rows (K <= 4096, 8 KiB) read
 // one at a time front to back without software prefetches — one sequential stream the
 // hardware prefetchers follow — 15-40 % faster than eight interleaved rows with prefetches;
-// long rows eight at a time without prefetches, 3-5 % faster. Batches are compute-bound.
+// long rows eight at a time without prefetches, 3-5 % faster. Batches prefetch the next tile
+// (8 rows × 3 weight rows from DRAM: 12-26 % more GB/s than per-row prefetches 1 KiB ahead).
 template <int kM>
 void Rows(const uint16_t* a, const uint16_t* w, int64_t K, int64_t n0, int64_t n1, float* out,
           int64_t ldo) {
