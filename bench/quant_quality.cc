@@ -1,20 +1,18 @@
 // What quantization costs on any model: the unquantized model and a quantized GGUF of it, both
 // with f32 activations, on one image and prompt; the reference decodes greedily, then both are
 // teacher-forced on its tokens. Prints top-1 agreement and KL(ref || quant) of the next-token
-// distributions over every prompt and decode position (docs/quantization.md).
+// distributions over every prompt and decode position, and over the positions after the last
+// image token (docs/quantization.md). Any family: PaliGemma ("caption en"), Gemma 3, Llama 3.2
+// Vision ("<|image|>Describe the image.").
 //   build/bench/quant_quality REF_DIR QUANT.gguf IMAGE [PROMPT] [DECODE_TOKENS]
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "core/file_io.h"
-#include "core/file_set.h"
 #include "image/image.h"
-#include "image/preprocess.h"
-#include "models/config.h"
-#include "models/paligemma/processor.h"
+#include "runtime/generator.h"
 #include "support/agreement.h"
-#include "support/harness.h"
+#include "support/any_model.h"
 
 using namespace ocular;
 
@@ -40,28 +38,30 @@ int main(int argc, char** argv) {
   const std::string text = argc > 4 ? argv[4] : "caption en";
   const int decode = argc > 5 ? std::atoi(argv[5]) : 32;
   const Precision f32 = Precision::kF32;
-  auto ref = OrDie(testing_support::Harness::Load(ref_dir, &f32));
-  auto q = OrDie(testing_support::Harness::Load(quant, &f32));
-  DirectoryFiles files(ref_dir);
-  auto processor = OrDie(paligemma::PaliGemmaProcessor::Load(files, ref->model->config()));
-  auto pp = OrDie(LoadPreprocessConfig(ref_dir + "/preprocessor_config.json"));
-  Tensor chw = Preprocess(OrDie(LoadImage(image)), pp);
-  Tensor pixels(Shape{1, chw.shape[0], chw.shape[1], chw.shape[2]});
-  pixels.data = chw.data;
-  const Prompt prompt = OrDie(processor->BuildPrompt(1, text, {}));
+  auto ref = OrDie(testing_support::AnyModel::Load(ref_dir, &f32, 1));
+  auto q = OrDie(testing_support::AnyModel::Load(quant, &f32, 1));
+  Tensor pixels = OrDie(ref->processor->Pixels(OrDie(LoadImage(image))));
+  pixels.shape.insert(pixels.shape.begin(), 1);  // one image
+  const Prompt prompt = OrDie(ref->processor->BuildPrompt(1, text, {}));
 
   GenerationRequest req;
   req.ids = prompt.ids;
+  req.prefix_len = prompt.prefix_len;
   req.pixel_values = &pixels;
   req.max_new_tokens = decode;
-  const GenerationOutput out = OrDie(ref->Generate(req));
-  const TensorView pv = pixels.view();
-  const std::vector<float> a = testing_support::TeacherForcedLogits(*ref, prompt.ids, out.generated, &pv);
-  const std::vector<float> b = testing_support::TeacherForcedLogits(*q, prompt.ids, out.generated, &pv);
+  const GenerationOutput out = OrDie(Generate(*ref->runner, *ref->kv, req, nullptr));
+  const std::vector<float> a =
+      testing_support::TeacherForced(*ref, prompt.ids, prompt.prefix_len, out.generated, &pixels);
+  const std::vector<float> b =
+      testing_support::TeacherForced(*q, prompt.ids, prompt.prefix_len, out.generated, &pixels);
   const int64_t V = ref->model->spec().vocab_size;
+  size_t first_text = 0;  // the position after the last image token
+  for (size_t i = 0; i < prompt.ids.size(); ++i) {
+    if (prompt.ids[i] == ref->model->spec().image_token_id) first_text = i + 1;
+  }
   testing_support::Agreement all, after_image;
   all.Add(a, b, V);
-  after_image.Add(a, b, V, static_cast<size_t>(ref->model->spec().image_tokens));
+  after_image.Add(a, b, V, first_text);
   std::printf("{\"positions\": %d, \"top1\": %.4f, \"mean_kl\": %.3e, \"max_kl\": %.3e, "
               "\"text_positions\": %d, \"text_top1\": %.4f, \"text_mean_kl\": %.3e}\n",
               all.positions, all.top1_rate(), all.mean_kl(), all.kl_max, after_image.positions,

@@ -176,10 +176,15 @@ struct BenchOptions {
   int prompt_tokens = 16;  // text tokens after the image block
   int decode_tokens = 32;
   int batch = 1;           // sequences decoded together (each with its own image and prompt)
+  // One untimed encode before the timed one (faults in the mapped vision weights). Off for
+  // encoders whose one run takes minutes (Llama 3.2 Vision's four 560-px tiles), where the
+  // first touch of the weights is a negligible part of the time.
+  bool vision_warmup = true;
 };
 
 struct BenchResult {
-  double vision_ms = 0;          // SigLIP + projector for one image (synthetic pixels)
+  double vision_ms = 0;          // vision tower + projector for one image (synthetic pixels)
+  int vision_tiles = 1;          // crops that encode ran (mllama: every tile, padding included)
   double vision_gflop = 0;       // matmul + attention FLOPs of that encode (2 per MAC)
   int prefill_tokens = 0;        // image block + prompt (of one sequence)
   double prefill_tok_s = 0;

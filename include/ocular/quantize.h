@@ -24,7 +24,8 @@ struct QuantizeOptions {
   // Q6_K for the output projection and for attn_v / ffn_down in the layers that need more
   // bits), or the float formats "f32", "bf16", "f16".
   std::string type = "q8_0";
-  // The vision tower and projector: "keep" (as stored), "f32", "bf16", "f16" or "q8_0".
+  // The image path: the vision tower and projector, and Llama 3.2 Vision's cross-attention
+  // K/V projections (run once per image): "keep" (as stored), "f32", "bf16", "f16" or "q8_0".
   std::string vision = "keep";
   int threads = 0;  // 0: number of physical cores
   // Called after each tensor: (tensors done, tensors in all, bytes read so far).

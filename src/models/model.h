@@ -44,6 +44,8 @@ struct ModelSpec {
   int64_t pixel_floats = 0;   // floats per image when the family's layout is not [3, R, R]
                               // (mllama: its tiles and aspect ratio id); 0 = 3 * R * R
   int image_tokens = 0;       // feature rows per image
+  int image_prompt_tokens = 0;  // image tokens in the prompt per image (mllama: 1); 0 = image_tokens
+  int image_tiles = 1;        // crops one image's encode runs (mllama: max_num_tiles, padding included)
   int max_images = 0;         // images per prompt the model takes (0 = no limit)
   double image_gflop = 0;     // matmul + attention FLOPs (2 per MAC) to encode one image
   int32_t image_token_id = -1;

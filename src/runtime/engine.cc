@@ -254,33 +254,26 @@ class EngineImpl : public Engine {
     }
     std::lock_guard<std::mutex> lock(run_mu_);
     const ModelSpec& s = model_->spec();
-    if (s.pixel_floats > 0) {
-      return Error(StatusCode::kUnimplemented, "bench", "ocular bench does not run ",
-                   s.architecture, " yet (its synthetic images are [3, R, R] pixels)");
-    }
-    const int R = s.image_size;
     const int64_t H = s.hidden_size, N = s.image_tokens;
+    const int64_t in_prompt = s.image_prompt_tokens > 0 ? s.image_prompt_tokens : N;
     const int32_t bos = processor_->tokenizer().bos_id() >= 0 ? processor_->tokenizer().bos_id() : 2;
     BenchResult r;
     r.batch = b.batch;
     std::vector<Sequence> seqs;
     seqs.reserve(b.batch);
     std::vector<float> features(static_cast<size_t>(N * H));
-    Tensor pixels({1, 3, R, R});
     double prefill_ms = 0;
     for (int q = 0; q < b.batch; ++q) {
       // Each sequence its own synthetic image and prompt.
-      for (int64_t i = 0; i < pixels.numel(); ++i) {
-        pixels.data[i] = float((i * 7919 + q * 104729) % 2001) / 1000.0f - 1.0f;
-      }
-      if (q == 0) {  // warm-up: fault in the mapped vision weights and the workspace
+      OCULAR_ASSIGN_OR_RETURN(Tensor pixels, BenchPixels(q));
+      if (q == 0 && b.vision_warmup) {  // fault in the mapped vision weights and the workspace
         runner_.EncodeImages(pixels.data.data(), 1, features.data(), nullptr);
       }
       auto t0 = std::chrono::steady_clock::now();
       runner_.EncodeImages(pixels.data.data(), 1, features.data(), nullptr);
       if (q == 0) r.vision_ms = MsSince(t0);
       SequenceParams p;
-      p.prompt.assign(N, s.image_token_id);
+      p.prompt.assign(in_prompt, s.image_token_id);
       p.prompt.push_back(bos);
       for (int i = 0; i < b.prompt_tokens - 1; ++i) p.prompt.push_back(100 + (i + 7 * q) % 50);
       p.prefix_len = static_cast<int64_t>(p.prompt.size());
@@ -290,11 +283,11 @@ class EngineImpl : public Engine {
         return Error(StatusCode::kResourceExhausted, "bench", "prompt + decode tokens exceed the context length ", s.max_positions);
       }
       if (q == 0) {  // warm-up: the same prefill once, untimed (faults in the text weights)
-        OCULAR_ASSIGN_OR_RETURN(KvHandle warm_cache, kv_.Acquire(capacity));
+        OCULAR_ASSIGN_OR_RETURN(KvHandle warm_cache, kv_.Acquire(capacity, 1));
         Sequence warm(p, std::move(warm_cache), runner_.vocab());
         OCULAR_RETURN_IF_ERROR(runner_.Prefill(warm, features.data(), N, nullptr));
       }
-      OCULAR_ASSIGN_OR_RETURN(KvHandle cache, kv_.Acquire(capacity));
+      OCULAR_ASSIGN_OR_RETURN(KvHandle cache, kv_.Acquire(capacity, 1));
       r.kv_cache_bytes += cache.bytes();
       seqs.emplace_back(std::move(p), std::move(cache), runner_.vocab());
       t0 = std::chrono::steady_clock::now();
@@ -304,6 +297,7 @@ class EngineImpl : public Engine {
     r.prefill_tokens = static_cast<int>(seqs[0].params().prompt.size());
     r.prefill_tok_s = b.batch * r.prefill_tokens / (prefill_ms / 1000.0);
     r.vision_gflop = s.image_gflop;
+    r.vision_tiles = s.image_tiles;
     std::vector<Sequence*> batch;
     for (Sequence& q : seqs) batch.push_back(&q);
     auto t0 = std::chrono::steady_clock::now();
@@ -340,6 +334,27 @@ class EngineImpl : public Engine {
   }
 
  private:
+  // Bench's synthetic image for sequence q: [1, 3, R, R] pixel values, or, for a family with
+  // its own pixel layout (mllama's tiles), the processor's pixels of a 2R x 2R pattern image
+  // (every tile of a 2 x 2 canvas).
+  StatusOr<Tensor> BenchPixels(int q) const {
+    const int R = model_->spec().image_size;
+    if (model_->spec().pixel_floats == 0) {
+      Tensor pixels({1, 3, R, R});
+      for (int64_t i = 0; i < pixels.numel(); ++i) {
+        pixels.data[i] = float((i * 7919 + q * 104729) % 2001) / 1000.0f - 1.0f;
+      }
+      return pixels;
+    }
+    Image image(2 * R, 2 * R);
+    for (size_t i = 0; i < image.rgb.size(); ++i) {
+      image.rgb[i] = static_cast<uint8_t>((i * 7919 + static_cast<size_t>(q) * 104729) % 251);
+    }
+    OCULAR_ASSIGN_OR_RETURN(Tensor px, processor_->Pixels(image));
+    px.shape.insert(px.shape.begin(), 1);
+    return px;
+  }
+
   // Decodes and preprocesses every image into pixels [n, 3, R, R] (or [n, pixel_floats]).
   Status LoadPixels(const std::vector<ImageInput>& images, Tensor* pixels,
                     std::vector<GenerateResult::ImageSize>* sizes,

@@ -54,13 +54,22 @@ bool UseMoreBits(int layer, int n_layers) {
   return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
 }
 
+// The image path: the vision tower, the projector, and mllama's cross-attention K/V
+// projections, which run once per image (at the prefill) and feed every later token.
+bool IsImagePath(const std::string& name) {
+  return StartsWith(name, "v.") || StartsWith(name, "mm.") ||
+         name.find(".cross_attn_k_proj.") != std::string::npos ||
+         name.find(".cross_attn_v_proj.") != std::string::npos;
+}
+
 struct Recipe {
   std::string type, vision;
   int n_layers = 0;
+  bool tied = true;  // no separate output.weight: the embedding is the output projection
 
   // The format the recipe asks for (before any block-size fallback).
   WFormat Want(const std::string& name, bool matrix, WFormat stored) const {
-    const bool vision_part = StartsWith(name, "v.") || StartsWith(name, "mm.");
+    const bool vision_part = IsImagePath(name);
     WFormat f = stored;
     if (vision_part) {
       if (vision != "keep" && matrix) ParseFormat(vision, &f);
@@ -69,8 +78,8 @@ struct Recipe {
     if (!matrix) return stored;  // norms stay as stored
     if (ParseFormat(type, &f)) return f;  // f32 / bf16 / f16 / q8_0
     // The output projection (the embedding, when tied) keeps more bits: Q6_K (llama.cpp's
-    // llama_tensor_get_type for every Q4 file type).
-    if (name == "output.weight" || name == "token_embd.weight") return WFormat::kQ6_K;
+    // llama_tensor_get_type for every Q4 file type); an untied embedding takes the base type.
+    if (name == "output.weight" || (tied && name == "token_embd.weight")) return WFormat::kQ6_K;
     if (type == "q4_0") return WFormat::kQ4_0;
     const bool more = (name.find(".attn_v.") != std::string::npos ||
                        name.find(".ffn_down.") != std::string::npos) &&
@@ -137,6 +146,11 @@ StatusOr<QuantizeReport> QuantizeModel(const QuantizeOptions& o) {
   const ModelSpec& spec = loaded.model->spec();
 
   Recipe recipe{o.type, o.vision, static_cast<int>(spec.layers.size())};
+  OCULAR_RETURN_IF_ERROR(loaded.model->ForEachWeight(
+      [&](const std::string& name, const Shape&, const Matrix*, const TensorView*) -> Status {
+        if (name == "output.weight") recipe.tied = false;
+        return Status::Ok();
+      }));
   std::vector<Planned> plan;
   QuantizeReport report;
   OCULAR_RETURN_IF_ERROR(loaded.model->ForEachWeight(

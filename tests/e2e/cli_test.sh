@@ -237,6 +237,19 @@ contains "mllama: at most 4" "$TMP/err" "at most 4 per prompt"
 printf 'GIF89a' >"$TMP/bad.gif"
 "$OCULAR" run -m $L -i "$TMP/bad.gif" -p "<|image|>x" 2>"$TMP/err"
 check "mllama: malformed image -> 4" 4 $?
+# ... from a GGUF file: the same answer in the checkpoint's float type; q8_0 runs; bench.
+"$OCULAR" quantize -q -m $L -o "$TMP/ml.gguf" --type f32
+check "mllama: quantize --type f32" 0 $?
+"$OCULAR" run -m "$TMP/ml.gguf" -i testdata/golden/inputs/photo.png -i testdata/golden/inputs/gray.png \
+  -p "<|image|><|image|>What differs?" --chat --max-tokens 12 --json </dev/null >"$TMP/ml.json" 2>"$TMP/err"
+check "mllama: run the GGUF" 0 $?
+contains "mllama: GGUF gives transformers' answer" "$TMP/ml.json" '"output_ids": \[34,38,138,414,239,422,298,34,98,123,138,22\]'
+"$OCULAR" quantize -q -m $L -o "$TMP/ml8.gguf" --type q8_0 --vision q8_0
+check "mllama: quantize q8_0 --vision q8_0" 0 $?
+"$OCULAR" bench -m "$TMP/ml8.gguf" --decode-tokens 2 --prompt-tokens 4 --roofline-gbs 10 >"$TMP/bench.json" 2>"$TMP/err"
+check "mllama: bench the GGUF" 0 $?
+contains "mllama: bench times every tile" "$TMP/bench.json" '"vision_tiles": 4'
+rm -f "$TMP/ml.gguf" "$TMP/ml8.gguf"
 
 echo "$fails failure(s)"
 [[ $fails == 0 ]]

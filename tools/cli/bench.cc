@@ -127,7 +127,12 @@ void AddBench(CLI::App& app, int* rc) {
   cmd->add_option("--decode-tokens", b->decode_tokens, "tokens to generate");
   cmd->add_option("--batch", b->batch, "sequences decoded together (aggregate tokens/s)")
       ->check(CLI::Range(1, 1024));
+  auto no_warmup = std::make_shared<bool>(false);
+  cmd->add_flag("--no-vision-warmup", *no_warmup,
+                "time the first vision encode (no untimed one before it: for encoders whose "
+                "one run takes minutes, such as Llama 3.2 Vision's)");
   cmd->callback([=] {
+    b->vision_warmup = !*no_warmup;
     auto engine = LoadEngine(*m, b->batch);
     if (!engine.ok()) {
       *rc = Fail(engine.status());
@@ -152,6 +157,8 @@ void AddBench(CLI::App& app, int* rc) {
                         {"kv_cache", info.kv_cache},
                         {"batch", r->batch},
                         {"vision_encode_ms", r->vision_ms},
+                        {"vision_tiles", r->vision_tiles},
+                        {"vision_ms_per_tile", r->vision_ms / r->vision_tiles},
                         {"vision_gflop_s", r->vision_gflop / (r->vision_ms / 1000.0)},
                         {"prefill_tokens", r->prefill_tokens},
                         {"prefill_tok_s", r->prefill_tok_s},

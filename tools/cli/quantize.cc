@@ -21,7 +21,8 @@ void AddQuantize(CLI::App& app, int* rc) {
                   "text decoder weights: q8_0, q4_0, q4_k_m (llama.cpp's recipe), f32, bf16, f16")
       ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k_m", "f32", "bf16", "f16"}));
   cmd->add_option("--vision", o->vision,
-                  "vision tower and projector: keep (as stored), f32, bf16, f16, q8_0")
+                  "vision tower, projector (and mllama's cross-attention K/V): keep (as stored), "
+                  "f32, bf16, f16, q8_0")
       ->check(CLI::IsMember({"keep", "f32", "bf16", "f16", "q8_0"}));
   cmd->add_option("--threads,-t", o->threads);  // range and help: TightenOptions
   cmd->add_flag("--quiet,-q", *quiet, "no progress and no per-format summary");

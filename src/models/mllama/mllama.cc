@@ -7,8 +7,10 @@
 #include "core/arena.h"
 #include "core/check.h"
 #include "io/checkpoint.h"
+#include "io/gguf_source.h"
 #include "kernels/ops.h"
 #include "models/mllama/decoder.h"
+#include "models/mllama/gguf_names.h"
 #include "models/mllama/processor.h"
 #include "models/mllama/vision.h"
 
@@ -155,14 +157,14 @@ Status ForEachTensor(const MllamaConfig& cfg, Weights* w, const TensorVisitor& f
 
 StatusOr<std::unique_ptr<Mllama>> Mllama::Load(const ModelFiles& files) {
   OCULAR_ASSIGN_OR_RETURN(MllamaConfig cfg, LoadMllamaConfig(*files.files));
-  if (files.gguf != nullptr) {
-    return Error(StatusCode::kUnimplemented, "mllama", files.path,
-                 ": GGUF files of Llama 3.2 Vision are not supported (load the HF directory)");
-  }
-  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
   std::unique_ptr<Mllama> m(new Mllama());
+  if (files.gguf != nullptr) {  // written by `ocular quantize` (llama.cpp has no mllama files)
+    m->source_ = std::make_unique<GgufSource>(files.gguf, GgufNames(cfg));
+  } else {
+    OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
+    m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
+  }
   m->cfg_ = std::move(cfg);
-  m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
   OCULAR_RETURN_IF_ERROR(m->BindWeights());
   m->inv_freq_ = RopeInvFreq(m->cfg_.text);
   m->ones_.assign(std::max(m->cfg_.text.hidden_size, m->cfg_.text.head_dim()), 1.0f);
@@ -174,9 +176,15 @@ StatusOr<std::unique_ptr<Mllama>> Mllama::Load(const ModelFiles& files) {
 Status Mllama::BindWeights() {
   BindRules rules;
   rules.candidates = NameCandidates;
+  // What a decode step streams: the decoder and the output projection; not the embedding
+  // (a row per token is looked up) nor the cross-attention K/V projections (run once per
+  // image, at the prefill).
   rules.is_text = [](const std::string& name) {
     return name.find("vision_model.") == std::string::npos &&
-           name.find("multi_modal_projector.") == std::string::npos;
+           name.find("multi_modal_projector.") == std::string::npos &&
+           name.find("embed_tokens.") == std::string::npos &&
+           name.find("cross_attn.k_proj.") == std::string::npos &&
+           name.find("cross_attn.v_proj.") == std::string::npos;
   };
   rules.tag = "mllama";
   rules.model = "Llama 3.2 Vision (mllama)";
@@ -213,6 +221,8 @@ void Mllama::BuildSpec() {
   spec_.image_size = v.image_size;
   spec_.pixel_floats = PixelFloats(v);
   spec_.image_tokens = static_cast<int>(ImageFeatureRows(v));
+  spec_.image_prompt_tokens = 1;  // one <|image|> per image; the features feed the cross layers
+  spec_.image_tiles = v.max_num_tiles;
   spec_.max_images = MllamaProcessor::kMaxImages;
   spec_.image_token_id = cfg_.image_token_index;
   if (t.eos_token_ids.empty()) {
@@ -310,9 +320,16 @@ void Mllama::Logits(const Exec& ex, const float* hidden, int64_t rows, float* lo
   ops::MatMul(ex, hidden, rows, H, H, w_.lm_head, nullptr, logits, w_.lm_head.rows);
 }
 
-Status Mllama::ForEachWeight(const WeightVisitor&) const {
-  return Error(StatusCode::kUnimplemented, "mllama",
-               "ocular quantize does not write Llama 3.2 Vision (mllama) checkpoints yet");
+Status Mllama::ForEachWeight(const WeightVisitor& fn) const {
+  Weights w = w_;  // views; the visitor below only reads them
+  return ForEachTensor(cfg_, &w, [&](const std::string& name, const Shape& shape, WeightSlot slot,
+                                     bool) -> Status {
+    const std::string gguf = GgufTensorName(name);
+    if (gguf.empty()) {
+      return Error(StatusCode::kInternal, "mllama", "no GGUF name for tensor '", name, "'");
+    }
+    return fn(gguf, shape, slot.matrix, slot.vector);
+  });
 }
 
 }  // namespace ocular::mllama

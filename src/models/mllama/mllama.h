@@ -21,8 +21,9 @@ namespace ocular::mllama {
 
 class Mllama final : public VlModel {
  public:
-  // An HF directory. Every tensor's presence and shape is checked; an unused tensor is an
-  // error (kUnimplemented). GGUF files are refused (kUnimplemented).
+  // An HF directory, or a GGUF file written by `ocular quantize` (models/mllama/gguf_names.h).
+  // Every tensor's presence and shape is checked; an unused tensor is an error
+  // (kUnimplemented).
   static StatusOr<std::unique_ptr<Mllama>> Load(const ModelFiles& files);
 
   const MllamaConfig& config() const { return cfg_; }
@@ -42,7 +43,7 @@ class Mllama final : public VlModel {
   void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
                      int end) const override;
   void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
-  // kUnimplemented: `ocular quantize` does not write mllama yet.
+  // Every tensor under its GGUF name (gguf_names.h), for `ocular quantize`.
   Status ForEachWeight(const WeightVisitor& fn) const override;
 
   // Images whose cross-attention K/V were computed, summed over the cross layers (one per
