@@ -111,8 +111,8 @@ Status CheckChatTemplate(const ChatTemplateInfo& info, std::string_view family_t
   }
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(info.fingerprint));
-  return Error(StatusCode::kUnimplemented, "chat", info.where, ": its chat_template (",
-               info.bytes, " bytes, fingerprint ", hex,
+  return Error(StatusCode::kUnimplemented, "chat", info.where, ": its chat_template (", info.bytes,
+               " bytes, fingerprint ", hex,
                ") is not one ocular knows; ocular formats chats natively and applies only ",
                family_templates, " (docs/models.md); write the turns in the prompt yourself");
 }
@@ -132,8 +132,8 @@ std::pair<uint32_t, size_t> CodePointAt(std::string_view s, size_t i) {
 
 bool PySpace(uint32_t c) {
   return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202f || c == 0x205f || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+         c == 0x205f || c == 0x3000;
 }
 }  // namespace
 

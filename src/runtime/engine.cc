@@ -238,7 +238,8 @@ class EngineImpl : public Engine {
     RecordingTracer tracer;
     Tensor pixels;
     std::lock_guard<std::mutex> lock(run_mu_);
-    OCULAR_ASSIGN_OR_RETURN(GenerateResult r, Run(images, prompt, nullptr, greedy, nullptr, &tracer, &pixels));
+    OCULAR_ASSIGN_OR_RETURN(GenerateResult r,
+                            Run(images, prompt, nullptr, greedy, nullptr, &tracer, &pixels));
     std::vector<int64_t> in_ids(r.prompt_ids.begin(), r.prompt_ids.end());
     std::vector<int64_t> out_ids(r.output_ids.begin(), r.output_ids.end());
     std::vector<NamedTensor> tensors;
@@ -411,9 +412,9 @@ class EngineImpl : public Engine {
   // With a tracer: REQUIRES run_mu_ held (the runner is used directly). Without: runs in the
   // scheduler's batch.
   StatusOr<GenerateResult> Run(const std::vector<ImageInput>& images, const std::string& prompt,
-                               const std::vector<ChatMessage>* messages,
-                               const GenerateOptions& o, const TokenCallback& on_text,
-                               RecordingTracer* tracer, Tensor* pixels_out) {
+                               const std::vector<ChatMessage>* messages, const GenerateOptions& o,
+                               const TokenCallback& on_text, RecordingTracer* tracer,
+                               Tensor* pixels_out) {
     OCULAR_RETURN_IF_ERROR(CheckOptions(o));
     auto t0 = std::chrono::steady_clock::now();
     GenerateResult r;

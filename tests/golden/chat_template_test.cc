@@ -147,7 +147,8 @@ TEST_F(TemplateDir, AnUnknownTemplateIsRefused) {
   EXPECT_NE(r.status().message().find("is not one ocular knows"), std::string::npos)
       << r.status().ToString();
   // The Llama template is not Gemma's either.
-  WriteText(dir_ / "chat_template.jinja", ReadText("testdata/chat/llama-3.2-vision-instruct.jinja"));
+  WriteText(dir_ / "chat_template.jinja",
+            ReadText("testdata/chat/llama-3.2-vision-instruct.jinja"));
   EXPECT_EQ(Render().status().code(), StatusCode::kUnimplemented);
 }
 
@@ -181,8 +182,9 @@ TEST(ChatTemplate, LlamaDateDefaultsToToday) {
   ASSERT_EQ(before.size(), 11u);  // "01 Dec 2026"
   PromptOptions o;
   o.date = "26 Jul 2024";
-  EXPECT_NE(proc.RenderChat({ChatMessage::Text("user", "hi")}, o)->find("Today Date: 26 Jul 2024\n"),
-            std::string::npos);
+  EXPECT_NE(
+      proc.RenderChat({ChatMessage::Text("user", "hi")}, o)->find("Today Date: 26 Jul 2024\n"),
+      std::string::npos);
 }
 
 TEST(ChatTemplate, UserTurnSplitsAtMarkers) {
@@ -202,7 +204,7 @@ TEST(ChatTemplate, UserTurnSplitsAtMarkers) {
 
 TEST(ChatTemplate, PyStripIsPythonsStrip) {
   EXPECT_EQ(PyStrip(" \t\n\v\f\r x y \x1c\x1f"), "x y");
-  EXPECT_EQ(PyStrip("\xc2\xa0\xe3\x80\x80caf\xc3\xa9\xe2\x80\xa8"), "caf\xc3\xa9");
+  EXPECT_EQ(PyStrip("\xc2\xa0\xe3\x80\x80" "caf\xc3\xa9\xe2\x80\xa8"), "caf\xc3\xa9");
   EXPECT_EQ(PyStrip("\xe2\x80\x8bz"), "\xe2\x80\x8bz");  // U+200B is not a space in Python
   EXPECT_EQ(PyStrip("   "), "");
   EXPECT_EQ(PyStrip(""), "");

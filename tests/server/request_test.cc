@@ -88,12 +88,14 @@ TEST(ChatRequest, LastUserMessageIsThePromptImagesFromAllTurns) {
 // Every message is kept, parts in order, for models with a chat template.
 TEST(ChatRequest, KeepsEveryMessageForChatTemplates) {
   const std::string url = DataUrl(kPng);
-  ParseResult r = Parse(
-      R"({"messages":[{"role":"developer","content":"be brief"},)"
-      R"({"role":"user","content":[{"type":"text","text":"look"},)"
-      R"({"type":"image_url","image_url":{"url":")" + url + R"("}},{"type":"text","text":"here"}]},)"
-      R"({"role":"assistant","content":"ok"},)"
-      R"({"role":"user","content":[{"type":"image_url","image_url":{"url":")" + url + R"("}}]}]})");
+  ParseResult r = Parse(R"({"messages":[{"role":"developer","content":"be brief"},)"
+                        R"({"role":"user","content":[{"type":"text","text":"look"},)"
+                        R"({"type":"image_url","image_url":{"url":")" +
+                        url +
+                        R"("}},{"type":"text","text":"here"}]},)"
+                        R"({"role":"assistant","content":"ok"},)"
+                        R"({"role":"user","content":[{"type":"image_url","image_url":{"url":")" +
+                        url + R"("}}]}]})");
   ASSERT_TRUE(r.ok()) << r.error.message;  // an image-only last turn is a prompt too
   const auto& m = r.request.messages;
   ASSERT_EQ(m.size(), 4u);

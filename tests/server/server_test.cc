@@ -285,9 +285,10 @@ TEST(Server, ChatTemplateFormatsEveryMessage) {
   EXPECT_EQ(j["usage"]["prompt_tokens"], want->prompt_ids.size());
 
   // What the template refuses is a 400 with its reason.
-  r = s.Client().Post("/v1/chat/completions",
-                      R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]})",
-                      "application/json");
+  r = s.Client().Post(
+      "/v1/chat/completions",
+      R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]})",
+      "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
   EXPECT_NE(r->body.find("Conversation roles must alternate"), std::string::npos) << r->body;

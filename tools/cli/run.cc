@@ -86,7 +86,7 @@ int RunOne(Engine& engine, const RunArgs& a, const RunContext& ctx,
     };
   }
   StatusOr<GenerateResult> r = messages ? engine.GenerateChat(images, *messages, gen, on_text)
-                                         : engine.Generate(images, prompt, gen, on_text);
+                                        : engine.Generate(images, prompt, gen, on_text);
   reporter.Clear();  // the progress line goes before anything else is printed
   if (!r.ok()) {
     if (a.json_stream) std::cout << ErrorEvent(r.status(), ExitCode(r.status())) << std::endl;
@@ -152,8 +152,8 @@ int SetChatImages(const std::string& args, std::vector<std::string>* images, boo
 // Without one (PaliGemma), each prompt runs alone with the images last set.
 struct ChatSession {
   bool templated = false;
-  std::string marker;                 // the model's image marker
-  std::vector<std::string> images;    // templated: for the next turn; else: for every prompt
+  std::string marker;                       // the model's image marker
+  std::vector<std::string> images;          // templated: for the next turn; else: for every prompt
   std::vector<std::string> history_images;  // templated: the images of the earlier turns
   std::vector<ChatMessage> history;
 

@@ -78,8 +78,7 @@ StatusOr<Prompt> Gemma3Processor::BuildPrompt(int n_images, const std::string& t
   return Tokenize(body, n_images, add_bos_);  // the tokenizer's add_bos_token
 }
 
-StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images,
-                                           bool bos) const {
+StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images, bool bos) const {
   if (n_images > 0 && !has_vision_) {
     return Error(StatusCode::kInvalidArgument, "prompt",
                  "this is a text-only Gemma 3 model (gemma3_text): it takes no images");
@@ -125,9 +124,7 @@ StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images
 
 std::string Gemma3Processor::image_marker() const { return has_vision_ ? kBoi : ""; }
 
-std::string Gemma3Processor::chat_format() const {
-  return ChatFormatName(chat_, "gemma3");
-}
+std::string Gemma3Processor::chat_format() const { return ChatFormatName(chat_, "gemma3"); }
 
 // The template, line by line (testdata/chat/gemma3-it.jinja):
 //   {{ bos_token }}

@@ -15,7 +15,8 @@ constexpr char kImageToken[] = "<|image|>";
 constexpr char kBosToken[] = "<|begin_of_text|>";
 
 // Fingerprints (models/chat.h) of the chat templates formatted by RenderChat: that of
-// meta-llama/Llama-3.2-11B-Vision-Instruct (and 90B), testdata/chat/llama-3.2-vision-instruct.jinja.
+// meta-llama/Llama-3.2-11B-Vision-Instruct (and 90B),
+// testdata/chat/llama-3.2-vision-instruct.jinja.
 const std::vector<uint64_t> kKnownTemplates = {0x955c6b5c72a96f18ull};
 
 size_t Count(const std::string& text, const std::string& what) {
@@ -233,9 +234,10 @@ StatusOr<std::string> MllamaProcessor::RenderChat(const std::vector<ChatMessage>
                  "Vision template refuses a system message when the conversation has images)");
   }
   if (!has_images) {
-    out += "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
-           "Today Date: " + (options.date.empty() ? TodayDate() : options.date) + "\n\n" +
-           system + "<|eot_id|>";
+    out +=
+        "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
+        "Today Date: " +
+        (options.date.empty() ? TodayDate() : options.date) + "\n\n" + system + "<|eot_id|>";
   }
   for (size_t i = first; i < messages.size(); ++i) {
     out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n";
