@@ -139,7 +139,8 @@ TEST_F(TemplateDir, NoTemplateIsRefused) {
 
 TEST_F(TemplateDir, AnUnknownTemplateIsRefused) {
   std::string t = ReadText("testdata/chat/gemma3-it.jinja");
-  t.replace(t.find("model\\n'"), 5, "bot  ");  // another generation prompt
+  const std::string gen = "<start_of_turn>model";
+  t.replace(t.rfind(gen), gen.size(), "<start_of_turn>bot");  // another generation prompt
   WriteText(dir_ / "chat_template.jinja", t);
   auto r = Render();
   ASSERT_FALSE(r.ok());
