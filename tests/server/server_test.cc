@@ -272,7 +272,9 @@ TEST(Server, ChatTemplateFormatsEveryMessage) {
   ASSERT_TRUE(want.ok()) << want.status().ToString();
 
   Running s(ServerOptions{});
-  s.server.SetEngine(std::move(*Engine::Load("testdata/tiny/gemma3-text", {})));
+  auto served = Engine::Load("testdata/tiny/gemma3-text", {});
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  s.server.SetEngine(std::move(*served));
   const std::string body =
       R"({"max_tokens":3,"messages":[{"role":"developer","content":"Be brief."},)"
       R"({"role":"user","content":[{"type":"text","text":"what color is it?"}]},)"
