@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "ocular/chat.h"
 #include "ocular/status.h"
 
 namespace ocular {
@@ -99,10 +100,13 @@ struct GenerateOptions {
   // big_vision / gemma.cpp tokenize the "\n" after the prompt separately; HF (default) encodes
   // "<image>"*N + "<bos>" + prompt + "\n" in one call (docs/models.md §1.6).
   bool separate_newline = false;
-  // The prompt is one user turn of a chat: families that implement their checkpoint's chat
-  // template wrap it (Llama 3.2 Vision: the Llama 3 header/eot format); the others use the
-  // text as it is (docs/models.md says which do).
+  // The prompt is one user turn of a chat (ocular::UserTurn with ModelInfo::image_marker),
+  // formatted as GenerateChat formats a conversation. Refused (kUnimplemented) where
+  // ModelInfo::chat_format is "" (PaliGemma; a checkpoint without a known template).
   bool chat = false;
+  // Chat: the date a template writes (Llama 3.2 Vision's system block: "26 Jul 2024", as
+  // strftime("%d %b %Y")); "" = today, local time, as transformers' strftime_now.
+  std::string date;
   // Never emit ids >= image_token_index (PaliGemma's untrained padding rows). Off = HF parity.
   bool suppress_padding_tokens = false;
   // Generation also ends when the answer text contains one of these strings (finish_reason
@@ -151,6 +155,11 @@ struct ModelInfo {
   std::string isa;
   std::string precision;  // "f32", "bf16", "bf16-fast"
   std::string kv_cache;   // "f32", "bf16"
+  // The chat format GenerateChat applies: "gemma3", "llama3.2-vision"; "unrecognized" when the
+  // checkpoint's chat_template is not one ocular knows (GenerateChat refuses, kUnimplemented);
+  // "" when the family (PaliGemma) or the checkpoint has none.
+  std::string chat_format;
+  std::string image_marker;  // "<start_of_image>", "<|image|>"; "" for PaliGemma
 };
 
 // Counters of an Engine's model work since it was loaded (Engine::Stats).
@@ -218,6 +227,20 @@ class Engine {
                                             const GenerateOptions& options,
                                             const TokenCallback& on_text = nullptr) = 0;
 
+  // Generates the assistant's next turn of a conversation formatted as the checkpoint's chat
+  // template formats it in transformers' apply_chat_template(add_generation_prompt=True)
+  // (docs/models.md: Gemma 3, Llama 3.2 Vision). The image parts of `messages` stand for
+  // `images`, in order. Roles: "system", "user", "assistant". Errors: no chat format
+  // (kUnimplemented: PaliGemma, an unknown or absent chat_template); a conversation the
+  // template refuses, image parts that do not match `images`, a bad role (kInvalidArgument).
+  virtual StatusOr<GenerateResult> GenerateChat(const std::vector<ImageInput>& images,
+                                                const std::vector<ChatMessage>& messages,
+                                                const GenerateOptions& options,
+                                                const TokenCallback& on_text = nullptr) {
+    (void)images, (void)messages, (void)options, (void)on_text;
+    return Error(StatusCode::kUnimplemented, "engine", "this engine has no chat format");
+  }
+
   // Like Generate (greedy, options.max_tokens steps, EOS not stopping), and writes every named
   // activation (docs/testing.md) plus input_ids, pixel_values, logits, generated_ids and
   // decode_logits to a safetensors file at `out_path`.
@@ -239,6 +262,13 @@ class Engine {
   };
   virtual StatusOr<PromptTokens> BuildPrompt(int n_images, const std::string& prompt,
                                              const GenerateOptions& options) const = 0;
+  // The prompt GenerateChat builds for `messages` with `n_images` images.
+  virtual StatusOr<PromptTokens> BuildChatPrompt(int n_images,
+                                                 const std::vector<ChatMessage>& messages,
+                                                 const GenerateOptions& options) const {
+    (void)n_images, (void)messages, (void)options;
+    return Error(StatusCode::kUnimplemented, "engine", "this engine has no chat format");
+  }
 
   // Tokenizer access for debugging prompt formats.
   // Error: text is not valid UTF-8.

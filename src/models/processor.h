@@ -9,6 +9,7 @@
 
 #include "core/tensor.h"
 #include "image/image.h"
+#include "ocular/chat.h"
 #include "ocular/status.h"
 #include "text/tokenizer.h"
 
@@ -18,8 +19,15 @@ struct PromptOptions {
   // PaliGemma: tokenize the "\n" after the prompt separately (big_vision / gemma.cpp style)
   // instead of in one call with it (HF).
   bool separate_newline = false;
-  // The text is one user turn: wrap it in the family's chat template where implemented.
+  // The text is one user turn of a chat (UserTurn with the family's image marker), formatted
+  // as BuildChatPrompt does.
   bool chat = false;
+  // Chat: end with the generation prompt (the assistant turn's header), as
+  // apply_chat_template(add_generation_prompt=True).
+  bool add_generation_prompt = true;
+  // Chat: the date templates write (Llama 3.2 Vision: "Today Date: 26 Jul 2024" when no image
+  // is in the conversation); "" = today (TodayDate), as transformers' strftime_now.
+  std::string date;
 };
 
 struct Prompt {
@@ -37,6 +45,34 @@ class Processor {
                                        const PromptOptions& options) const = 0;
   // Pixel values [3, R, R] of one decoded image, as the family's image processor makes them.
   virtual StatusOr<Tensor> Pixels(const Image& image) const = 0;
+
+  // What marks an image in a prompt ("<start_of_image>", "<|image|>"); "" when images are
+  // not placed by markers (PaliGemma).
+  virtual std::string image_marker() const { return ""; }
+  // The chat format applied for this checkpoint ("gemma3", "llama3.2-vision"); "unrecognized"
+  // when its chat_template is not one ocular knows (chats are refused); "" when the family or
+  // the checkpoint has none.
+  virtual std::string chat_format() const { return ""; }
+  // `messages` formatted as the checkpoint's chat template renders them in transformers'
+  // apply_chat_template (the text, bos included, before images are expanded or tokens made).
+  // Errors: no or an unknown template (kUnimplemented); messages the template refuses
+  // (kInvalidArgument, with the template's reason).
+  virtual StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
+                                           const PromptOptions& options) const {
+    (void)messages, (void)options;
+    return Error(StatusCode::kUnimplemented, "chat",
+                 "this model family has no chat template (PaliGemma takes task prompts)");
+  }
+  // RenderChat, then the ids the family's processor makes of that text and `n_images` images
+  // (the image parts of `messages`, in order). Errors: those of RenderChat, a count of image
+  // parts other than n_images.
+  virtual StatusOr<Prompt> BuildChatPrompt(int n_images, const std::vector<ChatMessage>& messages,
+                                           const PromptOptions& options) const {
+    (void)n_images;
+    OCULAR_ASSIGN_OR_RETURN(std::string text, RenderChat(messages, options));
+    (void)text;
+    return Error(StatusCode::kUnimplemented, "chat", "no chat prompt for this family");
+  }
 };
 
 }  // namespace ocular

@@ -12,6 +12,7 @@
 #include "core/thread_pool.h"
 #include "image/image.h"
 #include "kernels/ops.h"
+#include "models/chat.h"
 #include "models/registry.h"
 #include "runtime/generator.h"
 #include "runtime/recorder.h"
@@ -192,6 +193,8 @@ class EngineImpl : public Engine {
     i.isa = backend_.isa();
     i.precision = PrecisionName(precision_);
     i.kv_cache = kv_.dtype() == KvDType::kF32 ? "f32" : "bf16";
+    i.chat_format = processor_->chat_format();
+    i.image_marker = processor_->image_marker();
     return i;
   }
 
@@ -199,7 +202,7 @@ class EngineImpl : public Engine {
   StatusOr<GenerateResult> Generate(const std::vector<ImageInput>& images,
                                     const std::string& prompt, const GenerateOptions& o,
                                     const TokenCallback& on_text) override {
-    return Run(images, prompt, o, on_text, nullptr, nullptr);
+    return Run(images, prompt, nullptr, o, on_text, nullptr, nullptr);
   }
 
   EngineStats Stats() const override {
@@ -235,7 +238,8 @@ class EngineImpl : public Engine {
     RecordingTracer tracer;
     Tensor pixels;
     std::lock_guard<std::mutex> lock(run_mu_);
-    OCULAR_ASSIGN_OR_RETURN(GenerateResult r, Run(images, prompt, greedy, nullptr, &tracer, &pixels));
+    OCULAR_ASSIGN_OR_RETURN(GenerateResult r,
+                            Run(images, prompt, nullptr, greedy, nullptr, &tracer, &pixels));
     std::vector<int64_t> in_ids(r.prompt_ids.begin(), r.prompt_ids.end());
     std::vector<int64_t> out_ids(r.output_ids.begin(), r.output_ids.end());
     std::vector<NamedTensor> tensors;
@@ -315,14 +319,21 @@ class EngineImpl : public Engine {
 
   StatusOr<PromptTokens> BuildPrompt(int n_images, const std::string& prompt,
                                      const GenerateOptions& o) const override {
-    if (n_images < 0) {
-      return Error(StatusCode::kInvalidArgument, "engine", "n_images must be >= 0, got ", n_images);
-    }
-    PromptOptions po;
-    po.separate_newline = o.separate_newline;
-    po.chat = o.chat;
-    OCULAR_ASSIGN_OR_RETURN(Prompt p, processor_->BuildPrompt(n_images, prompt, po));
+    OCULAR_ASSIGN_OR_RETURN(Prompt p, MakePrompt(n_images, prompt, nullptr, o));
     return PromptTokens{std::move(p.ids), p.prefix_len};
+  }
+
+  StatusOr<PromptTokens> BuildChatPrompt(int n_images, const std::vector<ChatMessage>& messages,
+                                         const GenerateOptions& o) const override {
+    OCULAR_ASSIGN_OR_RETURN(Prompt p, MakePrompt(n_images, "", &messages, o));
+    return PromptTokens{std::move(p.ids), p.prefix_len};
+  }
+
+  StatusOr<GenerateResult> GenerateChat(const std::vector<ImageInput>& images,
+                                        const std::vector<ChatMessage>& messages,
+                                        const GenerateOptions& o,
+                                        const TokenCallback& on_text) override {
+    return Run(images, "", &messages, o, on_text, nullptr, nullptr);
   }
 
   StatusOr<std::vector<int32_t>> Tokenize(const std::string& text) const override {
@@ -353,6 +364,28 @@ class EngineImpl : public Engine {
     OCULAR_ASSIGN_OR_RETURN(Tensor px, processor_->Pixels(image));
     px.shape.insert(px.shape.begin(), 1);
     return px;
+  }
+
+  // The prompt of `prompt` (messages == nullptr) or of the conversation `messages`.
+  StatusOr<Prompt> MakePrompt(int n_images, const std::string& prompt,
+                              const std::vector<ChatMessage>* messages,
+                              const GenerateOptions& o) const {
+    if (n_images < 0) {
+      return Error(StatusCode::kInvalidArgument, "engine", "n_images must be >= 0, got ", n_images);
+    }
+    PromptOptions po;
+    po.separate_newline = o.separate_newline;
+    po.chat = o.chat;
+    po.date = o.date;
+    if ((messages || o.chat) && processor_->chat_format().empty()) {
+      // The processor's error says why: no template in the family or the checkpoint, or one
+      // ocular does not know.
+      OCULAR_RETURN_IF_ERROR(processor_->RenderChat({ChatMessage::Text("user", "")}, po).status());
+      return Error(StatusCode::kUnimplemented, "chat", "this model has no chat format");
+    }
+    if (messages == nullptr) return processor_->BuildPrompt(n_images, prompt, po);
+    OCULAR_RETURN_IF_ERROR(CheckChatMessages(*messages, n_images));
+    return processor_->BuildChatPrompt(n_images, *messages, po);
   }
 
   // Decodes and preprocesses every image into pixels [n, 3, R, R] (or [n, pixel_floats]).
@@ -394,18 +427,17 @@ class EngineImpl : public Engine {
   // With a tracer: REQUIRES run_mu_ held (the runner is used directly). Without: runs in the
   // scheduler's batch.
   StatusOr<GenerateResult> Run(const std::vector<ImageInput>& images, const std::string& prompt,
-                               const GenerateOptions& o, const TokenCallback& on_text,
-                               RecordingTracer* tracer, Tensor* pixels_out) {
+                               const std::vector<ChatMessage>* messages, const GenerateOptions& o,
+                               const TokenCallback& on_text, RecordingTracer* tracer,
+                               Tensor* pixels_out) {
     OCULAR_RETURN_IF_ERROR(CheckOptions(o));
     auto t0 = std::chrono::steady_clock::now();
     GenerateResult r;
     Tensor pixels;
     OCULAR_RETURN_IF_ERROR(LoadPixels(images, &pixels, &r.image_sizes, o.on_progress));
     const double load_ms = MsSince(t0);
-    PromptOptions po;
-    po.separate_newline = o.separate_newline;
-    po.chat = o.chat;
-    OCULAR_ASSIGN_OR_RETURN(Prompt p, processor_->BuildPrompt(static_cast<int>(images.size()), prompt, po));
+    OCULAR_ASSIGN_OR_RETURN(Prompt p,
+                            MakePrompt(static_cast<int>(images.size()), prompt, messages, o));
     r.prompt_ids = p.ids;
     const Tokenizer& tok = processor_->tokenizer();
     GenerationRequest req;

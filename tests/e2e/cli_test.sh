@@ -251,5 +251,35 @@ check "mllama: bench the GGUF" 0 $?
 contains "mllama: bench times every tile" "$TMP/bench.json" '"vision_tiles": 4'
 rm -f "$TMP/ml.gguf" "$TMP/ml8.gguf"
 
+# Chat templates (docs/models.md §11). Gemma 3, two images in one --chat turn: the ids of
+# transformers' apply_chat_template (testdata/chat/goldens.json, gemma3 "two_images").
+G=testdata/tiny/gemma3
+"$OCULAR" run -m $G -i testdata/golden/inputs/photo.png -i testdata/golden/inputs/gray.png \
+  -p "What differs?" --chat --max-tokens 4 --json </dev/null >"$TMP/g3.json" 2>"$TMP/err"
+check "gemma3: two images, --chat" 0 $?
+contains "gemma3: the chat template's ids" "$TMP/g3.json" \
+  '"prompt_ids": \[2,2052,742,730,278,14,14,14,2049,2051,2051,2051,2051,2050,14,14,14,14,2049,2051,2051,2051,2051,2050,14,14,503,298,733,751,751,370,747,2053,14,2052,744,613,735,14\]'
+# The REPL keeps the conversation: the second turn's prompt holds the first turn and its answer.
+printf 'Hello there\nAnd 3+3?\n' | "$OCULAR" run -m testdata/tiny/gemma3-text --chat --max-tokens 3 \
+  --json >"$TMP/g3t.json" 2>"$TMP/err"
+check "gemma3: multi-turn --chat" 0 $?
+first=$(grep -o '"prompt_ids": \[[0-9,]*' "$TMP/g3t.json" | sed -n 1p | sed 's/.*\[//')
+second=$(grep -o '"prompt_ids": \[[0-9,]*' "$TMP/g3t.json" | sed -n 2p | sed 's/.*\[//')
+[[ "$first" == "2,2052,742,730,278,14,757,629,514,2053,14,2052,744,613,735,14" && "$second" == "$first",* ]] \
+  && echo "ok: gemma3: the second turn follows the first" \
+  || { echo "FAIL: gemma3 turns: '$first' / '$second'"; fails=$((fails + 1)); }
+printf 'x\n/reset\nHello there\n' | "$OCULAR" run -m testdata/tiny/gemma3-text --chat --max-tokens 1 \
+  --json >"$TMP/g3t.json" 2>"$TMP/err"
+grep '"prompt_ids"' "$TMP/g3t.json" | sed -n 2p | grep -q '"prompt_ids": \[2,2052,742,730,278,14,757,629,514,2053,14,2052,744,613,735,14\]' \
+  && echo "ok: gemma3: /reset" || { echo "FAIL: /reset"; cat "$TMP/g3t.json"; fails=$((fails + 1)); }
+# A template ocular does not know is refused, never approximated.
+cp -r testdata/tiny/gemma3-text "$TMP/g3x"
+printf '{{ bos_token }}{{ messages[0].content }}' >"$TMP/g3x/chat_template.jinja"
+"$OCULAR" run -m "$TMP/g3x" -p "hi" --chat </dev/null 2>"$TMP/err"
+check "unknown chat template -> 5" 5 $?
+contains "unknown chat template: says so" "$TMP/err" "is not one ocular knows"
+"$OCULAR" run -m "$TMP/g3x" -p "hi" --max-tokens 1 >/dev/null 2>"$TMP/err"
+check "unknown chat template: a plain prompt still runs" 0 $?
+
 echo "$fails failure(s)"
 [[ $fails == 0 ]]

@@ -85,6 +85,34 @@ TEST(ChatRequest, LastUserMessageIsThePromptImagesFromAllTurns) {
   EXPECT_EQ(r.request.options.max_tokens, 3);
 }
 
+// Every message is kept, parts in order, for models with a chat template.
+TEST(ChatRequest, KeepsEveryMessageForChatTemplates) {
+  const std::string url = DataUrl(kPng);
+  ParseResult r = Parse(R"({"messages":[{"role":"developer","content":"be brief"},)"
+                        R"({"role":"user","content":[{"type":"text","text":"look"},)"
+                        R"({"type":"image_url","image_url":{"url":")" +
+                        url +
+                        R"("}},{"type":"text","text":"here"}]},)"
+                        R"({"role":"assistant","content":"ok"},)"
+                        R"({"role":"user","content":[{"type":"image_url","image_url":{"url":")" +
+                        url + R"("}}]}]})");
+  ASSERT_TRUE(r.ok()) << r.error.message;  // an image-only last turn is a prompt too
+  const auto& m = r.request.messages;
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[0].role, "system");
+  ASSERT_EQ(m[0].content.size(), 1u);
+  EXPECT_EQ(m[0].content[0].text, "be brief");
+  ASSERT_EQ(m[1].content.size(), 3u);
+  EXPECT_EQ(m[1].content[0].text, "look");
+  EXPECT_TRUE(m[1].content[1].is_image);
+  EXPECT_EQ(m[1].content[2].text, "here");
+  EXPECT_EQ(m[2].role, "assistant");
+  ASSERT_EQ(m[3].content.size(), 1u);
+  EXPECT_TRUE(m[3].content[0].is_image);
+  EXPECT_EQ(r.request.images.size(), 2u);
+  EXPECT_EQ(r.request.prompt, "");
+}
+
 TEST(ChatRequest, RefusesWithTheFieldAtFault) {
   ExpectError("", "", "invalid_json");
   ExpectError("{", "", "invalid_json");

@@ -258,5 +258,43 @@ TEST(Server, PromptTokenLimit) {
             200);
 }
 
+// A model with a chat template gets the whole conversation, formatted as the template does
+// (the tiny Gemma 3 carries google/gemma-3-*-it's): system, assistant turns and all.
+TEST(Server, ChatTemplateFormatsEveryMessage) {
+  auto reference = Engine::Load("testdata/tiny/gemma3-text", {});
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  const std::vector<ChatMessage> messages = {
+      ChatMessage::Text("system", "Be brief."), ChatMessage::Text("user", "what color is it?"),
+      ChatMessage::Text("assistant", "red"), ChatMessage::Text("user", "and the square?")};
+  GenerateOptions g;
+  g.max_tokens = 3;
+  auto want = (*reference)->GenerateChat({}, messages, g);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+
+  Running s(ServerOptions{});
+  auto served = Engine::Load("testdata/tiny/gemma3-text", {});
+  ASSERT_TRUE(served.ok()) << served.status().ToString();
+  s.server.SetEngine(std::move(*served));
+  const std::string body =
+      R"({"max_tokens":3,"messages":[{"role":"developer","content":"Be brief."},)"
+      R"({"role":"user","content":[{"type":"text","text":"what color is it?"}]},)"
+      R"({"role":"assistant","content":"red"},{"role":"user","content":"and the square?"}]})";
+  auto r = s.Client().Post("/v1/chat/completions", body, "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], want->text);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], want->prompt_ids.size());
+
+  // What the template refuses is a 400 with its reason.
+  r = s.Client().Post(
+      "/v1/chat/completions",
+      R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]})",
+      "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("Conversation roles must alternate"), std::string::npos) << r->body;
+}
+
 }  // namespace
 }  // namespace ocular::server

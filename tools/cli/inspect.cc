@@ -109,6 +109,13 @@ void AddTokenize(CLI::App& app, int* rc) {
   cmd->add_flag("--separate-newline", gen->separate_newline,
                 "with --prompt: tokenize the trailing \\n separately (big_vision style)")
       ->needs(prompt_opt);
+  cmd->add_flag("--chat", gen->chat,
+                "with --prompt: the prompt as one user turn of the checkpoint's chat template, "
+                "as run --chat sends its first turn")
+      ->needs(prompt_opt);
+  cmd->add_option("--date", gen->date, "with --chat: the date a chat template writes")
+      ->default_str("today")
+      ->needs(prompt_opt);
   cmd->callback([=] {
     if (text_opt->count() == 0 && prompt_opt->count() == 0) {
       *rc = Fail(Error(StatusCode::kInvalidArgument, "cli", "give a text or --prompt"));

@@ -37,7 +37,9 @@ struct RunArgs {
 
 constexpr char kChatHelp[] =
     "Type a prompt (e.g. \"caption en\", \"detect cat\") and press Enter. Commands:\n"
-    "  /image PATH...  use these images for the next prompts (/image alone: text-only)\n"
+    "  /image PATH...  use these images for the next prompts (/image alone: text-only);\n"
+    "                  with a chat template: attach them to the next turn\n"
+    "  /reset          forget the conversation so far (chat template)\n"
     "  /help           this text\n"
     "  /quit           leave (so does end of input)\n";
 
@@ -61,8 +63,11 @@ Status CheckRunArgs(const RunArgs& a, bool prompt_given) {
 }
 
 // Runs one prompt and writes its output; returns the exit code.
+// With `messages`, runs that conversation (Engine::GenerateChat) and, on success, appends the
+// answer to it as the assistant's turn; `prompt` is then the last user turn, for the output.
 int RunOne(Engine& engine, const RunArgs& a, const RunContext& ctx,
-           const std::vector<ImageInput>& images, const std::string& prompt, Reporter& reporter) {
+           const std::vector<ImageInput>& images, const std::string& prompt, Reporter& reporter,
+           std::vector<ChatMessage>* messages = nullptr) {
   GenerateOptions gen = a.gen;
   gen.on_progress = reporter.Callback();
   TokenCallback on_text = nullptr;
@@ -80,13 +85,15 @@ int RunOne(Engine& engine, const RunArgs& a, const RunContext& ctx,
       return true;
     };
   }
-  StatusOr<GenerateResult> r = engine.Generate(images, prompt, gen, on_text);
+  StatusOr<GenerateResult> r = messages ? engine.GenerateChat(images, *messages, gen, on_text)
+                                        : engine.Generate(images, prompt, gen, on_text);
   reporter.Clear();  // the progress line goes before anything else is printed
   if (!r.ok()) {
     if (a.json_stream) std::cout << ErrorEvent(r.status(), ExitCode(r.status())) << std::endl;
     if (!a.json && !a.json_stream && pieces > 0) std::cout << "\n";  // end the partial answer
     return Fail(r.status());
   }
+  if (messages) messages->push_back(ChatMessage::Text("assistant", r->text));
   // Boxes from <loc> tokens, in the first image's pixel coordinates (docs/models.md §3).
   std::vector<Detection> boxes;
   if (!r->image_sizes.empty()) {
@@ -139,18 +146,52 @@ int SetChatImages(const std::string& args, std::vector<std::string>* images, boo
   return 0;
 }
 
+// The state of a chat session. With a chat template (ModelInfo::chat_format), turns build one
+// conversation: each prompt is a user turn (UserTurn: its images are those set since the
+// previous turn), each answer an assistant turn, and the whole conversation is sent each time.
+// Without one (PaliGemma), each prompt runs alone with the images last set.
+struct ChatSession {
+  bool templated = false;
+  std::string marker;                       // the model's image marker
+  std::vector<std::string> images;          // templated: for the next turn; else: for every prompt
+  std::vector<std::string> history_images;  // templated: the images of the earlier turns
+  std::vector<ChatMessage> history;
+
+  int Turn(Engine& engine, const RunArgs& a, RunContext ctx, const std::string& line,
+           Reporter& reporter) {
+    if (!templated) {
+      ctx.image_sources = images;
+      StatusOr<std::vector<ImageInput>> inputs = ReadImages(images);
+      return inputs.ok() ? RunOne(engine, a, ctx, *inputs, line, reporter) : Fail(inputs.status());
+    }
+    std::vector<std::string> all = history_images;
+    all.insert(all.end(), images.begin(), images.end());
+    ctx.image_sources = all;
+    StatusOr<std::vector<ImageInput>> inputs = ReadImages(all);
+    if (!inputs.ok()) return Fail(inputs.status());
+    std::vector<ChatMessage> messages = history;
+    messages.push_back(UserTurn(line, static_cast<int>(images.size()), marker));
+    const int rc = RunOne(engine, a, ctx, *inputs, line, reporter, &messages);
+    if (rc == 0) {  // the turn and its answer join the conversation
+      history = std::move(messages);
+      history_images = std::move(all);
+      images.clear();
+    }
+    return rc;
+  }
+};
+
 // Reads prompts and commands from stdin until /quit or end of input. Exit code: 0 if every
 // prompt and command succeeded, else the code of the last one that failed.
 int Chat(Engine& engine, const RunArgs& a, RunContext ctx, Reporter& reporter) {
   const bool interactive = ::isatty(STDIN_FILENO) != 0;
   if (interactive) Note("ocular chat on " + a.model.model + ". /help for commands.");
-  std::vector<std::string> images = a.images;
+  ChatSession session;
+  session.templated = !ctx.info.chat_format.empty();
+  session.marker = ctx.info.image_marker;
+  session.images = a.images;
   int rc = 0;
-  if (!a.prompt.empty()) {  // -p: the first turn, then stdin's
-    ctx.image_sources = images;
-    StatusOr<std::vector<ImageInput>> inputs = ReadImages(images);
-    rc = inputs.ok() ? RunOne(engine, a, ctx, *inputs, a.prompt, reporter) : Fail(inputs.status());
-  }
+  if (!a.prompt.empty()) rc = session.Turn(engine, a, ctx, a.prompt, reporter);  // -p first
   std::string line;
   while (true) {
     if (interactive) {
@@ -164,11 +205,7 @@ int Chat(Engine& engine, const RunArgs& a, RunContext ctx, Reporter& reporter) {
     }
     if (line.empty()) continue;
     if (line[0] != '/') {
-      ctx.image_sources = images;
-      StatusOr<std::vector<ImageInput>> inputs = ReadImages(images);
-      const int code =
-          inputs.ok() ? RunOne(engine, a, ctx, *inputs, line, reporter) : Fail(inputs.status());
-      if (code != 0) rc = code;
+      if (int code = session.Turn(engine, a, ctx, line, reporter); code != 0) rc = code;
       continue;
     }
     const size_t space = line.find(' ');
@@ -178,7 +215,11 @@ int Chat(Engine& engine, const RunArgs& a, RunContext ctx, Reporter& reporter) {
     if (command == "/help") {
       std::cout << kChatHelp << std::flush;
     } else if (command == "/image" || command == "/images") {
-      if (int code = SetChatImages(rest, &images, interactive); code != 0) rc = code;
+      if (int code = SetChatImages(rest, &session.images, interactive); code != 0) rc = code;
+    } else if (command == "/reset") {
+      session.history.clear();
+      session.history_images.clear();
+      if (interactive) Note("conversation cleared");
     } else {
       rc = Fail(Error(StatusCode::kInvalidArgument, "cli", "unknown command ", command,
                       " (/help lists them)"));
@@ -199,8 +240,12 @@ void AddRun(CLI::App& app, int* rc) {
   auto* prompt = cmd->add_option("--prompt,-p", a->prompt, "task prompt, e.g. \"caption en\"");
   cmd->add_flag("--chat", a->chat,
                 "load the model once, then read prompts from stdin line by line (/image PATH, "
-                "/help, /quit; --prompt runs first); each is one user turn in the checkpoint's "
-                "chat template where ocular applies it (Llama 3.2 Vision); works piped");
+                "/reset, /help, /quit; --prompt runs first); with a chat template (Gemma 3, "
+                "Llama 3.2 Vision) the lines are the user turns of one conversation; works piped");
+  cmd->add_option("--date", a->gen.date,
+                  "the date a chat template writes (Llama 3.2 Vision, text-only chats: "
+                  "\"Today Date: 26 Jul 2024\")")
+      ->default_str("today");
   cmd->add_option("--max-tokens", a->gen.max_tokens, "generation limit");
   cmd->add_option("--stop", a->gen.stop,
                   "stop when the answer contains this string (repeatable; cut before it; "
@@ -258,7 +303,6 @@ void AddRun(CLI::App& app, int* rc) {
       return;
     }
     RunContext ctx{a->model.model, (*engine)->Info(), reporter.load_ms(), a->images};
-    a->gen.chat = a->chat;
     *rc = a->chat ? Chat(**engine, *a, ctx, reporter)
                   : RunOne(**engine, *a, ctx, *images, a->prompt, reporter);
   });

@@ -4,13 +4,15 @@ tokenizer -> tiny checkpoints (use the tokenizer) -> goldens (run the checkpoint
 image-pipeline fixtures (PIL / SiglipImageProcessor) and the tokenizer fixtures (HF tokenizers /
 sentencepiece on the tiny and real vocabularies), the ggml block-format fixtures (gguf-py) and the real-GGUF fixtures (Gemma 3 270M Q4_K_M), and the segmentation mask-decoder fixtures
 (torch + PIL, testdata/seg), then the tiny Gemma 3 checkpoints and goldens (make_gemma3.py) and
-the tiny Llama 3.2 Vision checkpoints, goldens and pixel fixture (make_mllama.py). The
+the tiny Llama 3.2 Vision checkpoints, goldens and pixel fixture (make_mllama.py), and the
+chat-template goldens on those tiny checkpoints (make_chat_goldens.py). The
 shapes demo model has its own recipe
 (tools/demo_model, MODEL_CARD.md).
 Deterministic: running it twice gives byte-identical files (docs/testing.md).
 """
 
 from tools.reference import common
+from tools.reference import make_chat_goldens
 from tools.reference import make_gemma3
 from tools.reference import make_gguf_fixtures
 from tools.reference import make_mllama
@@ -34,7 +36,8 @@ def main():
     make_gguf_fixtures.main()
     make_seg_fixtures.main()
     make_gemma3.main([])  # reseeds, so it cannot shift the fixtures above
-    make_mllama.main([])  # last: reseeds too, and patches transformers' mllama vision encoder
+    make_mllama.main([])  # reseeds too, and patches transformers' mllama vision encoder
+    make_chat_goldens.main()  # renders with the tiny checkpoints' processors
 
 
 if __name__ == "__main__":

@@ -78,6 +78,10 @@ def load_tokenizer():
                                              "image_token": "<image_soft_token>"})
     tok.add_special_tokens({"additional_special_tokens": GEMMA3_SPECIAL},
                            replace_additional_special_tokens=False)
+    # The official template of google/gemma-3-*-it (testdata/chat/README.md).
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "testdata", "chat",
+                           "gemma3-it.jinja"), newline="") as f:
+        tok.chat_template = f.read()
     return tok
 
 
@@ -146,7 +150,8 @@ def make_processor(config, tokenizer):
         image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5], do_convert_rgb=True,
         do_pan_and_scan=False)
     return Gemma3Processor(image_processor=image_processor, tokenizer=tokenizer,
-                           image_seq_length=config.mm_tokens_per_image)
+                           image_seq_length=config.mm_tokens_per_image,
+                           chat_template=tokenizer.chat_template)
 
 
 def make_tiny():

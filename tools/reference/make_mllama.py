@@ -60,13 +60,10 @@ LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{
                   r"\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
             "<|eot_id|>", "<|image|>"]  # <|image|> last: its id is vocab_size, as in 11B
-CHAT_TEMPLATE = (
-    "{{ bos_token }}{% for message in messages %}<|start_header_id|>{{ message['role'] }}"
-    "<|end_header_id|>\n\n{% if message['content'] is string %}{{ message['content'] }}"
-    "{% else %}{% for c in message['content'] %}{% if c['type'] == 'image' %}<|image|>"
-    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|eot_id|>"
-    "{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>"
-    "\n\n{% endif %}")
+# The official template of meta-llama/Llama-3.2-11B-Vision-Instruct (testdata/chat/README.md).
+with open(os.path.join(os.path.dirname(__file__), "..", "..", "testdata", "chat",
+                       "llama-3.2-vision-instruct.jinja"), newline="") as _f:
+    CHAT_TEMPLATE = _f.read()
 TILE = 28
 PIXEL_TILE = 10  # the pixel fixture's tile size
 MEAN = [0.48145466, 0.4578275, 0.40821073]  # OpenAI CLIP, as the 11B preprocessor_config

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -299,6 +300,7 @@ bool ReadMessages(const json& body, const RequestLimits& limits, const std::stri
   }
   int last_user = -1;
   std::string last_user_text;
+  bool last_user_images = false;
   for (size_t i = 0; i < msgs->size(); ++i) {
     const json& m = (*msgs)[i];
     const std::string mp = StrCat("messages[", i, "]");
@@ -321,6 +323,7 @@ bool ReadMessages(const json& body, const RequestLimits& limits, const std::stri
     }
     auto content = m.find("content");
     std::string text;
+    ChatMessage message{role == "developer" ? "system" : role, {}};
     if (content == m.end() || content->is_null()) {
       if (is_user) {
         *err = Bad(mp + ".content", StrCat(mp, ".content is required for a user message"));
@@ -328,6 +331,7 @@ bool ReadMessages(const json& body, const RequestLimits& limits, const std::stri
       }
     } else if (content->is_string()) {
       text = content->get<std::string>();
+      message.content.push_back({false, text});
     } else if (content->is_array()) {
       for (size_t k = 0; k < content->size(); ++k) {
         const json& part = (*content)[k];
@@ -350,12 +354,14 @@ bool ReadMessages(const json& body, const RequestLimits& limits, const std::stri
           }
           if (!text.empty()) text += "\n";
           text += tx->get<std::string>();
+          message.content.push_back({false, tx->get<std::string>()});
         } else if (t == "image_url") {
           if (!is_user) {
             *err = Bad(pp, StrCat(pp, ": images are accepted in user messages only"));
             return false;
           }
           if (!ReadImagePart(part, pp, limits, root, req, err)) return false;
+          message.content.push_back({true, ""});
         } else {
           *err = Bad(pp + ".type",
                      StrCat(pp, ".type: unsupported content part type (text or image_url)"));
@@ -370,13 +376,16 @@ bool ReadMessages(const json& body, const RequestLimits& limits, const std::stri
     if (is_user) {
       last_user = static_cast<int>(i);
       last_user_text = std::move(text);
+      last_user_images = std::any_of(message.content.begin(), message.content.end(),
+                                     [](const ChatPart& p) { return p.is_image; });
     }
+    req->messages.push_back(std::move(message));
   }
   if (last_user < 0) {
     *err = Bad("messages", "messages has no user message (the prompt)");
     return false;
   }
-  if (last_user_text.empty()) {
+  if (last_user_text.empty() && !last_user_images) {
     *err = Bad(StrCat("messages[", last_user, "].content"),
                StrCat("messages[", last_user, "].content: the prompt text is empty"));
     return false;

@@ -43,6 +43,9 @@ struct ChatRequest {
   std::string model;               // as sent ("" if absent)
   std::string prompt;              // the text of the last user message (parts joined by "\n")
   std::vector<ImageInput> images;  // every image_url of the user messages, in order
+  // Every message, parts in order (image_url parts as image parts; "developer" as "system"):
+  // what a model with a chat template formats (Engine::GenerateChat).
+  std::vector<ChatMessage> messages;
   GenerateOptions options;         // max_tokens, temperature, top_p, seed, stop
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

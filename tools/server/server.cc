@@ -75,6 +75,7 @@ const char* FinishReason(const std::string& engine_reason) {
 // One generation, run on its own thread; the HTTP worker reads its pieces as they come.
 struct Job {
   ChatRequest req;
+  bool chat = false;  // the model has a chat format: GenerateChat on req.messages
   Clock::time_point admitted;
   Clock::time_point deadline;
   std::mutex mu;
@@ -170,7 +171,9 @@ struct Server::Impl {
         return !job->cancel && !stopping;
       };
       try {
-        r = eng.Generate(job->req.images, job->req.prompt, job->req.options, on_text);
+        r = job->chat
+                ? eng.GenerateChat(job->req.images, job->req.messages, job->req.options, on_text)
+                : eng.Generate(job->req.images, job->req.prompt, job->req.options, on_text);
       } catch (const std::bad_alloc&) {  // the engine sizes its buffers first: a bug if here
         r = Error(StatusCode::kInternal, "serve", "out of memory for this request");
       } catch (const std::exception& e) {
@@ -275,9 +278,13 @@ void Server::Impl::HandleChat(const httplib::Request& http_req, httplib::Respons
                                     StrCat("model: this server serves '", opt.model_id, "'"),
                                     "model_not_found", "model"));
   }
-  // The prompt's length is known before the model runs (BuildPrompt does not wait for it).
-  auto prompt =
-      eng->BuildPrompt(static_cast<int>(job->req.images.size()), job->req.prompt, job->req.options);
+  // Models with a chat template format every message (docs/server.md); the others take the
+  // last user message as the prompt. The prompt's length is known before the model runs
+  // (BuildPrompt does not wait for it).
+  job->chat = !eng->Info().chat_format.empty();
+  const int n_images = static_cast<int>(job->req.images.size());
+  auto prompt = job->chat ? eng->BuildChatPrompt(n_images, job->req.messages, job->req.options)
+                          : eng->BuildPrompt(n_images, job->req.prompt, job->req.options);
   if (!prompt.ok()) {
     Release();
     ApiError e = FromStatus(prompt.status());

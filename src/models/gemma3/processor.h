@@ -1,6 +1,7 @@
 // Gemma3Processor: each "<start_of_image>" in the prompt becomes
 // "\n\n<start_of_image>" + "<image_soft_token>" × mm_tokens_per_image + "<end_of_image>\n\n",
-// tokenized with <bos> first; Gemma3ImageProcessor's resize / rescale / normalize.
+// tokenized with <bos> first; Gemma3ImageProcessor's resize / rescale / normalize; the chat
+// template of google/gemma-3-*-it formatted natively (RenderChat).
 // Reference: transformers 4.57 models/gemma3/processing_gemma3.py, image_processing_gemma3.py.
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "image/preprocess.h"
+#include "models/chat.h"
 #include "models/gemma3/config.h"
 #include "models/processor.h"
 
@@ -31,7 +33,27 @@ class Gemma3Processor final : public Processor {
                                const PromptOptions& options) const override;
   StatusOr<Tensor> Pixels(const Image& image) const override;
 
+  std::string image_marker() const override;
+  std::string chat_format() const override;
+  // The chat template of google/gemma-3-*-it (checkpoints whose template has another
+  // fingerprint are refused): "<bos>", the first message's text + "\n\n" prefixed to the
+  // first turn when it is a system message, then per message "<start_of_turn>" + role
+  // ("model" for assistant) + "\n" + its parts (images as "<start_of_image>", texts trimmed as
+  // Python's str.strip) + "<end_of_turn>\n"; "<start_of_turn>model\n" with
+  // add_generation_prompt. As the template: after the system message, roles must alternate
+  // user / assistant starting with user (kInvalidArgument otherwise).
+  StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
+                                   const PromptOptions& options) const override;
+  // <bos> + RenderChat's text after its "<bos>", markers expanded as BuildPrompt (bos always:
+  // the template writes it, and apply_chat_template then adds no other).
+  StatusOr<Prompt> BuildChatPrompt(int n_images, const std::vector<ChatMessage>& messages,
+                                   const PromptOptions& options) const override;
+
  private:
+  // The ids of `body` with its n_images markers expanded, <bos> first when `bos`.
+  StatusOr<Prompt> Tokenize(const std::string& text, int n_images, bool bos) const;
+
+  ChatTemplateInfo chat_;
   std::unique_ptr<Tokenizer> tok_;
   PreprocessConfig pp_;
   bool has_vision_ = false;

@@ -14,6 +14,11 @@ namespace {
 constexpr char kImageToken[] = "<|image|>";
 constexpr char kBosToken[] = "<|begin_of_text|>";
 
+// Fingerprints (models/chat.h) of the chat templates formatted by RenderChat: that of
+// meta-llama/Llama-3.2-11B-Vision-Instruct (and 90B),
+// testdata/chat/llama-3.2-vision-instruct.jinja.
+const std::vector<uint64_t> kKnownTemplates = {0x955c6b5c72a96f18ull};
+
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) {
@@ -124,22 +129,7 @@ StatusOr<std::unique_ptr<MllamaProcessor>> MllamaProcessor::Load(const FileSet& 
     return Error(StatusCode::kDataLoss, "mllama", files.origin(), ": the tokenizer has no ",
                  kBosToken);
   }
-  // The chat template: chat_template.jinja (transformers >= 4.43 writes it), else the
-  // tokenizer_config.json entry. Only recognised, not interpreted: Llama 3's turn format.
-  std::string chat;
-  if (files.Has("chat_template.jinja")) {
-    OCULAR_ASSIGN_OR_RETURN(chat, files.Read("chat_template.jinja", kMaxConfigFileBytes, "prompt"));
-  } else if (files.Has("tokenizer_config.json")) {
-    OCULAR_ASSIGN_OR_RETURN(std::string tc, files.Read("tokenizer_config.json",
-                                                       kMaxConfigFileBytes * 64, "prompt"));
-    auto j = ParseJson(tc, files.Where("tokenizer_config.json"), "prompt");
-    if (j.ok() && j->is_object() && j->contains("chat_template") &&
-        (*j)["chat_template"].is_string()) {
-      chat = (*j)["chat_template"].get<std::string>();
-    }
-  }
-  p->llama3_chat_ = chat.find("<|start_header_id|>") != std::string::npos &&
-                    chat.find("<|eot_id|>") != std::string::npos;
+  OCULAR_ASSIGN_OR_RETURN(p->chat_, IdentifyChatTemplate(files, kKnownTemplates));
   const char* name = "preprocessor_config.json";
   const std::string where = files.Where(name);
   OCULAR_ASSIGN_OR_RETURN(std::string text, files.Read(name, kMaxConfigFileBytes, "image"));
@@ -172,6 +162,9 @@ StatusOr<std::unique_ptr<MllamaProcessor>> MllamaProcessor::Load(const FileSet& 
 
 StatusOr<Prompt> MllamaProcessor::BuildPrompt(int n_images, const std::string& text,
                                               const PromptOptions& options) const {
+  if (options.chat) {
+    return BuildChatPrompt(n_images, {UserTurn(text, n_images, kImageToken)}, options);
+  }
   const size_t markers = Count(text, kImageToken);
   if (markers != static_cast<size_t>(n_images)) {
     return Error(StatusCode::kInvalidArgument, "prompt", "the prompt has ", markers, " ",
@@ -182,16 +175,8 @@ StatusOr<Prompt> MllamaProcessor::BuildPrompt(int n_images, const std::string& t
     return Error(StatusCode::kInvalidArgument, "prompt", n_images,
                  " images in one prompt; ocular's mllama takes at most ", kMaxImages);
   }
-  if (options.chat && !llama3_chat_) {
-    return Error(StatusCode::kUnimplemented, "prompt",
-                 "this checkpoint's chat_template is not Llama 3's header format; ocular applies "
-                 "only that one (run without --chat and write the prompt in full)");
-  }
   // build_string_from_input: BOS after the leading image tokens, unless already present.
-  std::string body = options.chat ? std::string(kBosToken) +
-                                        "<|start_header_id|>user<|end_header_id|>\n\n" + text +
-                                        "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
-                                  : text;
+  std::string body = text;
   if (body.find(kBosToken) == std::string::npos) {
     const std::string image = kImageToken;
     size_t lead = 0;
@@ -207,6 +192,69 @@ StatusOr<Prompt> MllamaProcessor::BuildPrompt(int n_images, const std::string& t
   }
   p.prefix_len = 0;
   return p;
+}
+
+std::string MllamaProcessor::chat_format() const {
+  return ChatFormatName(chat_, "llama3.2-vision");
+}
+
+// The template without tools (testdata/chat/llama-3.2-vision-instruct.jinja):
+//   bos_token; date_string = strftime_now("%d %b %Y") unless given
+//   if messages[0].role == 'system': system_message = content | trim; messages = messages[1:]
+//   has_images = any content item of type 'image' in messages
+//   has_images and system_message != "" -> raise_exception(...)
+//   not has_images -> '<|start_header_id|>system<|end_header_id|>\n\n' + 'Cutting Knowledge
+//       Date: December 2023\n' + 'Today Date: ' + date_string + '\n\n' + system_message +
+//       '<|eot_id|>'
+//   per message: '<|start_header_id|>' + role + '<|end_header_id|>\n\n' + content (string, or
+//       items: image -> '<|image|>', text -> text) + '<|eot_id|>'
+//   add_generation_prompt -> '<|start_header_id|>assistant<|end_header_id|>\n\n'
+StatusOr<std::string> MllamaProcessor::RenderChat(const std::vector<ChatMessage>& messages,
+                                                  const PromptOptions& options) const {
+  OCULAR_RETURN_IF_ERROR(
+      CheckChatTemplate(chat_, "the template of meta-llama/Llama-3.2-*-Vision-Instruct"));
+  if (messages.empty()) {
+    return Error(StatusCode::kInvalidArgument, "chat", "the conversation has no message");
+  }
+  std::string out = kBosToken;
+  std::string system;
+  size_t first = 0;
+  if (messages[0].role == "system") {
+    OCULAR_ASSIGN_OR_RETURN(system, SystemText(messages[0]));
+    system = std::string(PyStrip(system));
+    first = 1;
+  }
+  bool has_images = false;
+  for (size_t i = first; i < messages.size(); ++i) {
+    for (const ChatPart& part : messages[i].content) has_images = has_images || part.is_image;
+  }
+  if (has_images && !system.empty()) {
+    return Error(StatusCode::kInvalidArgument, "chat",
+                 "Prompting with images is incompatible with system messages (the Llama 3.2 "
+                 "Vision template refuses a system message when the conversation has images)");
+  }
+  if (!has_images) {
+    out +=
+        "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
+        "Today Date: " +
+        (options.date.empty() ? TodayDate() : options.date) + "\n\n" + system + "<|eot_id|>";
+  }
+  for (size_t i = first; i < messages.size(); ++i) {
+    out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n";
+    for (const ChatPart& part : messages[i].content) out += part.is_image ? kImageToken : part.text;
+    out += "<|eot_id|>";
+  }
+  if (options.add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
+StatusOr<Prompt> MllamaProcessor::BuildChatPrompt(int n_images,
+                                                  const std::vector<ChatMessage>& messages,
+                                                  const PromptOptions& options) const {
+  OCULAR_ASSIGN_OR_RETURN(std::string text, RenderChat(messages, options));
+  PromptOptions plain = options;
+  plain.chat = false;
+  return BuildPrompt(n_images, text, plain);
 }
 
 StatusOr<Tensor> MllamaProcessor::Pixels(const Image& image) const {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "image/preprocess.h"
+#include "models/chat.h"
 #include "models/mllama/config.h"
 #include "models/processor.h"
 
@@ -51,14 +52,28 @@ class MllamaProcessor final : public Processor {
   // The text must hold exactly n_images "<|image|>" markers (at most kMaxImages). As
   // build_string_from_input: "<|begin_of_text|>" is inserted after the leading image tokens
   // unless the text already has it. prefix_len is 0 (a causal decoder).
-  // options.chat: the text is one user turn, rendered as the checkpoint's Llama 3 chat template
-  // does with add_generation_prompt: "<|begin_of_text|><|start_header_id|>user<|end_header_id|>
-  // \n\n" + text + "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n". Refused
-  // (kUnimplemented) when the checkpoint's chat_template is not of that form.
+  // options.chat: the text is one user turn (UserTurn), formatted as BuildChatPrompt.
   StatusOr<Prompt> BuildPrompt(int n_images, const std::string& text,
                                const PromptOptions& options) const override;
   // [PixelFloats(vision)] as described above.
   StatusOr<Tensor> Pixels(const Image& image) const override;
+
+  std::string image_marker() const override { return "<|image|>"; }
+  std::string chat_format() const override;
+  // The chat template of meta-llama/Llama-3.2-{11B,90B}-Vision-Instruct (other fingerprints are
+  // refused), without tools: "<|begin_of_text|>"; a first system message is taken out (its text
+  // trimmed); when no message has an image part, a system block "<|start_header_id|>system
+  // <|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: " + date +
+  // "\n\n" + that text + "<|eot_id|>" (with an image part and a non-empty system text the
+  // template raises: kInvalidArgument); then per message "<|start_header_id|>" + role +
+  // "<|end_header_id|>\n\n" + its parts (images as "<|image|>", texts as they are) +
+  // "<|eot_id|>"; the assistant header with add_generation_prompt. date: options.date, else
+  // TodayDate() (transformers passes strftime_now).
+  StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
+                                   const PromptOptions& options) const override;
+  // RenderChat's text tokenized as BuildPrompt does (it starts with <|begin_of_text|>).
+  StatusOr<Prompt> BuildChatPrompt(int n_images, const std::vector<ChatMessage>& messages,
+                                   const PromptOptions& options) const override;
 
   static constexpr int kMaxImages = 4;  // per prompt (cross-attention K/V memory is per image)
 
@@ -68,7 +83,7 @@ class MllamaProcessor final : public Processor {
   TileConfig tiles_;
   VisionConfig vision_;
   int32_t image_token_id_ = -1;
-  bool llama3_chat_ = false;  // the checkpoint's chat_template uses Llama 3's headers
+  ChatTemplateInfo chat_;
 };
 
 }  // namespace ocular::mllama
