@@ -81,8 +81,11 @@ class SchedulerTest : public testing::TestWithParam<const char*> {};
 
 // Nine requests from nine threads, held until all wait, then run through a scheduler with
 // batches of 4 and the given prefill budget: each gets the tokens it gets alone.
+// expect_full_batch: some decode step ran kMaxBatch sequences. Not asked of a budget of one
+// row: whether a prefill split over many steps ends before the first sequences finish depends
+// on how the admissions interleave with the threads' arrival.
 void ExpectBatchedAnswersEqualSingleAnswers(const char* checkpoint, int prefill_chunk,
-                                            SchedulerStats* stats) {
+                                            bool expect_full_batch, SchedulerStats* stats) {
   std::string dir;
   const std::vector<Input> inputs = Inputs(checkpoint, &dir);
   ASSERT_GE(inputs.size(), 6u);
@@ -129,7 +132,9 @@ void ExpectBatchedAnswersEqualSingleAnswers(const char* checkpoint, int prefill_
   EXPECT_EQ(s.running, 0);
   EXPECT_EQ(s.waiting, 0);
   ASSERT_EQ(s.decode_steps_by_batch.size(), static_cast<size_t>(kMaxBatch + 1));
-  EXPECT_GT(s.decode_steps_by_batch[kMaxBatch], 0u) << "the batch never filled";
+  if (expect_full_batch) {
+    EXPECT_GT(s.decode_steps_by_batch[kMaxBatch], 0u) << "the batch never filled";
+  }
   EXPECT_EQ((*h)->kv.bytes_in_use(), 0u) << "KV caches not returned";
   *stats = s;
 }
@@ -137,7 +142,7 @@ void ExpectBatchedAnswersEqualSingleAnswers(const char* checkpoint, int prefill_
 TEST_P(SchedulerTest, BatchedAnswersEqualSingleAnswers) {
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
   SchedulerStats s;
-  ExpectBatchedAnswersEqualSingleAnswers(GetParam(), kDefaultPrefillChunk, &s);
+  ExpectBatchedAnswersEqualSingleAnswers(GetParam(), kDefaultPrefillChunk, true, &s);
 }
 
 // A budget of one row per step: every prefill that meets a decoding batch runs one layer per
@@ -145,7 +150,7 @@ TEST_P(SchedulerTest, BatchedAnswersEqualSingleAnswers) {
 TEST_P(SchedulerTest, ChunkedPrefillsGiveTheSameAnswers) {
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
   SchedulerStats s;
-  ExpectBatchedAnswersEqualSingleAnswers(GetParam(), 1, &s);
+  ExpectBatchedAnswersEqualSingleAnswers(GetParam(), 1, false, &s);
   EXPECT_GT(s.prefill_chunks, s.prefills) << "no prefill was split";
 }
 
