@@ -105,18 +105,6 @@ std::vector<int32_t> Ids(const TensorView& t) {
   return ids;
 }
 
-// The family's pixel layout (processor.h PixelFloats) from the golden pixel_values
-// [n, T, 3, t, t] and aspect_ratio_ids [n].
-Tensor Pixels(const TensorView& pv, const TensorView& ids) {
-  const int64_t n = pv.shape[0], per = pv.numel() / n;
-  Tensor out({n, per + 1});
-  for (int64_t i = 0; i < n; ++i) {
-    std::copy_n(pv.as<float>() + i * per, per, out.data.data() + i * (per + 1));
-    out.data[i * (per + 1) + per] = static_cast<float>(ids.as<int64_t>()[i]);
-  }
-  return out;
-}
-
 std::vector<std::string> Split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream in(s);
@@ -171,7 +159,7 @@ TEST_P(MllamaGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
     ASSERT_TRUE(ids && gen);
     const TensorView* pv = golden->Find("pixel_values");
     Tensor pixels;
-    if (pv) pixels = Pixels(*pv, *golden->Find("aspect_ratio_ids"));
+    if (pv) pixels = fixture::MllamaPixels(*pv, *golden->Find("aspect_ratio_ids"));
 
     GenerationRequest req;
     req.ids = Ids(*ids);
@@ -221,7 +209,7 @@ TEST(MllamaCrossKvTest, ComputedOncePerImagePerLayer) {
   auto taps = fixture::GoldenTaps::Open("testdata/golden/mllama/three.safetensors");
   ASSERT_TRUE(taps.ok());
   const SafetensorsFile& g = taps->file();
-  Tensor pixels = Pixels(*g.Find("pixel_values"), *g.Find("aspect_ratio_ids"));
+  Tensor pixels = fixture::MllamaPixels(*g.Find("pixel_values"), *g.Find("aspect_ratio_ids"));
   GenerationRequest req;
   req.ids = Ids(*g.Find("input_ids"));
   req.pixel_values = &pixels;
@@ -246,7 +234,7 @@ TEST(MllamaBatchTest, MixedBatchEqualsAlone) {
   auto taps = fixture::GoldenTaps::Open("testdata/golden/mllama/two.safetensors");
   ASSERT_TRUE(taps.ok());
   const SafetensorsFile& g = taps->file();
-  Tensor pixels = Pixels(*g.Find("pixel_values"), *g.Find("aspect_ratio_ids"));
+  Tensor pixels = fixture::MllamaPixels(*g.Find("pixel_values"), *g.Find("aspect_ratio_ids"));
   const ModelSpec& spec = m->m.model->spec();
   std::vector<float> features(2 * spec.image_tokens * spec.hidden_size);
   m->runner->EncodeImages(pixels.data.data(), 2, features.data(), nullptr);
@@ -298,7 +286,7 @@ TEST(MllamaProcessorTest, PromptIdsAndCasePixelsMatchMllamaProcessor) {
       const TensorView* pv = taps->file().Find("pixel_values");
       ASSERT_EQ(pv != nullptr, !images.empty());
       if (!pv) continue;
-      const Tensor want = Pixels(*pv, *taps->file().Find("aspect_ratio_ids"));
+      const Tensor want = fixture::MllamaPixels(*pv, *taps->file().Find("aspect_ratio_ids"));
       for (size_t i = 0; i < images.size(); ++i) {
         auto px = loaded->processor->Pixels(CaseImage(images[i]));
         ASSERT_TRUE(px.ok()) << px.status().ToString();

@@ -123,17 +123,6 @@ TEST(MllamaGgufTest, RecipeKeepsTheImagePathAsStored) {
   EXPECT_EQ(format(q4, "blk.1.cross_attn_k_proj.weight"), "f32");
 }
 
-// Golden pixel_values [n, T, 3, t, t] + aspect_ratio_ids [n] -> the family's pixel layout.
-Tensor Pixels(const TensorView& pv, const TensorView& ids) {
-  const int64_t n = pv.shape[0], per = pv.numel() / n;
-  Tensor out({n, per + 1});
-  for (int64_t i = 0; i < n; ++i) {
-    std::copy_n(pv.as<float>() + i * per, per, out.data.data() + i * (per + 1));
-    out.data[i * (per + 1) + per] = static_cast<float>(ids.as<int64_t>()[i]);
-  }
-  return out;
-}
-
 struct Target {
   const char* type;
   double min_top1, max_mean_kl;
@@ -172,7 +161,7 @@ TEST(MllamaQuantQuality, TopOneAndKlAgainstTheUnquantizedModel) {
         const std::vector<int32_t> gen = *taps->Ids("generated_ids");
         const TensorView* pv = taps->file().Find("pixel_values");
         Tensor pixels;
-        if (pv) pixels = Pixels(*pv, *taps->file().Find("aspect_ratio_ids"));
+        if (pv) pixels = fixture::MllamaPixels(*pv, *taps->file().Find("aspect_ratio_ids"));
         const Tensor* px = pv ? &pixels : nullptr;
         a.Add(testing_support::TeacherForced(**ref, prompt, 0, gen, px),
               testing_support::TeacherForced(**quant, prompt, 0, gen, px),

@@ -81,4 +81,8 @@ class GoldenTaps {
   SafetensorsFile file_;
 };
 
+// mllama's pixel layout (processor.h PixelFloats: each image's tiles, then its aspect ratio
+// id) from the golden pixel_values [n, T, 3, t, t] and aspect_ratio_ids [n].
+Tensor MllamaPixels(const TensorView& pixel_values, const TensorView& aspect_ratio_ids);
+
 }  // namespace ocular::fixture
