@@ -8,7 +8,7 @@ writes testdata/chat/goldens.json: per case the conversation (as ocular's ChatMe
 the rendered text and the input_ids (or the template's error). tests/golden/chat_template_test.cc
 checks that ocular's native formatting gives the same text and ids, case by case.
 
-    /work/main/.venv/bin/python -m tools.reference.make_chat_goldens
+    .venv/bin/python -m tools.reference.make_chat_goldens
 """
 
 import json
