@@ -12,7 +12,8 @@ torch thread per process, no dropout — ends with the same weights as an uninte
   tower  tools/demo_model/tower.py: SigLIP tower pre-training on single-object scenes with
          the CNN teacher's per-patch features distilled into it -> ROOT/tower/tower.pt
   lm     tools/demo_model/train.py: the full PaliGemma, five tasks (caption, detect, count,
-         colour, segment), started from the tower -> ROOT/lm/out (HF folder)
+         colour, segment), started from the tower, bf16 autocast matmuls (--bf16)
+         -> ROOT/lm/out (HF folder)
 Kill it at any moment (kill the driver's process group, or let the session end);
 re-running the command continues where the last checkpoint left off. Progress: ROOT/*/log*.
 The arguments of every stage are STAGES below (MODEL_CARD.md, "v2 (in progress)").
@@ -48,7 +49,7 @@ def stages(root: str) -> list:
                  "--layer", "-1", "--weight", "1.0", "--ckpt-every", "100"]),
       ("lm", [PY, "-m", "tools.demo_model.train", "--workdir", lm,
               "--out", os.path.join(lm, "out"), "--steps", "16000", "--batch", "32",
-              "--procs", "2", "--ckpt-every", "100", "--probe-every", "500",
+              "--procs", "2", "--bf16", "--ckpt-every", "100", "--probe-every", "500",
               "--init-vision", os.path.join(tower, "tower.pt"),
               "--seg-vae", os.path.join(vae, "shapes-vae.npz"),
               "--curriculum", json.dumps(CURRICULUM)]),
