@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,11 @@ struct GenerateOptions {
   // Chat: the date a template writes (Llama 3.2 Vision's system block: "26 Jul 2024", as
   // strftime("%d %b %Y")); "" = today, local time, as transformers' strftime_now.
   std::string date;
+  // Gemma 3's pan-and-scan (transformers' do_pan_and_scan): an image whose long side is at
+  // least 1.2x its short one is also shown as 2-4 crops (docs/models.md §9). Unset: the
+  // checkpoint's preprocessor_config.json (do_pan_and_scan, usually off). true on another
+  // family: kInvalidArgument.
+  std::optional<bool> pan_and_scan;
   // Never emit ids >= image_token_index (PaliGemma's untrained padding rows). Off = HF parity.
   bool suppress_padding_tokens = false;
   // Generation also ends when the answer text contains one of these strings (finish_reason

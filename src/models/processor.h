@@ -28,6 +28,9 @@ struct PromptOptions {
   // Chat: the date templates write (Llama 3.2 Vision: "Today Date: 26 Jul 2024" when no image
   // is in the conversation); "" = today (TodayDate), as transformers' strftime_now.
   std::string date;
+  // Gemma 3's pan-and-scan: per image (in prompt order), the number of crops ImageViews made of
+  // it; each image's marker is rewritten as Gemma3Processor does (pan_and_scan.h). Empty: none.
+  std::vector<int> image_crops;
 };
 
 struct Prompt {
@@ -45,6 +48,22 @@ class Processor {
                                        const PromptOptions& options) const = 0;
   // Pixel values [3, R, R] of one decoded image, as the family's image processor makes them.
   virtual StatusOr<Tensor> Pixels(const Image& image) const = 0;
+  // Every image the model sees for one input image: {Pixels(image)}, or with pan_and_scan
+  // (Gemma 3 only) the image followed by its pan-and-scan crops (PromptOptions::image_crops
+  // then says how many). Errors: pan_and_scan where the family has none (kInvalidArgument).
+  virtual StatusOr<std::vector<Tensor>> ImageViews(const Image& image, bool pan_and_scan) const {
+    if (pan_and_scan) {
+      return Error(StatusCode::kInvalidArgument, "image",
+                   "pan-and-scan crops are a Gemma 3 option; this model family has none");
+    }
+    OCULAR_ASSIGN_OR_RETURN(Tensor px, Pixels(image));
+    std::vector<Tensor> out;
+    out.push_back(std::move(px));
+    return out;
+  }
+  // Whether the checkpoint asks for pan-and-scan when a request does not say
+  // (preprocessor_config.json's do_pan_and_scan).
+  virtual bool pan_and_scan_default() const { return false; }
 
   // What marks an image in a prompt ("<start_of_image>", "<|image|>"); "" when images are
   // not placed by markers (PaliGemma).

@@ -367,9 +367,10 @@ class EngineImpl : public Engine {
   }
 
   // The prompt of `prompt` (messages == nullptr) or of the conversation `messages`.
+  // crops: LoadPixels' pan-and-scan crop count per image (empty: none).
   StatusOr<Prompt> MakePrompt(int n_images, const std::string& prompt,
-                              const std::vector<ChatMessage>* messages,
-                              const GenerateOptions& o) const {
+                              const std::vector<ChatMessage>* messages, const GenerateOptions& o,
+                              const std::vector<int>& crops = {}) const {
     if (n_images < 0) {
       return Error(StatusCode::kInvalidArgument, "engine", "n_images must be >= 0, got ", n_images);
     }
@@ -377,6 +378,7 @@ class EngineImpl : public Engine {
     po.separate_newline = o.separate_newline;
     po.chat = o.chat;
     po.date = o.date;
+    po.image_crops = crops;
     if ((messages || o.chat) && processor_->chat_format().empty()) {
       // The processor's error says why: no template in the family or the checkpoint, or one
       // ocular does not know.
@@ -388,27 +390,28 @@ class EngineImpl : public Engine {
     return processor_->BuildChatPrompt(n_images, *messages, po);
   }
 
-  // Decodes and preprocesses every image into pixels [n, 3, R, R] (or [n, pixel_floats]).
-  Status LoadPixels(const std::vector<ImageInput>& images, Tensor* pixels,
-                    std::vector<GenerateResult::ImageSize>* sizes,
-                    const ProgressCallback& progress) const {
-    const int R = model_->spec().image_size;
+  // Decodes and preprocesses every image into pixels [n, 3, R, R] (or [n, pixel_floats]); with
+  // pan-and-scan, each image is followed by its crops and crops[i] counts those of image i.
+  Status LoadPixels(const std::vector<ImageInput>& images, const GenerateOptions& o,
+                    Tensor* pixels, std::vector<int>* crops,
+                    std::vector<GenerateResult::ImageSize>* sizes) const {
     sizes->clear();
+    crops->clear();
     if (images.empty()) return Status::Ok();
     const auto t0 = std::chrono::steady_clock::now();
     const int64_t n = static_cast<int64_t>(images.size());
+    const ProgressCallback& progress = o.on_progress;
     if (progress) progress({Stage::kImages, 0, n, 0.0});
-    const int64_t per_image = model_->spec().pixel_floats;
     const int max_images = model_->spec().max_images;
     if (max_images > 0 && n > max_images) {
       return Error(StatusCode::kInvalidArgument, "engine", n, " images given; ",
                    model_->spec().architecture, " takes at most ", max_images, " per prompt");
     }
-    *pixels = per_image > 0 ? Tensor({n, per_image})
-                            : Tensor({static_cast<int64_t>(images.size()), 3, R, R});
+    const bool pan_and_scan = o.pan_and_scan.value_or(processor_->pan_and_scan_default());
     DecodeOptions d;
     d.max_pixels = opts_.max_image_pixels;
     d.exif_rotate = opts_.exif_rotate;
+    std::vector<Tensor> views;
     for (size_t i = 0; i < images.size(); ++i) {
       const ImageInput& in = images[i];
       StatusOr<Image> img = in.from_bytes ? DecodeImage(in.bytes, d) : LoadImage(in.path, d);
@@ -417,9 +420,28 @@ class EngineImpl : public Engine {
         return Status(img.status().code(), in.path + ": " + img.status().message());
       }
       sizes->push_back({img->width, img->height});
-      OCULAR_ASSIGN_OR_RETURN(Tensor px, processor_->Pixels(*img));
-      std::copy(px.data.begin(), px.data.end(), pixels->data.begin() + i * px.numel());
+      OCULAR_ASSIGN_OR_RETURN(std::vector<Tensor> v, processor_->ImageViews(*img, pan_and_scan));
+      crops->push_back(static_cast<int>(v.size()) - 1);
+      for (Tensor& t : v) views.push_back(std::move(t));
       if (progress) progress({Stage::kImages, static_cast<int64_t>(i) + 1, n, MsSince(t0)});
+    }
+    if (!pan_and_scan) crops->clear();
+    const int64_t total = static_cast<int64_t>(views.size());
+    if (max_images > 0 && total > max_images) {
+      return Error(StatusCode::kInvalidArgument, "engine", n, " images with their pan-and-scan ",
+                   "crops make ", total, "; ", model_->spec().architecture, " takes at most ",
+                   max_images, " per prompt");
+    }
+    const int R = model_->spec().image_size;
+    const int64_t per_image = model_->spec().pixel_floats;
+    *pixels = per_image > 0 ? Tensor({total, per_image}) : Tensor({total, 3, R, R});
+    for (int64_t i = 0; i < total; ++i) {
+      if (views[i].numel() * total != pixels->numel()) {
+        return Error(StatusCode::kInternal, "engine", "image ", i, " has ", views[i].numel(),
+                     " pixel values; the model takes ", pixels->numel() / total);
+      }
+      std::copy(views[i].data.begin(), views[i].data.end(),
+                pixels->data.begin() + i * views[i].numel());
     }
     return Status::Ok();
   }
@@ -434,10 +456,11 @@ class EngineImpl : public Engine {
     auto t0 = std::chrono::steady_clock::now();
     GenerateResult r;
     Tensor pixels;
-    OCULAR_RETURN_IF_ERROR(LoadPixels(images, &pixels, &r.image_sizes, o.on_progress));
+    std::vector<int> crops;
+    OCULAR_RETURN_IF_ERROR(LoadPixels(images, o, &pixels, &crops, &r.image_sizes));
     const double load_ms = MsSince(t0);
-    OCULAR_ASSIGN_OR_RETURN(Prompt p,
-                            MakePrompt(static_cast<int>(images.size()), prompt, messages, o));
+    OCULAR_ASSIGN_OR_RETURN(
+        Prompt p, MakePrompt(static_cast<int>(images.size()), prompt, messages, o, crops));
     r.prompt_ids = p.ids;
     const Tokenizer& tok = processor_->tokenizer();
     GenerationRequest req;
@@ -481,12 +504,17 @@ class EngineImpl : public Engine {
       ScheduledRequest sr;
       sr.gen = req;  // the sink reads req.eos_ids
       if (opts_.image_cache_bytes > 0 && !images.empty()) {
+        // One key per image the model encodes (pan-and-scan crops follow their image).
         const int64_t per_image = pixels.numel() / pixels.dim(0);
+        int64_t view = 0;
         for (size_t i = 0; i < images.size(); ++i) {
-          sr.image_keys.push_back(MakeFeatureKey(fingerprint_, r.image_sizes[i].width,
-                                                 r.image_sizes[i].height,
-                                                 pixels.data.data() + i * per_image,
-                                                 static_cast<size_t>(per_image)));
+          const int views = 1 + (crops.empty() ? 0 : crops[i]);
+          for (int k = 0; k < views; ++k, ++view) {
+            sr.image_keys.push_back(MakeFeatureKey(fingerprint_, r.image_sizes[i].width,
+                                                   r.image_sizes[i].height,
+                                                   pixels.data.data() + view * per_image,
+                                                   static_cast<size_t>(per_image)));
+          }
         }
       }
       generated = scheduler_.Generate(sr, sink);

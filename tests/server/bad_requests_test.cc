@@ -193,6 +193,7 @@ std::vector<BadCase> Corpus() {
       {"top_p above 1", ChatBody("x", "", R"(,"top_p":1.01)"), 400, "top_p"},
       {"seed string", ChatBody("x", "", R"(,"seed":"abc")"), 400, "seed"},
       {"seed fraction", ChatBody("x", "", R"(,"seed":0.5)"), 400, "seed"},
+      {"pan_and_scan string", ChatBody("x", "", R"(,"pan_and_scan":"yes")"), 400, "pan_and_scan"},
       {"n 2", ChatBody("x", "", R"(,"n":2)"), 400, "n"},
       {"n 0", ChatBody("x", "", R"(,"n":0)"), 400, "n"},
       {"n huge", ChatBody("x", "", R"(,"n":1000000)"), 400, "n"},

@@ -72,6 +72,17 @@ TEST(ChatRequest, DefaultsAndStringContent) {
   EXPECT_EQ(r.request.options.stop, std::vector<std::string>{"\n"});
 }
 
+// ocular's pan_and_scan extension: unset (the checkpoint decides), true, false; null = unset.
+TEST(ChatRequest, PanAndScan) {
+  EXPECT_FALSE(Parse(ChatBody("x", "", "")).request.options.pan_and_scan.has_value());
+  EXPECT_FALSE(Parse(ChatBody("x", "", R"(,"pan_and_scan":null)")).request.options.pan_and_scan);
+  EXPECT_EQ(Parse(ChatBody("x", "", R"(,"pan_and_scan":true)")).request.options.pan_and_scan,
+            std::optional<bool>(true));
+  EXPECT_EQ(Parse(ChatBody("x", "", R"(,"pan_and_scan":false)")).request.options.pan_and_scan,
+            std::optional<bool>(false));
+  ExpectError(ChatBody("x", "", R"(,"pan_and_scan":1)"), "pan_and_scan");
+}
+
 TEST(ChatRequest, LastUserMessageIsThePromptImagesFromAllTurns) {
   const std::string url = DataUrl(kPng);
   ParseResult r = Parse(

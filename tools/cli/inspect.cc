@@ -26,6 +26,7 @@ void AddTrace(CLI::App& app, int* rc) {
   cmd->add_option("--max-tokens", gen->max_tokens, "greedy decode steps to record");
   cmd->add_flag("--separate-newline", gen->separate_newline,
                 "tokenize the prompt's trailing \\n separately (big_vision style)");
+  AddPanAndScanFlags(cmd, gen.get());
   cmd->add_option("--out,-o", *out, "output .safetensors")->required();
   cmd->callback([=] {
     // The dump must not overwrite what is being read: the checkpoint or an input image.

@@ -30,6 +30,9 @@ enum ModelOptionGroups : unsigned {
 
 void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups);
 
+// --pan-and-scan / --no-pan-and-scan: GenerateOptions::pan_and_scan (unset: the checkpoint's).
+void AddPanAndScanFlags(CLI::App* cmd, GenerateOptions* gen);
+
 // Loads the model directory with the options given. max_batch: sequences decoded together;
 // prefill_chunk: EngineOptions::prefill_chunk.
 StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch = 8,

@@ -259,6 +259,7 @@ void AddRun(CLI::App& app, int* rc) {
   cmd->add_option("--seed", a->gen.seed, "sampling seed");
   cmd->add_flag("--separate-newline", a->gen.separate_newline,
                 "tokenize the prompt's trailing \\n separately (big_vision style)");
+  AddPanAndScanFlags(cmd, &a->gen);
   cmd->add_option("--draw", a->draw,
                   "write the first image with the detected boxes and masks to this PNG")
       ->default_str("off");

@@ -16,12 +16,15 @@ f32 checkpoints in f32, the bf16 one in bf16), each case self-checked against
 model.generate(do_sample=False). The tokenizer is the tiny one (make_tokenizer.py) plus Gemma
 3's special tokens (<start_of_turn>, <end_of_turn>, <start_of_image>, <end_of_image>,
 <image_soft_token>) registered as boi/eoi/image tokens as Gemma 3's tokenizer_config does.
+The pan-and-scan cases (pas_*) run the processor with do_pan_and_scan=True, and
+testdata/golden/gemma3_pan_and_scan_grids.json holds transformers' crop grids for many sizes.
 
 Run: .venv/bin/python -m tools.reference.make_gemma3
 """
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import shutil
@@ -66,6 +69,30 @@ VISION_CASES = {
               "<start_of_image> <start_of_image> compare <start_of_image> them"),
     "text_only": ([], "answer en what color is the square?"),
 }
+# Pan-and-scan: the tiny checkpoint's preprocessor_config.json parameters (small crops, so the
+# 60x40 photo gets 2 crops side by side, the 33x47 gray 2 stacked, the square rgba none), passed
+# to the processor call with do_pan_and_scan=True (Gemma3Processor does not read them from the
+# config; ocular does, docs/models.md §9).
+PAN_AND_SCAN = dict(pan_and_scan_min_crop_size=16, pan_and_scan_max_num_crops=3,
+                    pan_and_scan_min_ratio_to_activate=1.2)
+PAN_AND_SCAN_CASES = {
+    "pas_photo": (["photo"], "<start_of_image> caption en"),
+    "pas_three": (["photo", "gray", "rgba"],
+                  "<start_of_image> <start_of_image> compare <start_of_image> them"),
+}
+# Crop grids: (width, height, min_crop_size, max_num_crops, min_ratio) -> crops as
+# transformers cuts them (make_pan_and_scan_crops): landscape, portrait, square, below the
+# ratio, the max_num_crops clamp, the min_crop_size clamp, too small, a last crop cut short,
+# half-up rounding, and a grid whose last crop would start past the edge (transformers slices
+# an empty array; ocular refuses).
+PAN_AND_SCAN_GRIDS = [
+    (60, 40, 16, 3, 1.2), (33, 47, 16, 3, 1.2), (50, 50, 16, 3, 1.2), (59, 50, 16, 3, 1.2),
+    (100, 20, 16, 3, 1.2), (1400, 280, 256, 4, 1.2), (900, 300, 256, 4, 1.2),
+    (600, 240, 256, 4, 1.2), (1001, 400, 256, 4, 1.2), (400, 1001, 256, 4, 1.2),
+    (896, 512, 256, 4, 1.2), (768, 300, 256, 4, 1.2), (1200, 480, 256, 4, 1.5),
+    (25, 10, 5, 4, 1.2), (9, 2, 2, 4, 1.2), (640, 2000, 256, 4, 1.2), (300, 1200, 256, 8, 1.0),
+]
+PAN_AND_SCAN_GRID_FILE = os.path.join("testdata", "golden", "gemma3_pan_and_scan_grids.json")
 
 
 def load_tokenizer():
@@ -148,7 +175,7 @@ def make_processor(config, tokenizer):
         do_resize=True, size={"height": size, "width": size}, resample=2,  # PIL BILINEAR
         do_rescale=True, rescale_factor=1 / 255, do_normalize=True,
         image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5], do_convert_rgb=True,
-        do_pan_and_scan=False)
+        do_pan_and_scan=False, **PAN_AND_SCAN)
     return Gemma3Processor(image_processor=image_processor, tokenizer=tokenizer,
                            image_seq_length=config.mm_tokens_per_image,
                            chat_template=tokenizer.chat_template)
@@ -256,6 +283,35 @@ def golden_cases(name, model, tokenizer, processor, images):
     for case, (names, prompt) in VISION_CASES.items():
         kwargs = dict(images=[[images[n] for n in names]]) if names else {}
         yield case, prompt, names, processor(text=[prompt], return_tensors="pt", **kwargs)
+    for case, (names, prompt) in PAN_AND_SCAN_CASES.items():
+        yield case, prompt, names, processor(text=[prompt], images=[[images[n] for n in names]],
+                                             return_tensors="pt", do_pan_and_scan=True,
+                                             **PAN_AND_SCAN)
+
+
+def make_pan_and_scan_grids():
+    """Gemma3ImageProcessor.pan_and_scan on images whose pixels are their own coordinates, so
+    each crop's first pixel gives its position: [[x, y, width, height], ...] per grid, or
+    "empty" where transformers slices an empty crop."""
+    import numpy as np
+    from transformers import Gemma3ImageProcessor
+    from transformers.image_utils import ChannelDimension
+
+    out = []
+    for w, h, min_crop, max_crops, ratio in PAN_AND_SCAN_GRIDS:
+        y, x = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+        yx = np.stack([y, x, np.zeros_like(y)], axis=-1)  # 3 channels: get_image_size infers
+        crops = Gemma3ImageProcessor().pan_and_scan(
+            yx.astype(np.int32), pan_and_scan_min_crop_size=min_crop,
+            pan_and_scan_max_num_crops=max_crops, pan_and_scan_min_ratio_to_activate=ratio,
+            input_data_format=ChannelDimension.LAST)
+        rects = ("empty" if any(c.size == 0 for c in crops) else
+                 [[int(c[0, 0, 1]), int(c[0, 0, 0]), c.shape[1], c.shape[0]] for c in crops])
+        out.append({"width": w, "height": h, "min_crop_size": min_crop,
+                    "max_num_crops": max_crops, "min_ratio_to_activate": ratio, "crops": rects})
+    common.write_bytes(PAN_AND_SCAN_GRID_FILE,
+                       (json.dumps(out, indent=1) + "\n").encode())
+    print(f"pan-and-scan grids: {len(out)} -> {PAN_AND_SCAN_GRID_FILE}")
 
 
 def make_goldens():
@@ -284,8 +340,11 @@ def make_goldens():
             assert not missing, f"taps not recorded: {sorted(missing)}"
             file = os.path.join(out_dir, f"{case}.safetensors")
             os.makedirs(out_dir, exist_ok=True)
-            taps_lib.save_taps(taps, file, {"checkpoint": name, "case": case, "prompt": prompt,
-                                            "images": ",".join(image_names)})
+            meta = {"checkpoint": name, "case": case, "prompt": prompt,
+                    "images": ",".join(image_names)}
+            if case in PAN_AND_SCAN_CASES:
+                meta["pan_and_scan"] = "1"
+            taps_lib.save_taps(taps, file, meta)
             print(f"golden: {name}/{case} T={taps['input_ids'].shape[0]} "
                   f"gen={taps['generated_ids'].tolist()}")
 
@@ -298,6 +357,7 @@ def main(argv=None):
     if not args.no_tiny:
         make_tiny()
     make_goldens()
+    make_pan_and_scan_grids()
 
 
 if __name__ == "__main__":

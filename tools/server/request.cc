@@ -546,6 +546,12 @@ ParseResult ParseChatRequest(std::string_view body_text, const RequestLimits& li
     return r;
   }
   if (!ReadStop(body, limits, &req, &err)) return r;
+  // ocular's extension: Gemma 3's pan-and-scan crops (GenerateOptions::pan_and_scan).
+  if (auto it = body.find("pan_and_scan"); it != body.end() && !it->is_null()) {
+    bool pan_and_scan = false;
+    if (!GetBool(body, "pan_and_scan", "pan_and_scan", &pan_and_scan, &err)) return r;
+    req.options.pan_and_scan = pan_and_scan;
+  }
   if (!GetBool(body, "stream", "stream", &req.stream, &err)) return r;
   if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
     if (!so->is_object()) {

@@ -1,5 +1,7 @@
 #include "models/gemma3/processor.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
@@ -19,6 +21,35 @@ constexpr const char* kBos = "<bos>";  // the template's bos_token
 const std::vector<uint64_t> kKnownTemplates = {0xd19b6ff3a49deea5ull};
 
 }  // namespace
+
+// do_pan_and_scan and pan_and_scan_{min_crop_size, max_num_crops, min_ratio_to_activate}:
+// absent or null keep the defaults (PanAndScanParams).
+Status Gemma3Processor::ReadPanAndScan(const nlohmann::json& j, const std::string& where,
+                                       Gemma3Processor* p) {
+  auto bad = [&](const char* key, const char* want) {
+    return Error(StatusCode::kDataLoss, "image", where, ": ", key, " must be ", want);
+  };
+  if (auto it = j.find("do_pan_and_scan"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) return bad("do_pan_and_scan", "true, false or null");
+    p->pan_and_scan_default_ = it->get<bool>();
+  }
+  for (auto [key, field] : {std::pair{"pan_and_scan_min_crop_size", &p->pan_and_scan_.min_crop_size},
+                            std::pair{"pan_and_scan_max_num_crops", &p->pan_and_scan_.max_num_crops}}) {
+    if (auto it = j.find(key); it != j.end() && !it->is_null()) {
+      if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 65536) {
+        return bad(key, "an integer in 1..65536 or null");
+      }
+      *field = it->get<int>();
+    }
+  }
+  if (auto it = j.find("pan_and_scan_min_ratio_to_activate"); it != j.end() && !it->is_null()) {
+    if (!it->is_number() || !(it->get<double>() > 0) || !std::isfinite(it->get<double>())) {
+      return bad("pan_and_scan_min_ratio_to_activate", "a positive number or null");
+    }
+    p->pan_and_scan_.min_ratio_to_activate = it->get<double>();
+  }
+  return Status::Ok();
+}
 
 StatusOr<std::unique_ptr<Gemma3Processor>> Gemma3Processor::Load(const FileSet& files,
                                                                  const Gemma3Config& config) {
@@ -56,11 +87,7 @@ StatusOr<std::unique_ptr<Gemma3Processor>> Gemma3Processor::Load(const FileSet& 
   OCULAR_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(text, files.Where(name), "image"));
   // Gemma3ImageProcessor's own defaults where they differ from SiglipImageProcessor's.
   if (!j.contains("resample")) p->pp_.resample = ResampleFilter::kBilinear;
-  if (auto it = j.find("do_pan_and_scan"); it != j.end() && it->is_boolean() && it->get<bool>()) {
-    return Error(StatusCode::kUnimplemented, "image", files.Where(name),
-                 ": do_pan_and_scan = true is not supported (pan-and-scan crops are not "
-                 "implemented; set it to false)");
-  }
+  OCULAR_RETURN_IF_ERROR(ReadPanAndScan(j, files.Where(name), p.get()));
   p->image_size_ = config.vision.image_size;
   p->image_tokens_ = config.mm_tokens_per_image;
   p->image_token_id_ = config.image_token_index;
@@ -75,29 +102,25 @@ StatusOr<Prompt> Gemma3Processor::BuildPrompt(int n_images, const std::string& t
     // processing_gemma3.py: no text -> " ".join([boi_token] * len(images)).
     for (int i = 0; i < n_images; ++i) body += (i ? " " : "") + std::string(kBoi);
   }
-  return Tokenize(body, n_images, add_bos_);  // the tokenizer's add_bos_token
+  return Tokenize(body, n_images, add_bos_, options.image_crops);  // tokenizer's add_bos_token
 }
 
-StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images, bool bos) const {
+StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images, bool bos,
+                                           const std::vector<int>& crops) const {
   if (n_images > 0 && !has_vision_) {
     return Error(StatusCode::kInvalidArgument, "prompt",
                  "this is a text-only Gemma 3 model (gemma3_text): it takes no images");
   }
+  if (!crops.empty() && crops.size() != static_cast<size_t>(n_images)) {
+    return Error(StatusCode::kInvalidArgument, "prompt", "pan-and-scan crop counts for ",
+                 crops.size(), " images but ", n_images, " images were given");
+  }
   std::string body = text;
+  int images = n_images;  // with the crops
   if (n_images > 0) {
     const std::string boi = kBoi;
-    // prompt.replace(boi_token, full_image_sequence)
-    std::string sequence = "\n\n" + boi;
-    for (int i = 0; i < image_tokens_; ++i) sequence += kImage;
-    sequence += std::string(kEoi) + "\n\n";
-    std::string expanded;
     int found = 0;
-    size_t from = 0;
-    for (size_t at; (at = body.find(boi, from)) != std::string::npos; from = at + boi.size()) {
-      expanded += body.substr(from, at - from) + sequence;
-      ++found;
-    }
-    expanded += body.substr(from);
+    for (size_t at = body.find(boi); at != std::string::npos; at = body.find(boi, at + 1)) ++found;
     if (found != n_images) {
       return Error(StatusCode::kInvalidArgument, "prompt", "the prompt has ", found, " ", boi,
                    " markers but ", n_images, " images were given");
@@ -106,14 +129,27 @@ StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images
       return Error(StatusCode::kInvalidArgument, "prompt", "the prompt text contains ", kImage,
                    "; pass images and mark them with ", boi);
     }
-    body = expanded;
+    if (!crops.empty()) {
+      body = InsertCropMarkers(body, crops);
+      for (int c : crops) images += c;
+    }
+    // prompt.replace(boi_token, full_image_sequence)
+    std::string sequence = "\n\n" + boi;
+    for (int i = 0; i < image_tokens_; ++i) sequence += kImage;
+    sequence += std::string(kEoi) + "\n\n";
+    std::string expanded;
+    size_t from = 0;
+    for (size_t at; (at = body.find(boi, from)) != std::string::npos; from = at + boi.size()) {
+      expanded += body.substr(from, at - from) + sequence;
+    }
+    body = expanded + body.substr(from);
   }
   Prompt p;
   if (bos) p.ids.push_back(tok_->bos_id());
   OCULAR_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok_->Encode(body));
   int64_t image_ids = 0;
   for (int32_t id : ids) image_ids += id == image_token_id_;
-  if (has_vision_ && image_ids != int64_t{n_images} * image_tokens_) {
+  if (has_vision_ && image_ids != int64_t{images} * image_tokens_) {
     return Error(StatusCode::kInvalidArgument, "prompt", "the prompt text contains ", kImage,
                  "; pass images and mark them with ", kBoi);
   }
@@ -178,7 +214,8 @@ StatusOr<Prompt> Gemma3Processor::BuildChatPrompt(int n_images,
                                                   const PromptOptions& options) const {
   OCULAR_ASSIGN_OR_RETURN(std::string text, RenderChat(messages, options));
   // apply_chat_template: the text starts with bos_token, so the processor adds no other.
-  return Tokenize(text.substr(std::string_view(kBos).size()), n_images, /*bos=*/true);
+  return Tokenize(text.substr(std::string_view(kBos).size()), n_images, /*bos=*/true,
+                  options.image_crops);
 }
 
 StatusOr<Tensor> Gemma3Processor::Pixels(const Image& image) const {
@@ -192,6 +229,21 @@ StatusOr<Tensor> Gemma3Processor::Pixels(const Image& image) const {
                  image_size_);
   }
   return px;
+}
+
+StatusOr<std::vector<Tensor>> Gemma3Processor::ImageViews(const Image& image,
+                                                          bool pan_and_scan) const {
+  std::vector<Tensor> out;
+  OCULAR_ASSIGN_OR_RETURN(Tensor whole, Pixels(image));
+  out.push_back(std::move(whole));
+  if (!pan_and_scan) return out;
+  OCULAR_ASSIGN_OR_RETURN(std::vector<CropRect> crops,
+                          PanAndScanCrops(image.width, image.height, pan_and_scan_));
+  for (const CropRect& r : crops) {
+    OCULAR_ASSIGN_OR_RETURN(Tensor px, Pixels(CropImage(image, r)));
+    out.push_back(std::move(px));
+  }
+  return out;
 }
 
 }  // namespace ocular::gemma3

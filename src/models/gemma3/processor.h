@@ -1,4 +1,5 @@
-// Gemma3Processor: each "<start_of_image>" in the prompt becomes
+// Gemma3Processor: with pan-and-scan, markers of cropped images first gain their crops'
+// markers (pan_and_scan.h); then each "<start_of_image>" in the prompt becomes
 // "\n\n<start_of_image>" + "<image_soft_token>" × mm_tokens_per_image + "<end_of_image>\n\n",
 // tokenized with <bos> first; Gemma3ImageProcessor's resize / rescale / normalize; the chat
 // template of google/gemma-3-*-it formatted natively (RenderChat).
@@ -7,10 +8,14 @@
 
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "image/preprocess.h"
 #include "models/chat.h"
 #include "models/gemma3/config.h"
+#include "models/gemma3/pan_and_scan.h"
 #include "models/processor.h"
 
 namespace ocular::gemma3 {
@@ -19,7 +24,7 @@ class Gemma3Processor final : public Processor {
  public:
   // The tokenizer and, for model_type gemma3, preprocessor_config.json. Errors: the
   // tokenizer's <start_of_image> / <image_soft_token> / <end_of_image> ids disagree with
-  // config.json; do_pan_and_scan: true (kUnimplemented: pan-and-scan crops are not implemented).
+  // config.json; pan_and_scan_* values that are not numbers in range (kDataLoss).
   static StatusOr<std::unique_ptr<Gemma3Processor>> Load(const FileSet& files,
                                                          const Gemma3Config& config);
 
@@ -32,6 +37,13 @@ class Gemma3Processor final : public Processor {
   StatusOr<Prompt> BuildPrompt(int n_images, const std::string& text,
                                const PromptOptions& options) const override;
   StatusOr<Tensor> Pixels(const Image& image) const override;
+  // With pan_and_scan: the image, then its PanAndScanCrops (preprocessor_config.json's
+  // pan_and_scan_* parameters), each preprocessed as a whole image.
+  StatusOr<std::vector<Tensor>> ImageViews(const Image& image, bool pan_and_scan) const override;
+  // preprocessor_config.json's do_pan_and_scan (false when absent or null). transformers'
+  // Gemma3Processor ignores that key (its call default is do_pan_and_scan=False); ocular takes
+  // it as the checkpoint's default, which a request overrides either way.
+  bool pan_and_scan_default() const override { return pan_and_scan_default_; }
 
   std::string image_marker() const override;
   std::string chat_format() const override;
@@ -50,14 +62,21 @@ class Gemma3Processor final : public Processor {
                                    const PromptOptions& options) const override;
 
  private:
-  // The ids of `body` with its n_images markers expanded, <bos> first when `bos`.
-  StatusOr<Prompt> Tokenize(const std::string& text, int n_images, bool bos) const;
+  // The ids of `body` with its n_images markers expanded (after the pan-and-scan rewrite of
+  // `crops`, PromptOptions::image_crops), <bos> first when `bos`.
+  StatusOr<Prompt> Tokenize(const std::string& text, int n_images, bool bos,
+                            const std::vector<int>& crops) const;
+
+  static Status ReadPanAndScan(const nlohmann::json& j, const std::string& where,
+                               Gemma3Processor* p);
 
   ChatTemplateInfo chat_;
   std::unique_ptr<Tokenizer> tok_;
   PreprocessConfig pp_;
   bool has_vision_ = false;
   bool add_bos_ = true;
+  bool pan_and_scan_default_ = false;
+  PanAndScanParams pan_and_scan_;
   int image_size_ = 0, image_tokens_ = 0;
   int32_t image_token_id_ = -1;
 };
