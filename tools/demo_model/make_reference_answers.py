@@ -35,6 +35,7 @@ def _prompts(scene: shapes.Scene, seed: int) -> list:
   out += [f"answer en what color is the {o.shape}?" for o in scene.objects]
   out.append(shapes.make_task(scene, rng, "detect")["prefix"])
   out.append("detect " + " ; ".join(o.shape for o in scene.objects))
+  out.append(f"segment {scene.objects[0].shape}")  # 4 <loc> + 16 <seg> + the label
   return out
 
 

@@ -48,7 +48,7 @@ def stages(root: str) -> list:
                  "--batch", "32", "--procs", "2", "--lr", "5e-4", "--distill", "feat",
                  "--layer", "-1", "--weight", "1.0", "--ckpt-every", "100"]),
       ("lm", [PY, "-m", "tools.demo_model.train", "--workdir", lm,
-              "--out", os.path.join(lm, "out"), "--steps", "16000", "--batch", "32",
+              "--out", os.path.join(lm, "out"), "--steps", "12000", "--batch", "32",
               "--procs", "2", "--bf16", "--ckpt-every", "100", "--probe-every", "500",
               "--init-vision", os.path.join(tower, "tower.pt"),
               "--seg-vae", os.path.join(vae, "shapes-vae.npz"),
