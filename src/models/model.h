@@ -52,6 +52,10 @@ struct ModelSpec {
   // End-of-generation ids from the config (Gemma 3: eos_token_id [1, 106], <end_of_turn>).
   std::vector<int32_t> eos_ids;
   DType weight_dtype = DType::kF32;   // of the weight matrices (F32 if mixed or quantized)
+  // Of the matrices that are not quantized (BoundWeights::float_dtype); whether some matrix is
+  // quantized.
+  DType float_dtype = DType::kF32;
+  bool quantized = false;
   std::string weight_formats;         // every matrix format, "+"-joined: "bf16", "q4_k+q6_k+f32"
   size_t weight_bytes = 0;
   size_t text_weight_bytes = 0;       // what one decode step streams (decoder + output projection)

@@ -89,7 +89,7 @@ StatusOr<BoundWeights> BindTensors(const TensorSource& src, const BindRules& rul
                                    const std::function<Status(const TensorVisitor&)>& for_each) {
   BoundWeights out;
   std::set<std::string> used, formats;
-  std::set<DType> dtypes;
+  std::set<DType> dtypes, float_dtypes;
   Status s = for_each([&](const std::string& name, const Shape& shape, WeightSlot slot,
                           bool required) -> Status {
     for (const std::string& cand : rules.candidates(name)) {
@@ -100,7 +100,11 @@ StatusOr<BoundWeights> BindTensors(const TensorSource& src, const BindRules& rul
         OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
         const WFormat f = slot.matrix->format;
         formats.insert(WFormatName(f));
-        dtypes.insert(f == WFormat::kBF16 ? DType::kBF16 : f == WFormat::kF16 ? DType::kF16 : DType::kF32);
+        const bool is_float = f == WFormat::kF32 || f == WFormat::kBF16 || f == WFormat::kF16;
+        const DType d = f == WFormat::kBF16 ? DType::kBF16 : f == WFormat::kF16 ? DType::kF16 : DType::kF32;
+        dtypes.insert(d);
+        if (is_float) float_dtypes.insert(d);
+        out.quantized |= !is_float;
         bytes = slot.matrix->bytes();
       } else {
         OCULAR_ASSIGN_OR_RETURN(*slot.vector, src.Get(cand, shape));
@@ -122,6 +126,9 @@ StatusOr<BoundWeights> BindTensors(const TensorSource& src, const BindRules& rul
     }
   }
   out.weight_dtype = dtypes.size() == 1 ? *dtypes.begin() : DType::kF32;
+  // bf16 beside f16: ocular quantize writes f16 where no block format fits a bf16 row.
+  float_dtypes.erase(DType::kF16);
+  out.float_dtype = float_dtypes.size() == 1 ? *float_dtypes.begin() : DType::kF32;
   for (const std::string& f : formats) out.weight_formats += (out.weight_formats.empty() ? "" : "+") + f;
   return out;
 }

@@ -91,6 +91,10 @@ struct BindRules {
 struct BoundWeights {
   size_t weight_bytes = 0, text_weight_bytes = 0;
   DType weight_dtype = DType::kF32;  // of the matrices: F32 if mixed or quantized
+  // Of the matrices that are not quantized: their dtype if they all share one (F16 ones aside,
+  // beside another dtype: quantize's fallback where no block format fits), else F32.
+  DType float_dtype = DType::kF32;
+  bool quantized = false;            // some matrix is quantized (q8_0, q4_k, ...)
   std::string weight_formats;        // every matrix format, "+"-joined
 };
 // Binds every tensor `for_each` visits from `src` (the first candidate name it has); a missing

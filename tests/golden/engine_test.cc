@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "io/safetensors.h"
+#include "ocular/quantize.h"
 #include "support/fixture.h"
 
 namespace ocular {
@@ -156,6 +157,52 @@ TEST(Engine, PrecisionOptionsAreCheckedAgainstTheCheckpoint) {
   auto f32 = Engine::Load("testdata/tiny/pg1", {});
   EXPECT_EQ((*f32)->Info().precision, "f32");
   EXPECT_EQ((*f32)->Info().kv_cache, "f32");
+}
+
+// A GGUF quantized from a bf16 checkpoint keeps its vision tower bf16; the bf16 precisions run
+// it (the default), so its image features are those of the bf16 directory, bit for bit. A file
+// quantized from an f32 checkpoint stays f32-only.
+TEST(Engine, QuantizedFilesOfBf16CheckpointsRunUnderBf16) {
+  namespace fs = std::filesystem;
+  const std::string tmp = (fs::temp_directory_path() /
+                           ("ocular_q_bf16_" + std::to_string(::getpid()))).string();
+  fs::create_directories(tmp);
+  auto quantize = [&](const char* dir, const char* name) {
+    QuantizeOptions q;
+    q.input = dir;
+    q.output = tmp + "/" + name + ".gguf";
+    q.type = "q8_0";
+    EXPECT_TRUE(QuantizeModel(q).ok());
+    return q.output;
+  };
+  const std::string from_bf16 = quantize("testdata/tiny/pg2-bf16", "pg2-bf16-q8_0");
+  const std::string from_f32 = quantize("testdata/tiny/pg2", "pg2-q8_0");
+  auto projector = [&](const std::string& model, const std::string& out) {
+    auto engine = Engine::Load(model, {});
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    if (!engine.ok()) return std::string();
+    EXPECT_EQ((*engine)->Info().precision, "bf16");
+    GenerateOptions o;
+    o.max_tokens = 2;
+    EXPECT_TRUE((*engine)->Trace({"testdata/golden/inputs/photo.png"}, "caption en", o, out).ok());
+    auto f = SafetensorsFile::Open(out);
+    const TensorView* t = f.ok() ? f->Find("projector") : nullptr;
+    EXPECT_NE(t, nullptr);
+    return t ? std::string(static_cast<const char*>(t->data), t->nbytes()) : std::string();
+  };
+  const std::string want = projector("testdata/tiny/pg2-bf16", tmp + "/dir.safetensors");
+  EXPECT_FALSE(want.empty());
+  EXPECT_EQ(projector(from_bf16, tmp + "/gguf.safetensors"), want);
+  EngineOptions f32;
+  f32.precision = "f32";
+  EXPECT_TRUE(Engine::Load(from_bf16, f32).ok());
+  auto plain = Engine::Load(from_f32, {});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ((*plain)->Info().precision, "f32");
+  EngineOptions bf16;
+  bf16.precision = "bf16";
+  EXPECT_EQ(Engine::Load(from_f32, bf16).status().code(), StatusCode::kUnimplemented);
+  fs::remove_all(tmp);
 }
 
 // An image given as bytes gives the answer of the same image given as a file; a bad byte

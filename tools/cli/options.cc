@@ -30,7 +30,8 @@ void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
     // Bounds and help text: TightenOptions.
     cmd->add_option("--threads,-t", a->threads);
     cmd->add_option("--precision", a->precision,
-                    "auto (bf16 for bf16 checkpoints, else f32), f32, bf16 (as torch's bf16 "
+                    "auto (bf16 for bf16 checkpoints and for quantized files whose other "
+                    "matrices are bf16, else f32), f32, bf16 (as torch's bf16 "
                     "run), bf16-fast (no intermediate rounding)")
         ->check(CLI::IsMember({"auto", "f32", "bf16", "bf16-fast"}));
     cmd->add_option("--kv-cache", a->kv_cache,

@@ -130,6 +130,8 @@ Status Gemma3::BindWeights() {
   spec_.weight_bytes = bound.weight_bytes;
   spec_.text_weight_bytes = bound.text_weight_bytes;
   spec_.weight_dtype = bound.weight_dtype;
+  spec_.float_dtype = bound.float_dtype;
+  spec_.quantized = bound.quantized;
   spec_.weight_formats = bound.weight_formats;
   if (cfg_.has_vision) {
     // x @ W with W [D, H] stored: MatMul wants rows of W^T [H, D], in the stored dtype.

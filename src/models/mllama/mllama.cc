@@ -195,6 +195,8 @@ Status Mllama::BindWeights() {
   spec_.weight_bytes = bound.weight_bytes;
   spec_.text_weight_bytes = bound.text_weight_bytes;
   spec_.weight_dtype = bound.weight_dtype;
+  spec_.float_dtype = bound.float_dtype;
+  spec_.quantized = bound.quantized;
   spec_.weight_formats = bound.weight_formats;
   return Status::Ok();
 }

@@ -81,6 +81,8 @@ Status PaliGemma::BindWeights() {
   spec_.weight_bytes = bound.weight_bytes;
   spec_.text_weight_bytes = bound.text_weight_bytes;
   spec_.weight_dtype = bound.weight_dtype;
+  spec_.float_dtype = bound.float_dtype;
+  spec_.quantized = bound.quantized;
   spec_.weight_formats = bound.weight_formats;
   if (w_.text.lm_head.empty()) {
     tied_output_ = true;
