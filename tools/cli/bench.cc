@@ -66,6 +66,10 @@ void AddEval(CLI::App& app, int* rc) {
   cmd->add_option("--images", o->images_dir, "folder with the set's images")->required();
   cmd->add_option("--limit", o->limit, "first N examples only (0 = all)")
       ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--max-tokens", o->max_tokens,
+                  "generation limit per example (as evaluate.py --max-new-tokens; segment "
+                  "answers need up to ~70)")
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("--predictions", o->predictions, "write per-example predictions (JSONL)")
       ->default_str("off");
   cmd->add_option("--seg-model", o->seg_model, "mask model for segment examples")
