@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <span>
 #include <cstdio>
@@ -431,8 +432,12 @@ void CastToActivation(const Exec& ex, float* x, int64_t n) { Epilogue(ex, x, n);
 
 int64_t RopeArenaFloats(int64_t head_dim) { return head_dim; }
 
-void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
-          const int64_t* pos, float theta, float inv_freq_divisor) {
+namespace {
+
+// Rope's row loop; cos_sin(pos, cos, sin) fills head_dim / 2 values of each.
+template <typename CosSin>
+void RopeRows(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim,
+              int64_t ld, const int64_t* pos, CosSin cos_sin) {
   OCULAR_CHECK(head_dim > 0 && head_dim % 2 == 0, "HINT: RoPE needs an even head_dim");
   OCULAR_CHECK(ld >= n_heads * head_dim);
   const kernels::KernelTable& table = ex.table();
@@ -442,12 +447,33 @@ void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_
   float* sin = cos + head_dim / 2;
   for (int64_t r = 0; r < rows; ++r) {
     if (r == 0 || pos[r] != pos[r - 1]) {
-      ref::RopeCosSin(pos[r], head_dim, theta, cos, sin, inv_freq_divisor);
+      cos_sin(pos[r], cos, sin);
       // HF computes cos/sin in f32 and casts them to the activation dtype.
       if (bf16) table.round_bf16(cos, head_dim);
     }
     (bf16 ? table.rope_row_bf16 : table.rope_row)(x + r * ld, n_heads, head_dim, cos, sin);
   }
+}
+
+}  // namespace
+
+void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
+          const int64_t* pos, float theta, float inv_freq_divisor) {
+  RopeRows(ex, x, rows, n_heads, head_dim, ld, pos, [&](int64_t p, float* cos, float* sin) {
+    ref::RopeCosSin(p, head_dim, theta, cos, sin, inv_freq_divisor);
+  });
+}
+
+void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
+          const int64_t* pos, const float* inv_freq) {
+  RopeRows(ex, x, rows, n_heads, head_dim, ld, pos, [&](int64_t p, float* cos, float* sin) {
+    const float pos_f = static_cast<float>(p);
+    for (int64_t k = 0; k < head_dim / 2; ++k) {
+      const float angle = pos_f * inv_freq[k];
+      cos[k] = std::cos(angle);
+      sin[k] = std::sin(angle);
+    }
+  });
 }
 
 namespace {

@@ -100,6 +100,11 @@ void CastToActivation(const Exec& ex, float* x, int64_t n);
 // REQUIRES: head_dim even.
 void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
           const int64_t* pos, float theta, float inv_freq_divisor = 1.0f);
+// As Rope, with the frequencies given (inv_freq[k], k < head_dim/2: llama3 rope_scaling's
+// per-frequency factors, modeling_rope_utils.py _compute_llama3_parameters):
+// angle = f32(pos) * inv_freq[k], cos/sin in f32 (rounded to bf16 under kBF16).
+void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
+          const int64_t* pos, const float* inv_freq);
 
 // Keys and values of one attention call: rows [Tk, Hkv, d] with row strides ldk/ldv
 // (elements), f32 or bf16 (a bf16 KV cache). With ring > 0 the rows are a ring buffer:

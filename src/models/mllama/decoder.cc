@@ -17,29 +17,9 @@ namespace {
 
 size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
 
-// apply_rotary_pos_emb in place on x[rows, heads, d] (row stride ld): x * cos + rotate_half(x)
-// * sin, angle = f32(pos) * inv_freq[k] (the f32 matmul of MllamaRotaryEmbedding.forward).
-// TODO(kernels): ops::Rope takes a base and one divisor; llama3 scaling needs per-frequency
-// inv_freq, so this loop lives here until the dispatch table has such an op.
-void Rope(const Exec& ex, const float* inv_freq, float* x, int64_t rows, int64_t heads, int64_t d,
-          int64_t ld, const int64_t* pos) {
-  const int64_t half = d / 2;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t k = 0; k < half; ++k) {
-      const float angle = static_cast<float>(pos[r]) * inv_freq[k];
-      const float c = Round(ex, std::cos(angle)), s = Round(ex, std::sin(angle));
-      for (int64_t h = 0; h < heads; ++h) {
-        float* v = x + r * ld + h * d;
-        const float x1 = v[k], x2 = v[k + half];
-        v[k] = Round(ex, Round(ex, x1 * c) - Round(ex, x2 * s));
-        v[k + half] = Round(ex, Round(ex, x2 * c) + Round(ex, x1 * s));
-      }
-    }
-  }
-}
-
 // MllamaTextMLP: down(silu(gate(x)) * up(x)); x[rows, H] -> out[rows, H].
-// TODO(kernels): SiLU is computed here (torch's x / (1 + exp(-x))) until ops has it.
+// SiLU as torch computes it, x / (1 + exp(-x)), with libm's exp (< 1 ulp): with it the bf16
+// taps are bit-identical to torch's; the kernels' Exp (<= 3 ulp) might flip bf16 roundings.
 void SwiGlu(const Exec& ex, const TextConfig& c, const TextLayerWeights& l, const float* x,
             int64_t rows, float* out) {
   const int64_t H = c.hidden_size, I = c.intermediate_size;
@@ -173,8 +153,9 @@ void SelfAttentionLayer(const Exec& ex, const DecoderContext& dc, int layer, con
       r += s.count;
     }
     OCULAR_CHECK(r == rows);
-    Rope(ex, dc.inv_freq, q, rows, hq, d, qdim, pos);
-    Rope(ex, dc.inv_freq, k, rows, hkv, d, kvdim, pos);
+    // apply_rotary_pos_emb with MllamaRotaryEmbedding's (llama3-scaled) inv_freq.
+    ops::Rope(ex, q, rows, hq, d, qdim, pos, dc.inv_freq);
+    ops::Rope(ex, k, rows, hkv, d, kvdim, pos, dc.inv_freq);
     r = 0;
     for (const SeqChunk& s : batch.seqs) {
       s.cache->Store(layer, s.start, s.count, k + r * kvdim, v + r * kvdim, kvdim);
