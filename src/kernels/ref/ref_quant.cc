@@ -135,6 +135,22 @@ void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix
                          });
 }
 
+// QuantActivations::kF32: the f32 activations times the weight rows dequantized exactly
+// (quant::DequantizeRow, gguf-py's values), summed in double — ref::MatMulBlock on the
+// dequantized matrix.
+void MatMulQuantF32(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                    int64_t n1, float* out, int64_t ldo, float* scratch) {
+  OCULAR_CHECK(WFormatBlockValues(w.format) > 1, "HINT: MatMulQuantF32 takes quantized weights");
+  for (int64_t n = n0; n < n1; ++n) {
+    quant::DequantizeRow(w.format, w.row(n), K, scratch);
+    for (int64_t m = 0; m < M; ++m) {
+      double sum = 0.0;
+      for (int64_t k = 0; k < K; ++k) sum += static_cast<double>(a[m * lda + k]) * scratch[k];
+      out[m * ldo + n] = static_cast<float>(sum);
+    }
+  }
+}
+
 void RowToF32Quant(const Matrix& w, int64_t r, float* out) {
   quant::DequantizeRow(w.format, w.row(r), w.cols, out);
 }
