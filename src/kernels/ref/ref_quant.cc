@@ -9,6 +9,8 @@
 //   Q4_K  Σ_B d_a·(d·Σ_j sc_j·Σ q_w·q_a − dmin·Σ_j m_j·(s16[2j] + s16[2j+1]))
 //   Q6_K  Σ_B d_a·d·Σ_g sc_g·(Σ q_w·q_a − 32·s16[g])            (q_w the raw 6-bit value)
 // — llama.cpp's ggml_vec_dot_{q8_0_q8_0, q4_0_q8_0, q4_K_q8_K, q6_K_q8_K} (ggml-cpu/quants.c).
+// MatMulQuantF32 (QuantActivations::kF32) is the other mode's definition: f32 activations
+// times the exactly dequantized rows, summed in double.
 #include <cstring>
 
 #include "core/check.h"
