@@ -26,6 +26,8 @@ struct Isa {
   using V = __m256;
   static constexpr int kLanes = 8;
   static constexpr int kTileM = 3, kTileN = 2;
+  static constexpr bool kMaskBytes = false;
+  static __m128i MaskedBytes(uint32_t, __m128i x) { return x; }
   static V Zero() { return _mm256_setzero_ps(); }
   static V Set1(float x) { return _mm256_set1_ps(x); }
   static V Load(const float* p) { return _mm256_loadu_ps(p); }

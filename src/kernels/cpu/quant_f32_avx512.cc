@@ -31,6 +31,10 @@ struct Isa {
   using V = __m512;
   static constexpr int kLanes = 16;
   static constexpr int kTileM = 4, kTileN = 3;
+  static constexpr bool kMaskBytes = true;
+  static __m128i MaskedBytes(uint32_t bits, __m128i x) {
+    return _mm_maskz_mov_epi8(static_cast<__mmask16>(bits), x);
+  }
   static V Zero() { return _mm512_setzero_ps(); }
   static V Set1(float x) { return _mm512_set1_ps(x); }
   static V Load(const float* p) { return _mm512_loadu_ps(p); }

@@ -6,7 +6,9 @@
 //   Zero, Set1, Load, Store, Add, Sub, Mul, Fma(a, b, c) = a·b + c (one rounding), HSum;
 //   I8ToF32(__m128i x, V* out) / U8ToF32: the 16 bytes of x (signed / unsigned) as 16 / kLanes
 //       f32 vectors;
-//   static constexpr int kTileM, kTileN: the prefill register tile (rows of a × panel rows).
+//   static constexpr int kTileM, kTileN: the prefill register tile (rows of a × panel rows);
+//   static constexpr bool kMaskBytes; MaskedBytes(bits, x): byte j of x where bit j is set,
+//       else 0 (AVX512BW masks; unused when false).
 //
 // Numerics. A 32-value chunk of a weight row is dequantized in registers with the f32
 // operations of quant::DequantizeRow, in its order (compiled with -ffp-contract=off, so
@@ -42,6 +44,7 @@ inline __m128i HighNibbles(__m128i x) {
 
 // Byte j = 0x10 where bit j of `bits` (16 bits) is set, else 0 (Q5_0's fifth bits).
 inline __m128i FifthBits(uint32_t bits) {
+  if constexpr (Isa::kMaskBytes) return Isa::MaskedBytes(bits, _mm_set1_epi8(0x10));
   const __m128i spread = _mm_shuffle_epi8(
       _mm_cvtsi32_si128(static_cast<int>(bits)),
       _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
@@ -72,24 +75,45 @@ constexpr size_t kBlockBytes = kF == WFormat::kQ8_0   ? sizeof(quant::BlockQ8_0)
                                : kF == WFormat::kQ4_K ? sizeof(quant::BlockQ4_K)
                                                       : sizeof(quant::BlockQ6_K);
 
+// Q4_K's eight 6-bit scales and eight mins (12 packed bytes at p; 16 readable) as bytes
+// sc[0..7], m[0..7] — quant::Q4KScaleMin for all j at once:
+//   j < 4:  sc = s[j] & 63,                          m = s[j+4] & 63
+//   j >= 4: sc = (s[j+4] & 15) | (s[j-4] >> 6) << 4,  m = (s[j+4] >> 4) | (s[j] >> 6) << 4
+inline __m128i Q4KScalesMins(const std::byte* p) {
+  const __m128i s = Load128(p);
+  // a = [s0-3, s8-11, s4-7, s8-11], b = [0, s0-3, 0, s4-7]
+  const __m128i a =
+      _mm_shuffle_epi8(s, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i b =
+      _mm_shuffle_epi8(s, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i lo = _mm_or_si128(
+      _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+      _mm_and_si128(_mm_srli_epi16(a, 4),
+                    _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+  // (x >> 6) << 4 = (x >> 2) & 0x30 per byte (the 16-bit shift's spill-over is masked off).
+  return _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30)));
+}
+
+// d · (8 bytes of x, zero- or sign-extended) in f32, stored to out[0, 8): one f32 multiply
+// each, as DequantizeRow's `d * sc`.
+template <bool kSigned>
+inline void ScaleBytes(float d, __m128i x, float* out) {
+  const __m256i i = kSigned ? _mm256_cvtepi8_epi32(x) : _mm256_cvtepu8_epi32(x);
+  _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(i)));
+}
+
 template <WFormat kF>
 inline Scales<kF> BlockScales(const std::byte* blk) {
   Scales<kF> s;
-  if constexpr (kF == WFormat::kQ4_K) {
-    const float d = LoadF16(blk), dmin = LoadF16(blk + 2);
-    uint8_t packed[12];
-    std::memcpy(packed, blk + 4, 12);
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, m;
-      quant::Q4KScaleMin(packed, j, &sc, &m);
-      s.dl[j] = d * static_cast<float>(sc);
-      s.ml[j] = dmin * static_cast<float>(m);
-    }
+  if constexpr (kF == WFormat::kQ4_K) {  // 16 bytes readable at blk + 4 (qs follows)
+    const __m128i v = Q4KScalesMins(blk + 4);
+    ScaleBytes<false>(LoadF16(blk), v, s.dl);
+    ScaleBytes<false>(LoadF16(blk + 2), _mm_srli_si128(v, 8), s.ml);
   } else if constexpr (kF == WFormat::kQ6_K) {
     const float d = LoadF16(blk + 208);
-    for (int g = 0; g < 16; ++g) {
-      s.dl[g] = d * static_cast<float>(static_cast<int8_t>(blk[192 + g]));
-    }
+    const __m128i v = Load128(blk + 192);
+    ScaleBytes<true>(d, v, s.dl);
+    ScaleBytes<true>(d, _mm_srli_si128(v, 8), s.dl + 8);
   } else {
     s.d = LoadF16(blk);
   }
