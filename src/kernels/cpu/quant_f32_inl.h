@@ -172,9 +172,14 @@ inline void Chunk(const std::byte* blk, int c, const Scales<kF>& s, V* w) {
 
 constexpr int kPrefetchBytes = 512;
 
-// Prefetches the bytes kPrefetchBytes ahead of a block (one per 64-byte line it spans).
+// Prefetches the bytes kPrefetchBytes ahead of block b of a row: one prefetch per 64 bytes
+// streamed (the K formats' blocks span 3-4 lines; a 32-value block starts a new line about
+// every second or third block).
 template <WFormat kF>
-inline void PrefetchAhead(const std::byte* blk) {
+inline void PrefetchAhead(const std::byte* blk, int64_t b) {
+  if constexpr (kBlockBytes<kF> < 64) {
+    if ((static_cast<size_t>(b) * kBlockBytes<kF>) % 64 >= kBlockBytes<kF>) return;
+  }
   for (size_t off = 0; off < kBlockBytes<kF>; off += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchBytes + off, _MM_HINT_T0);
   }
@@ -208,7 +213,7 @@ void DecodeRow(const float* a, int64_t lda, const std::byte* row, int64_t K, flo
   for (int m = 0; m < kM; ++m) acc[m][0] = acc[m][1] = Isa::Zero();
   for (int64_t b = 0; b < K / kBlockValues<kF>; ++b) {
     const std::byte* blk = row + b * kBlockBytes<kF>;
-    PrefetchAhead<kF>(blk);
+    PrefetchAhead<kF>(blk, b);
     const Scales<kF> s = BlockScales<kF>(blk);
 #pragma GCC unroll 8
     for (int c = 0; c < kBlockValues<kF> / 32; ++c) {
