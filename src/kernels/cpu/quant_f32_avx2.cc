@@ -28,6 +28,10 @@ struct Isa {
   static constexpr int kTileM = 3, kTileN = 2;
   static constexpr bool kMaskBytes = false;
   static __m128i MaskedBytes(uint32_t, __m128i x) { return x; }
+  static constexpr bool kTables = false;  // (8-entry vpermps only; the stubs are never called)
+  static V Iota(int) { return Zero(); }
+  static V Lookup16(__m128i, V table) { return table; }
+  static V Lookup32(__m128i, uint32_t, V lo, V) { return lo; }
   static V Zero() { return _mm256_setzero_ps(); }
   static V Set1(float x) { return _mm256_set1_ps(x); }
   static V Load(const float* p) { return _mm256_loadu_ps(p); }

@@ -32,6 +32,23 @@ struct Isa {
   static constexpr int kLanes = 16;
   static constexpr int kTileM = 4, kTileN = 3;
   static constexpr bool kMaskBytes = true;
+  // Small-value formats through tables: t[j] = the value of integer j (computed with
+  // DequantizeRow's operations), looked up by vpermps / vpermt2ps.
+  static constexpr bool kTables = true;
+  static V Iota(int start) {
+    return _mm512_cvtepi32_ps(_mm512_add_epi32(
+        _mm512_set1_epi32(start),
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)));
+  }
+  static V Lookup16(__m128i index, V table) {
+    return _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(index), table);
+  }
+  // 32 entries: index | 16 where bit i of `high` is set.
+  static V Lookup32(__m128i index, uint32_t high, V lo, V hi) {
+    __m512i i = _mm512_cvtepu8_epi32(index);
+    i = _mm512_mask_or_epi32(i, static_cast<__mmask16>(high), i, _mm512_set1_epi32(16));
+    return _mm512_permutex2var_ps(lo, i, hi);
+  }
   static __m128i MaskedBytes(uint32_t bits, __m128i x) {
     return _mm_maskz_mov_epi8(static_cast<__mmask16>(bits), x);
   }

@@ -8,7 +8,12 @@
 //       f32 vectors;
 //   static constexpr int kTileM, kTileN: the prefill register tile (rows of a × panel rows);
 //   static constexpr bool kMaskBytes; MaskedBytes(bits, x): byte j of x where bit j is set,
-//       else 0 (AVX512BW masks; unused when false).
+//       else 0 (AVX512BW masks; unused when false);
+//   static constexpr bool kTables (16-lane vectors only); Iota(s) = (s, s + 1, …, s + 15);
+//       Lookup16(idx bytes, t) = t[idx]; Lookup32(idx bytes, high bits, t0, t1) = (t0|t1)[idx
+//       + 16·bit]: Q4_0 / Q5_0 / Q4_K values as a table of the 16 or 32 integers' values, each
+//       computed with DequantizeRow's operations, so the lookups give the same values with fewer
+//       instructions than widening, converting and scaling every weight.
 //
 // Numerics. A 32-value chunk of a weight row is dequantized in registers with the f32
 // operations of quant::DequantizeRow, in its order (compiled with -ffp-contract=off, so
@@ -128,6 +133,21 @@ inline void Chunk(const std::byte* blk, int c, const Scales<kF>& s, V* w) {
     Isa::I8ToF32(Load128(blk + 18), w + kHalfVecs);
     const V d = Isa::Set1(s.d);
     for (int v = 0; v < kChunkVecs; ++v) w[v] = Isa::Mul(w[v], d);
+  } else if constexpr ((kF == WFormat::kQ4_0 || kF == WFormat::kQ5_0) && Isa::kTables) {
+    constexpr int kQs = kF == WFormat::kQ4_0 ? 2 : 6;
+    const __m128i x = Load128(blk + kQs);
+    const V d = Isa::Set1(s.d);
+    if constexpr (kF == WFormat::kQ4_0) {  // t[j] = d·(j − 8)
+      const V t = Isa::Mul(d, Isa::Iota(-8));
+      w[0] = Isa::Lookup16(LowNibbles(x), t);
+      w[1] = Isa::Lookup16(HighNibbles(x), t);
+    } else {  // t[j] = d·(j − 16), j < 32
+      uint32_t qh;
+      std::memcpy(&qh, blk + 2, 4);
+      const V t0 = Isa::Mul(d, Isa::Iota(-16)), t1 = Isa::Mul(d, Isa::Iota(0));
+      w[0] = Isa::Lookup32(LowNibbles(x), qh & 0xFFFF, t0, t1);
+      w[1] = Isa::Lookup32(HighNibbles(x), qh >> 16, t0, t1);
+    }
   } else if constexpr (kF == WFormat::kQ4_0 || kF == WFormat::kQ5_0) {  // d·(q − 8), d·(q − 16)
     constexpr int kQs = kF == WFormat::kQ4_0 ? 2 : 6;
     const __m128i x = Load128(blk + kQs);
@@ -147,11 +167,19 @@ inline void Chunk(const std::byte* blk, int c, const Scales<kF>& s, V* w) {
     for (int v = 0; v < kChunkVecs; ++v) w[v] = Isa::Mul(d, w[v]);
   } else if constexpr (kF == WFormat::kQ4_K) {  // (d·sc)·q − dmin·m, sub-block c
     const std::byte* qs = blk + 16 + 32 * (c / 2);
+    const V dl = Isa::Set1(s.dl[c]), ml = Isa::Set1(s.ml[c]);
+    if constexpr (Isa::kTables) {  // t[j] = (d·sc)·j − dmin·m
+      const V t = Isa::Sub(Isa::Mul(dl, Isa::Iota(0)), ml);
+      for (int i = 0; i < 2; ++i) {
+        const __m128i x = Load128(qs + 16 * i);
+        w[i] = Isa::Lookup16(c % 2 ? HighNibbles(x) : LowNibbles(x), t);
+      }
+      return;
+    }
     for (int i = 0; i < 2; ++i) {
       const __m128i x = Load128(qs + 16 * i);
       Isa::U8ToF32(c % 2 ? HighNibbles(x) : LowNibbles(x), w + kHalfVecs * i);
     }
-    const V dl = Isa::Set1(s.dl[c]), ml = Isa::Set1(s.ml[c]);
     for (int v = 0; v < kChunkVecs; ++v) w[v] = Isa::Sub(Isa::Mul(dl, w[v]), ml);
   } else {  // Q6_K: (d·sc)·(q − 32); ql at 0 (low 4 bits), qh at 128 (high 2), quant/blocks.h
     const int h = c / 4, sub = c % 4;
