@@ -26,8 +26,6 @@ struct Isa {
   using V = __m256;
   static constexpr int kLanes = 8;
   static constexpr int kTileM = 3, kTileN = 2;
-  static constexpr bool kMaskBytes = false;
-  static __m128i MaskedBytes(uint32_t, __m128i x) { return x; }
   static constexpr bool kTables = false;  // (8-entry vpermps only; the stubs are never called)
   static V Iota(int) { return Zero(); }
   static V Lookup16(__m128i, V table) { return table; }

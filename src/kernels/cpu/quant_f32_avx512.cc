@@ -31,7 +31,6 @@ struct Isa {
   using V = __m512;
   static constexpr int kLanes = 16;
   static constexpr int kTileM = 4, kTileN = 3;
-  static constexpr bool kMaskBytes = true;
   // Small-value formats through tables: t[j] = the value of integer j (computed with
   // DequantizeRow's operations), looked up by vpermps / vpermt2ps.
   static constexpr bool kTables = true;
@@ -48,9 +47,6 @@ struct Isa {
     __m512i i = _mm512_cvtepu8_epi32(index);
     i = _mm512_mask_or_epi32(i, static_cast<__mmask16>(high), i, _mm512_set1_epi32(16));
     return _mm512_permutex2var_ps(lo, i, hi);
-  }
-  static __m128i MaskedBytes(uint32_t bits, __m128i x) {
-    return _mm_maskz_mov_epi8(static_cast<__mmask16>(bits), x);
   }
   static V Zero() { return _mm512_setzero_ps(); }
   static V Set1(float x) { return _mm512_set1_ps(x); }

@@ -7,8 +7,6 @@
 //   I8ToF32(__m128i x, V* out) / U8ToF32: the 16 bytes of x (signed / unsigned) as 16 / kLanes
 //       f32 vectors;
 //   static constexpr int kTileM, kTileN: the prefill register tile (rows of a × panel rows);
-//   static constexpr bool kMaskBytes; MaskedBytes(bits, x): byte j of x where bit j is set,
-//       else 0 (AVX512BW masks; unused when false);
 //   static constexpr bool kTables (16-lane vectors only); Iota(s) = (s, s + 1, …, s + 15);
 //       Lookup16(idx bytes, t) = t[idx]; Lookup32(idx bytes, high bits, t0, t1) = (t0|t1)[idx
 //       + 16·bit]: Q4_0 / Q5_0 / Q4_K values as a table of the 16 or 32 integers' values, each
@@ -49,7 +47,6 @@ inline __m128i HighNibbles(__m128i x) {
 
 // Byte j = 0x10 where bit j of `bits` (16 bits) is set, else 0 (Q5_0's fifth bits).
 inline __m128i FifthBits(uint32_t bits) {
-  if constexpr (Isa::kMaskBytes) return Isa::MaskedBytes(bits, _mm_set1_epi8(0x10));
   const __m128i spread = _mm_shuffle_epi8(
       _mm_cvtsi32_si128(static_cast<int>(bits)),
       _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
