@@ -35,7 +35,7 @@ bool ParsePrecision(std::string_view name, Precision* out);
 // How matmuls on quantized weights (q8_0, q4_0, q5_0, q4_k, q6_k) treat the activations (a
 // user-visible option; no effect on float weights):
 //   kInt8  activations quantized to int8 blocks, integer dot products (llama.cpp's scheme;
-//          the default): fastest prefill, but the activations' rounding costs accuracy where
+//          the default): fastest decode, but the activations' rounding costs accuracy where
 //          they have outliers (Gemma 3);
 //   kF32   the f32 activations times each weight block dequantized in registers (exactly
 //          quant::DequantizeRow's values): the f32 product with the dequantized weights.

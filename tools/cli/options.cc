@@ -27,8 +27,8 @@ void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));
     cmd->add_option("--quant-activations", a->quant_activations,
                     "matmuls on quantized (GGUF) weights: int8 (activations rounded to int8 "
-                    "blocks, as llama.cpp; fastest prefill) or f32 (no activation rounding: "
-                    "the product with the dequantized weights; slower prefill)")
+                    "blocks, as llama.cpp; fastest decode) or f32 (no activation rounding: the "
+                    "product with the dequantized weights; decode needs more CPU)")
         ->check(CLI::IsMember({"int8", "f32"}));
   }
   if (groups & kImages) {
