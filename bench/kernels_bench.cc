@@ -78,10 +78,10 @@ void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, Precision 
   state.counters["threads"] = Pool().size();
 }
 
-// Quantized weights (random valid blocks: speed does not depend on the values). GB/s counts
-// the weight bytes read per call.
+// Quantized weights (random valid blocks: speed does not depend on the values), with int8 or
+// f32 activations (QuantActivations). GB/s counts the weight bytes read per call.
 void BM_MatMulQuant(benchmark::State& state, std::string isa, WFormat format, int64_t M,
-                    int64_t K, int64_t N) {
+                    int64_t K, int64_t N, QuantActivations acts) {
   if (!SetIsa(isa).ok()) {
     state.SkipWithError("ISA not supported here");
     return;
@@ -106,6 +106,7 @@ void BM_MatMulQuant(benchmark::State& state, std::string isa, WFormat format, in
   const std::vector<float> a = Random(M * K, 2);
   std::vector<float> out(M * N);
   BenchExec b;
+  b.ex.quant_activations = acts;
   for (auto _ : state) {
     ops::MatMul(b.ex, a.data(), M, K, K, w, nullptr, out.data(), N);
     benchmark::DoNotOptimize(out.data());
@@ -277,16 +278,20 @@ int RegisterAll() {
         }
       }
     }
-    // PaliGemma 2 3B (Gemma 2 2B decoder): gate/up, down, q_proj, and the tied LM head.
+    // PaliGemma 2 3B (Gemma 2 2B decoder): gate/up, down, q_proj, and the tied LM head; int8
+    // activations, then f32 ones (".../f32-act").
     for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K,
                       WFormat::kQ6_K}) {
-      for (const Shape3& s : kQuantShapes) {
-        if (std::string(isa) == "scalar" && s.M > 1) continue;
-        benchmark::RegisterBenchmark(
-            (std::string("MatMulQuant/") + isa + "/" + WFormatName(f) + "/" + s.name).c_str(),
-            BM_MatMulQuant, isa, f, s.M, s.K, s.N)
-            ->Unit(benchmark::kMillisecond)
-            ->Apply(Timing);
+      for (QuantActivations acts : {QuantActivations::kInt8, QuantActivations::kF32}) {
+        for (const Shape3& s : kQuantShapes) {
+          if (std::string(isa) == "scalar" && s.M > 1) continue;
+          std::string name =
+              std::string("MatMulQuant/") + isa + "/" + WFormatName(f) + "/" + s.name;
+          if (acts == QuantActivations::kF32) name += "/f32-act";
+          benchmark::RegisterBenchmark(name.c_str(), BM_MatMulQuant, isa, f, s.M, s.K, s.N, acts)
+              ->Unit(benchmark::kMillisecond)
+              ->Apply(Timing);
+        }
       }
     }
     for (const AttentionShape& s : kAttentionShapes) {

@@ -32,6 +32,17 @@ enum class Precision : uint8_t { kF32, kBF16, kBF16Fast };
 const char* PrecisionName(Precision p);  // "f32", "bf16", "bf16-fast"
 bool ParsePrecision(std::string_view name, Precision* out);
 
+// How matmuls on quantized weights (q8_0, q4_0, q5_0, q4_k, q6_k) treat the activations (a
+// user-visible option; no effect on float weights):
+//   kInt8  activations quantized to int8 blocks, integer dot products (llama.cpp's scheme;
+//          the default): fastest decode, but the activations' rounding costs accuracy where
+//          they have outliers (Gemma 3);
+//   kF32   the f32 activations times each weight block dequantized in registers (exactly
+//          quant::DequantizeRow's values): the f32 product with the dequantized weights.
+enum class QuantActivations : uint8_t { kInt8, kF32 };
+const char* QuantActivationsName(QuantActivations q);  // "int8", "f32"
+bool ParseQuantActivations(std::string_view name, QuantActivations* out);
+
 // The CPU backend: the thread pool that runs chunks and the kernel table of one ISA.
 class Backend {
  public:
@@ -54,6 +65,7 @@ struct Exec {
   const Backend& backend;
   Precision precision;
   Arena& arena;  // scratch for the forward pass; taken in ArenaScopes, never freed to the heap
+  QuantActivations quant_activations = QuantActivations::kInt8;
 
   ThreadPool& pool() const { return backend.pool(); }
   const kernels::KernelTable& table() const { return backend.table(); }

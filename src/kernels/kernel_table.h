@@ -86,6 +86,11 @@ struct KernelTable {
   // One entry per weight format (index: WFormat); null where this table has no kernel.
   MatMulFn matmul[kNumWFormats];
   RowToF32Fn row_to_f32[kNumWFormats];
+  // Quantized weights with f32 activations (QuantActivations::kF32): each weight block
+  // dequantized in registers to exactly quant::DequantizeRow's values and multiplied with the
+  // f32 activations by f32 FMAs; matmul[] (the default) multiplies int8-quantized activations.
+  // Null for the float formats.
+  MatMulFn matmul_f32_act[kNumWFormats];
   // Precision::kBF16Fast batched decode (2 <= M <= 8) on bf16 weights: bf16 × bf16 dot
   // products with f32 accumulation. Null where the CPU has no bf16 dot-product instruction.
   MatMulFn matmul_bf16_dot;

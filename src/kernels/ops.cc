@@ -30,15 +30,19 @@ struct Isa {
 };
 
 // A Highway table completed with the hand-written kernels of cpu/: the quantized-weight
-// matmuls (AVX512-VNNI on avx512 where the CPU has it, else AVX2) with exact scalar row
-// dequantization, and on avx512 the bf16 dot-product matmul where the CPU has AVX512_BF16.
+// matmuls (int8 activations: AVX512-VNNI on avx512 where the CPU has it, else AVX2; f32
+// activations: 512-bit on avx512, else 256-bit) with exact scalar row dequantization, and on
+// avx512 the bf16 dot-product matmul where the CPU has AVX512_BF16.
 kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512) {
   kernels::KernelTable t = base;
   const kernels::MatMulFn quant =
       avx512 && cpu::QuantVnniSupported() ? cpu::MatMulQuantVnni : cpu::MatMulQuantAvx2;
+  const kernels::MatMulFn quant_f32 =
+      avx512 && cpu::QuantF32Avx512Supported() ? cpu::MatMulQuantF32Avx512 : cpu::MatMulQuantF32Avx2;
   for (WFormat f :
        {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
     t.matmul[static_cast<int>(f)] = quant;
+    t.matmul_f32_act[static_cast<int>(f)] = quant_f32;
     t.row_to_f32[static_cast<int>(f)] = ref::RowToF32Quant;
   }
   if (avx512 && cpu::Bf16DotSupported()) {
@@ -208,6 +212,24 @@ bool ParsePrecision(std::string_view name, Precision* out) {
   return false;
 }
 
+const char* QuantActivationsName(QuantActivations q) {
+  switch (q) {
+    case QuantActivations::kInt8: return "int8";
+    case QuantActivations::kF32: return "f32";
+  }
+  return "?";
+}
+
+bool ParseQuantActivations(std::string_view name, QuantActivations* out) {
+  for (QuantActivations q : {QuantActivations::kInt8, QuantActivations::kF32}) {
+    if (name == QuantActivationsName(q)) {
+      *out = q;
+      return true;
+    }
+  }
+  return false;
+}
+
 Backend::Backend(ThreadPool& pool) : pool_(&pool), table_(&Active()) {}
 
 StatusOr<Backend> Backend::ForIsa(ThreadPool& pool, std::string_view isa) {
@@ -332,8 +354,12 @@ void MatMulParts(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t l
                         table.matmul_bf16_dot != nullptr &&
                         ((ex.precision == Precision::kBF16Fast && M >= 2) ||
                          (ex.precision == Precision::kBF16 && AreBf16Values(a, M, K, lda)));
-  const kernels::MatMulFn kernel =
-      bf16_dot ? table.matmul_bf16_dot : table.matmul[static_cast<int>(format)];
+  // Quantized weights: int8-quantized activations (matmul[]) or f32 ones (matmul_f32_act[]).
+  const bool f32_act =
+      ex.quant_activations == QuantActivations::kF32 && WFormatBlockValues(format) > 1;
+  const kernels::MatMulFn kernel = bf16_dot  ? table.matmul_bf16_dot
+                                   : f32_act ? table.matmul_f32_act[static_cast<int>(format)]
+                                             : table.matmul[static_cast<int>(format)];
   OCULAR_CHECK(kernel != nullptr, "HINT: no kernel for this weight format (refused at load)");
   const int64_t per_thread = ThreadScratchFloats(K);
   float* scratch = ex.arena.Floats(per_thread * threads);

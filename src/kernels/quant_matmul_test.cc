@@ -20,46 +20,13 @@
 #include "kernels/quant/activations.h"
 #include "kernels/quant/blocks.h"
 #include "kernels/ref/ref_ops.h"
+#include "kernels/quant_test_util.h"
 #include "kernels/test_util.h"
 
 namespace ocular {
 namespace {
 
 using namespace ::ocular::kernel_test;  // NOLINT: test helpers
-
-constexpr WFormat kQuantFormats[] = {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K,
-                                     WFormat::kQ6_K};
-
-// A [N, K] quantized matrix from random weights (one zero block per row, to exercise d = 0)
-// and its exact dequantization.
-struct QuantWeights {
-  std::vector<std::byte> bytes;
-  std::vector<float> dequant;  // [N, K]
-  Matrix m;
-};
-
-QuantWeights MakeWeights(WFormat f, int64_t N, int64_t K, uint32_t seed) {
-  QuantWeights q;
-  const int64_t row_bytes = WFormatRowBytes(f, K);
-  q.bytes.resize(static_cast<size_t>(N * row_bytes));
-  q.dequant.resize(static_cast<size_t>(N * K));
-  std::vector<float> x = RandomFloats(static_cast<size_t>(N * K), seed, -0.05f, 0.05f);
-  for (int64_t n = 0; n < N; ++n) {
-    const int64_t zero = (n * 7) % (K / 32);  // a zero 32-value block in every row
-    std::fill(x.begin() + n * K + 32 * zero, x.begin() + n * K + 32 * zero + 32, 0.0f);
-    quant::QuantizeRow(f, x.data() + n * K, K, q.bytes.data() + n * row_bytes);
-    quant::DequantizeRow(f, q.bytes.data() + n * row_bytes, K, q.dequant.data() + n * K);
-  }
-  q.m = MatrixFromBlocks(q.bytes.data(), f, N, K);
-  return q;
-}
-
-// Activations with the spread real ones have: most values small, a few channels large.
-std::vector<float> MakeActivations(int64_t M, int64_t lda, uint32_t seed) {
-  std::vector<float> a = RandomFloats(static_cast<size_t>(M * lda), seed, -1.0f, 1.0f);
-  for (size_t i = 0; i < a.size(); i += 97) a[i] *= 30.0f;
-  return a;
-}
 
 // Per output: Σ_k |a_k|·2·amax(|ŵ| over k's block): the size of the terms the kernels sum
 // (a K format's d·sc·q and dmin·m are each up to about twice the block's largest value).

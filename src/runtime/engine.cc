@@ -85,6 +85,15 @@ StatusOr<Precision> ChoosePrecision(const std::string& name, const ModelSpec& sp
   return p;
 }
 
+StatusOr<QuantActivations> ChooseQuantActivations(const std::string& name) {
+  QuantActivations q;
+  if (!ParseQuantActivations(name, &q)) {
+    return Error(StatusCode::kInvalidArgument, "engine", "unknown quant_activations '", name,
+                 "' (int8, f32)");
+  }
+  return q;
+}
+
 StatusOr<KvDType> ChooseKv(const std::string& name, Precision p) {
   if (name == "auto") return p == Precision::kF32 ? KvDType::kF32 : KvDType::kBF16;
   if (name == "f32") return KvDType::kF32;
@@ -167,20 +176,24 @@ class StopFilter {
 
 class EngineImpl : public Engine {
  public:
-  EngineImpl(LoadedModel loaded, const EngineOptions& opts, Precision precision, KvDType kv)
+  EngineImpl(LoadedModel loaded, const EngineOptions& opts, Precision precision,
+             QuantActivations quant_activations, KvDType kv)
       : model_(std::move(loaded.model)),
         processor_(std::move(loaded.processor)),
         opts_(opts),
         pool_(opts.threads > 0 ? opts.threads : ThreadPool::DefaultThreadCount()),
         backend_(pool_),
         precision_(precision),
+        quant_activations_(quant_activations),
         kv_(model_->spec().kv, kv),
         runner_(*model_, backend_, precision,
-                {.max_batch = opts.max_batch, .max_context = opts.max_context}),
+                {.max_batch = opts.max_batch, .max_context = opts.max_context},
+                quant_activations),
         feature_cache_(opts.image_cache_bytes),
         fingerprint_(StrCat(model_->spec().architecture, "|", model_->spec().weight_bytes, "|",
                             model_->spec().weight_formats, "|", PrecisionName(precision),
-                            "|", model_->spec().image_size)),
+                            "|", QuantActivationsName(quant_activations), "|",
+                            model_->spec().image_size)),
         scheduler_(runner_, kv_, run_mu_, opts.image_cache_bytes > 0 ? &feature_cache_ : nullptr,
                    opts.max_batch, opts.prefill_chunk) {}
 
@@ -198,6 +211,7 @@ class EngineImpl : public Engine {
     i.isa = backend_.isa();
     i.precision = PrecisionName(precision_);
     i.kv_cache = kv_.dtype() == KvDType::kF32 ? "f32" : "bf16";
+    i.quant_activations = QuantActivationsName(quant_activations_);
     i.chat_format = processor_->chat_format();
     i.image_marker = processor_->image_marker();
     return i;
@@ -552,6 +566,7 @@ class EngineImpl : public Engine {
   ThreadPool pool_;
   Backend backend_;
   const Precision precision_;
+  const QuantActivations quant_activations_;
   KvPool kv_;
   std::mutex run_mu_;  // one model execution at a time (the runner's arena is single-use)
   Runner runner_;
@@ -579,7 +594,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const Eng
   }
   OCULAR_ASSIGN_OR_RETURN(Precision precision, ChoosePrecision(o.precision, loaded.model->spec()));
   OCULAR_ASSIGN_OR_RETURN(KvDType kv, ChooseKv(o.kv_cache, precision));
-  return std::unique_ptr<Engine>(new EngineImpl(std::move(loaded), o, precision, kv));
+  OCULAR_ASSIGN_OR_RETURN(QuantActivations quant, ChooseQuantActivations(o.quant_activations));
+  return std::unique_ptr<Engine>(new EngineImpl(std::move(loaded), o, precision, quant, kv));
 }
 
 }  // namespace ocular

@@ -8,11 +8,11 @@
 namespace ocular {
 
 Runner::Runner(const VlModel& model, const Backend& backend, Precision precision,
-               const RunnerLimits& limits)
+               const RunnerLimits& limits, QuantActivations quant_activations)
     : model_(model),
       vocab_(model.spec().vocab_size),
       hidden_(model.spec().hidden_size),
-      ex_{backend, precision, arena_} {
+      ex_{backend, precision, arena_, quant_activations} {
   const ModelSpec& s = model.spec();
   // A typical prompt: one image and a short text, unless told more.
   const int64_t context =

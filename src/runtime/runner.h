@@ -40,7 +40,8 @@ struct RunnerLimits {
 class Runner {
  public:
   Runner(const VlModel& model, const Backend& backend, Precision precision,
-         const RunnerLimits& limits);
+         const RunnerLimits& limits,
+         QuantActivations quant_activations = QuantActivations::kInt8);
 
   const Exec& exec() const { return ex_; }
   const VlModel& model() const { return model_; }

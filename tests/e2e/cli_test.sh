@@ -249,6 +249,18 @@ check "mllama: quantize q8_0 --vision q8_0" 0 $?
 "$OCULAR" bench -m "$TMP/ml8.gguf" --decode-tokens 2 --prompt-tokens 4 --roofline-gbs 10 >"$TMP/bench.json" 2>"$TMP/err"
 check "mllama: bench the GGUF" 0 $?
 contains "mllama: bench times every tile" "$TMP/bench.json" '"vision_tiles": 4'
+contains "bench reports int8 activations by default" "$TMP/bench.json" '"quant_activations": "int8"'
+"$OCULAR" bench -m "$TMP/ml8.gguf" --decode-tokens 2 --prompt-tokens 4 --roofline-gbs 10 \
+  --quant-activations f32 >"$TMP/bench.json" 2>"$TMP/err"
+check "mllama: bench --quant-activations f32" 0 $?
+contains "bench reports f32 activations" "$TMP/bench.json" '"quant_activations": "f32"'
+"$OCULAR" run -m "$TMP/ml8.gguf" -p "what color is the square?" --max-tokens 4 \
+  --quant-activations f32 --json >"$TMP/ml.json" 2>"$TMP/err"
+check "mllama: run --quant-activations f32" 0 $?
+contains "run reports f32 activations" "$TMP/ml.json" '"quant_activations":"f32"'
+"$OCULAR" run -m "$TMP/ml8.gguf" -p "x" --quant-activations int4 2>"$TMP/err"
+check "--quant-activations int4 -> 2" 2 $?
+contains "names the choices" "$TMP/err" "int8"
 rm -f "$TMP/ml.gguf" "$TMP/ml8.gguf"
 
 # Chat templates (docs/models.md §11). Gemma 3, two images in one --chat turn: the ids of

@@ -205,6 +205,24 @@ TEST(Engine, QuantizedFilesOfBf16CheckpointsRunUnderBf16) {
   fs::remove_all(tmp);
 }
 
+TEST(Engine, QuantActivationsOptionIsCheckedAndReported) {
+  EngineOptions o;
+  for (const char* bad : {"int4", "F32", ""}) {
+    o.quant_activations = bad;
+    auto e = Engine::Load("testdata/tiny/pg1", o);
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(e.status().message().find("quant_activations"), std::string::npos);
+  }
+  auto int8 = Engine::Load("testdata/tiny/pg1", {});
+  ASSERT_TRUE(int8.ok());
+  EXPECT_EQ((*int8)->Info().quant_activations, "int8");
+  o.quant_activations = "f32";
+  auto f32 = Engine::Load("testdata/tiny/pg1", o);
+  ASSERT_TRUE(f32.ok());
+  EXPECT_EQ((*f32)->Info().quant_activations, "f32");
+}
+
 // An image given as bytes gives the answer of the same image given as a file; a bad byte
 // string is an error naming the input.
 TEST(Engine, ImagesFromBytesEqualImagesFromFiles) {

@@ -21,15 +21,16 @@ namespace ocular::testing_support {
 
 struct Harness {
   // precision: nullptr = as the engine's "auto" (bf16 for a bf16 checkpoint, else f32).
-  static StatusOr<std::unique_ptr<Harness>> Load(const std::string& dir,
-                                                 const Precision* precision = nullptr,
-                                                 int threads = 2, int max_batch = 1) {
+  static StatusOr<std::unique_ptr<Harness>> Load(
+      const std::string& dir, const Precision* precision = nullptr, int threads = 2,
+      int max_batch = 1, QuantActivations quant_activations = QuantActivations::kInt8) {
     OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<paligemma::PaliGemma> model,
                             paligemma::PaliGemma::Load(dir));
     const Precision p = precision ? *precision
                         : model->spec().weight_dtype == DType::kBF16 ? Precision::kBF16
                                                                       : Precision::kF32;
-    return std::unique_ptr<Harness>(new Harness(std::move(model), p, threads, max_batch));
+    return std::unique_ptr<Harness>(
+        new Harness(std::move(model), p, threads, max_batch, quant_activations));
   }
 
   StatusOr<GenerationOutput> Generate(const GenerationRequest& req, Tracer* tracer = nullptr) {
@@ -43,12 +44,13 @@ struct Harness {
   Runner runner;
 
  private:
-  Harness(std::unique_ptr<paligemma::PaliGemma> m, Precision p, int threads, int max_batch)
+  Harness(std::unique_ptr<paligemma::PaliGemma> m, Precision p, int threads, int max_batch,
+          QuantActivations quant_activations)
       : model(std::move(m)),
         pool(threads),
         backend(pool),
         kv(model->spec().kv, p == Precision::kF32 ? KvDType::kF32 : KvDType::kBF16),
-        runner(*model, backend, p, {.max_batch = max_batch}) {}
+        runner(*model, backend, p, {.max_batch = max_batch}, quant_activations) {}
 };
 
 // Logits at every position when the prompt is prefilled and then `generated` is fed one token

@@ -159,6 +159,7 @@ void AddBench(CLI::App& app, int* rc) {
                         {"isa", info.isa},
                         {"precision", info.precision},
                         {"kv_cache", info.kv_cache},
+                        {"quant_activations", info.quant_activations},
                         {"batch", r->batch},
                         {"vision_encode_ms", r->vision_ms},
                         {"vision_tiles", r->vision_tiles},

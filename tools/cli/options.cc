@@ -37,6 +37,11 @@ void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
     cmd->add_option("--kv-cache", a->kv_cache,
                     "KV cache storage (auto: bf16 under bf16 precisions)")
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));
+    cmd->add_option("--quant-activations", a->quant_activations,
+                    "matmuls on quantized (GGUF) weights: int8 (activations rounded to int8 "
+                    "blocks, as llama.cpp; fastest decode) or f32 (no activation rounding: the "
+                    "product with the dequantized weights; decode needs more CPU)")
+        ->check(CLI::IsMember({"int8", "f32"}));
   }
   if (groups & kImages) {
     cmd->add_option("--max-pixels", a->max_pixels);
@@ -55,6 +60,7 @@ StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch,
   o.exif_rotate = a.exif_rotate;
   o.precision = a.precision;
   o.kv_cache = a.kv_cache;
+  o.quant_activations = a.quant_activations;
   return Engine::Load(a.model, o);
 }
 

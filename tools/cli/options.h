@@ -19,12 +19,13 @@ struct ModelArgs {
   bool exif_rotate = false;
   std::string precision = "auto";
   std::string kv_cache = "auto";
+  std::string quant_activations = "int8";
 };
 
 // Which groups of model options a subcommand offers (--help lists only what applies).
 enum ModelOptionGroups : unsigned {
   kModelOnly = 0,
-  kCompute = 1,  // --threads, --precision, --kv-cache: the command runs the model
+  kCompute = 1,  // --threads, --precision, --kv-cache, --quant-activations: runs the model
   kImages = 2,   // --max-pixels, --exif-rotate: the command decodes images
 };
 

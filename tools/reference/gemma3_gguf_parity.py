@@ -8,7 +8,9 @@ For each prompt of PROMPTS:
   3. `ocular diff` of the two dumps: relative error per tap (per layer);
   4. top-1 agreement, teacher-forced on ocular's sequence (top1 below);
   With --dequantize, ocular runs the quantized matrices in f32 (OCULAR_GGUF_DEQUANTIZE=1)
-  instead of its int8-activation kernels: the model itself against transformers.
+  instead of its int8-activation kernels: the model itself against transformers. With
+  --quant-activations f32, ocular keeps the quantized matrices and multiplies them with f32
+  activations (each block dequantized in registers): the same values, at quantized speed.
   5. with --llama-bin: llama.cpp's tokens for the prompt (llama-tokenize) and its greedy
      64-token continuation (llama-completion --temp 0, f32 KV cache, -fa off unless
      --llama-fa) against `ocular run`'s; where they differ, the first differing token and
@@ -36,6 +38,8 @@ from tools.reference import common, gemma3_gguf, taps as taps_lib
 from tools.reference.make_gemma3 import Recorder
 
 GGUF = os.path.join(".venv", "share", "gemma-3-270m-q4_k_m.gguf")
+# Options added to every `ocular trace` / `ocular run` (--quant-activations).
+OCULAR_FLAGS = []
 
 # Varied: prose, facts, code, a list, numbers, another language, a chat turn, a single word.
 PROMPTS = [
@@ -150,7 +154,7 @@ def divergence(ocular, gguf, prompt, text_llama, trace_path, tokens):
     of its own choice over llama.cpp's there), from ocular's trace (its decode logits)."""
     if not os.path.exists(trace_path):
         run([ocular, "trace", "-m", gguf, "-p", prompt, "--max-tokens", str(tokens), "-o",
-             trace_path])
+             trace_path] + OCULAR_FLAGS)
     ours = load_file(trace_path)
     t = ours["input_ids"].numel()
     theirs = tokens_of(ocular, gguf, prompt + text_llama)[t:]
@@ -164,7 +168,7 @@ def divergence(ocular, gguf, prompt, text_llama, trace_path, tokens):
 
 def ocular_greedy(ocular, gguf, prompt, tokens):
     out = json.loads(run([ocular, "run", "-m", gguf, "-p", prompt, "--max-tokens", str(tokens),
-                          "--json"]))
+                          "--json"] + OCULAR_FLAGS))
     return out["raw"], out
 
 
@@ -172,7 +176,7 @@ def compare_with_hf(args, model, k, prompt, out_dir, row, worst):
     ours_path = os.path.join(out_dir, f"ocular_{k}.safetensors")
     ref_path = os.path.join(out_dir, f"hf_{k}.safetensors")
     run([args.ocular, "trace", "-m", args.gguf, "-p", prompt, "--max-tokens", str(args.tokens),
-         "-o", ours_path])
+         "-o", ours_path] + OCULAR_FLAGS)
     ours = load_file(ours_path)
     with torch.no_grad():
         ref = hf_trace(model, ours["input_ids"].to(torch.int64), args.tokens)
@@ -206,10 +210,15 @@ def main():
     parser.add_argument("--dequantize", action="store_true",
                         help="run ocular with OCULAR_GGUF_DEQUANTIZE=1 (f32 matrices, no int8 "
                              "activations): the model itself against transformers")
+    parser.add_argument("--quant-activations", choices=["int8", "f32"],
+                        help="ocular's --quant-activations (default: ocular's, int8): f32 "
+                             "multiplies the quantized matrices with f32 activations")
     parser.add_argument("--prompts", type=int, default=len(PROMPTS), help="use the first N prompts")
     args = parser.parse_args()
     if args.dequantize:
         os.environ["OCULAR_GGUF_DEQUANTIZE"] = "1"  # inherited by every ocular run
+    if args.quant_activations:
+        OCULAR_FLAGS.extend(["--quant-activations", args.quant_activations])
     common.set_determinism()
     out_dir = args.out or tempfile.mkdtemp(prefix="gemma3_parity_")
     os.makedirs(out_dir, exist_ok=True)

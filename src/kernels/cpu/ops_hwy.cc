@@ -854,6 +854,7 @@ const kernels::KernelTable kTable = {
     {MatMulFormat<float>, MatMulFormat<BF16>, MatMulFormat<hwy::float16_t>, nullptr, nullptr,
      nullptr, nullptr},
     {RowToF32<float>, RowToF32<BF16>, RowToF32<hwy::float16_t>, nullptr, nullptr, nullptr, nullptr},
+    {},  // matmul_f32_act: set by ops.cc (cpu/quant_matmul.h)
     nullptr,  // set by ops.cc on AVX512_BF16 CPUs (cpu/bf16_dot.h)
     RmsNorm,
     LayerNorm,

@@ -33,4 +33,22 @@ void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Ma
 void QuantizeActRowAvx2(WFormat f, const float* x, int64_t K, std::byte* dst);
 void QuantizeActRowVnni(WFormat f, const float* x, int64_t K, std::byte* dst);
 
+// Quantized weights × f32 activations (QuantActivations::kF32; quant_f32_inl.h): every weight
+// block is dequantized in registers to exactly quant::DequantizeRow's values and multiplied
+// with the f32 activations by f32 FMAs. Decode (M <= 8) streams the quantized rows; more rows
+// dequantize strips of 24 weight rows into an f32 panel (the scratch) and run register tiles
+// over it. Each output sums in the same order on both paths, so a row's result depends neither
+// on M nor on the thread split. 256-bit (AVX2, FMA, F16C) and 512-bit (AVX-512 F/BW/VL) vectors.
+void MatMulQuantF32Avx2(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
+                        int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch);
+// Whether this CPU runs AVX512F/BW/VL (CPUID; the avx512 table it joins checks the OS state).
+bool QuantF32Avx512Supported();
+void MatMulQuantF32Avx512(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
+                          int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch);
+
+// The two variants' in-register dequantization, written out (for tests): equal to
+// quant::DequantizeRow bit for bit. REQUIRES: a quantized format, cols a multiple of its block.
+void DequantizeRowAvx2(WFormat f, const std::byte* row, int64_t cols, float* out);
+void DequantizeRowAvx512(WFormat f, const std::byte* row, int64_t cols, float* out);
+
 }  // namespace ocular::cpu

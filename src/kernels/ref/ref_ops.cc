@@ -258,6 +258,8 @@ const kernels::KernelTable& Table() {
        MatMulQuant},
       {RowToF32, RowToF32, RowToF32, RowToF32Quant, RowToF32Quant, RowToF32Quant, RowToF32Quant,
        RowToF32Quant},
+      {nullptr, nullptr, nullptr, MatMulQuantF32, MatMulQuantF32, MatMulQuantF32, MatMulQuantF32,
+       MatMulQuantF32},
       nullptr,
       RmsNorm,
       LayerNorm,

@@ -24,6 +24,11 @@ void RowToF32(const Matrix& w, int64_t r, float* out);
 // scratch: MatMulScratchFloats(K) floats, 64-byte aligned (the activations' int8 blocks).
 void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                  int64_t n1, float* out, int64_t ldo, float* scratch);
+// Quantized weights with f32 activations (QuantActivations::kF32): each row dequantized
+// exactly (quant::DequantizeRow), the products summed in double.
+// scratch: MatMulScratchFloats(K) floats (one dequantized row).
+void MatMulQuantF32(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                    int64_t n1, float* out, int64_t ldo, float* scratch);
 // The row dequantized exactly (quant::DequantizeRow), for every format.
 void RowToF32Quant(const Matrix& w, int64_t r, float* out);
 void RoundBF16(float* x, int64_t n);

@@ -9,6 +9,8 @@
 //   Q4_K  Σ_B d_a·(d·Σ_j sc_j·Σ q_w·q_a − dmin·Σ_j m_j·(s16[2j] + s16[2j+1]))
 //   Q6_K  Σ_B d_a·d·Σ_g sc_g·(Σ q_w·q_a − 32·s16[g])            (q_w the raw 6-bit value)
 // — llama.cpp's ggml_vec_dot_{q8_0_q8_0, q4_0_q8_0, q4_K_q8_K, q6_K_q8_K} (ggml-cpu/quants.c).
+// MatMulQuantF32 (QuantActivations::kF32) is the other mode's definition: f32 activations
+// times the exactly dequantized rows, summed in double.
 #include <cstring>
 
 #include "core/check.h"
@@ -133,6 +135,22 @@ void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix
                              }
                            }
                          });
+}
+
+// QuantActivations::kF32: the f32 activations times the weight rows dequantized exactly
+// (quant::DequantizeRow, gguf-py's values), summed in double — ref::MatMulBlock on the
+// dequantized matrix.
+void MatMulQuantF32(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                    int64_t n1, float* out, int64_t ldo, float* scratch) {
+  OCULAR_CHECK(WFormatBlockValues(w.format) > 1, "HINT: MatMulQuantF32 takes quantized weights");
+  for (int64_t n = n0; n < n1; ++n) {
+    quant::DequantizeRow(w.format, w.row(n), K, scratch);
+    for (int64_t m = 0; m < M; ++m) {
+      double sum = 0.0;
+      for (int64_t k = 0; k < K; ++k) sum += static_cast<double>(a[m * lda + k]) * scratch[k];
+      out[m * ldo + n] = static_cast<float>(sum);
+    }
+  }
 }
 
 void RowToF32Quant(const Matrix& w, int64_t r, float* out) {
