@@ -99,6 +99,16 @@ TEST(QuantQuality, TopOneAndKlAgainstTheUnquantizedModel) {
   }
 }
 
+// The demo model's sample image as its processor makes it: pixel values [1, 3, R, R].
+void SamplePixels(const std::string& dir, Tensor* pixels) {
+  auto pp = LoadPreprocessConfig(dir + "/preprocessor_config.json");
+  auto image = LoadImage(dir + "/sample.png");
+  ASSERT_TRUE(pp.ok() && image.ok());
+  Tensor chw = Preprocess(*image, *pp);
+  *pixels = Tensor(Shape{1, chw.shape[0], chw.shape[1], chw.shape[2]});
+  pixels->data = chw.data;
+}
+
 // The trained demo model (models/shapes-paligemma) on its sample image with a caption, a
 // detection and a counting prompt: 32 greedy tokens each, every prompt and decode position.
 // The quantization issue's targets: q8_0 top-1 >= 99 % and mean KL <= 1e-3, q4_k_m top-1 >=
@@ -112,12 +122,8 @@ TEST(QuantQuality, DemoModelKeepsItsPredictions) {
   const Precision f32 = Precision::kF32;
   auto ref = Harness::Load(dir, &f32);
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
-  auto pp = LoadPreprocessConfig(dir + "/preprocessor_config.json");
-  auto image = LoadImage(dir + "/sample.png");
-  ASSERT_TRUE(pp.ok() && image.ok());
-  Tensor chw = Preprocess(*image, *pp);
-  Tensor pixels(Shape{1, chw.shape[0], chw.shape[1], chw.shape[2]});
-  pixels.data = chw.data;
+  Tensor pixels;
+  ASSERT_NO_FATAL_FAILURE(SamplePixels(dir, &pixels));
   const TensorView pv = pixels.view();
   auto processor = paligemma::PaliGemmaProcessor::Load(DirectoryFiles(dir), (*ref)->model->config());
   ASSERT_TRUE(processor.ok());
@@ -177,12 +183,8 @@ TEST(QuantQuality, F32ActivationsRunTheDequantizedModel) {
   ASSERT_TRUE(int8.ok() && f32_act.ok() && dequantized.ok());
   ASSERT_NE((*f32_act)->model->spec().weight_formats.find("q4_k"), std::string::npos);
   ASSERT_EQ((*dequantized)->model->spec().weight_formats.find("q4_k"), std::string::npos);
-  auto pp = LoadPreprocessConfig(dir + "/preprocessor_config.json");
-  auto image = LoadImage(dir + "/sample.png");
-  ASSERT_TRUE(pp.ok() && image.ok());
-  Tensor chw = Preprocess(*image, *pp);
-  Tensor pixels(Shape{1, chw.shape[0], chw.shape[1], chw.shape[2]});
-  pixels.data = chw.data;
+  Tensor pixels;
+  ASSERT_NO_FATAL_FAILURE(SamplePixels(dir, &pixels));
   const TensorView pv = pixels.view();
   auto processor =
       paligemma::PaliGemmaProcessor::Load(DirectoryFiles(dir), (*f32_act)->model->config());
