@@ -90,16 +90,17 @@ TEST(EngineHooks, StopStringsCutTheAnswerAndAreNeverStreamed) {
   o.max_tokens = 32;
   auto full = engine->Generate({kImage}, "caption en", o);
   ASSERT_TRUE(full.ok());
-  ASSERT_EQ(full->text, "a red square and an orange triangle");  // the model's greedy answer
+  // the model's greedy answer (= transformers', testdata/tasks/shapes_reference.json)
+  ASSERT_EQ(full->text, "a red square, a blue star and an orange triangle");
   struct Case {
     std::vector<std::string> stop;
     std::string text, reason;
   };
   const Case cases[] = {
-      {{" and"}, "a red square", "stop"},
+      {{" and"}, "a red square, a blue star", "stop"},
       {{"d s"}, "a re", "stop"},                 // spans the pieces " red" and " square"
-      {{"square and an", " red"}, "a", "stop"},  // the earliest stop wins
-      {{"a red square and an orange triangle!"}, full->text, "eos"},  // held back, then flushed
+      {{"star and an", " red"}, "a", "stop"},  // the earliest stop wins
+      {{"a red square, a blue star and an orange triangle!"}, full->text, "eos"},  // held back
       {{"zebra", ""}, full->text, "eos"},
   };
   for (const Case& c : cases) {

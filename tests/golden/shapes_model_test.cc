@@ -1,7 +1,8 @@
 // The shipped demo model (models/shapes-paligemma) through the public Engine API: for
 // every case in testdata/tasks/shapes_reference.json (written by
 // tools/demo_model/make_reference_answers.py from transformers, f32 eager, greedy)
-// ocular must generate exactly the reference token ids and text.
+// ocular must generate exactly the reference token ids and text, and decode the same masks
+// from `segment` answers (the reference: the mask VQ-VAE in torch, big_vision's placement).
 #include <fstream>
 #include <string>
 #include <vector>
@@ -9,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "ocular/detection.h"
 #include "ocular/engine.h"
+#include "ocular/tasks.h"
 
 namespace ocular {
 namespace {
@@ -23,6 +26,7 @@ TEST(ShapesModel, GreedyAnswersEqualTransformers) {
   GenerateOptions o;
   o.max_tokens = ref.at("max_new_tokens").get<int>();
   ASSERT_GE(ref.at("cases").size(), 10u);
+  int segment_cases = 0;
   for (const auto& c : ref.at("cases")) {
     const std::string prompt = c.at("prompt").get<std::string>();
     SCOPED_TRACE(c.at("image").get<std::string>() + " : " + prompt);
@@ -30,7 +34,22 @@ TEST(ShapesModel, GreedyAnswersEqualTransformers) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->output_ids, c.at("output_ids").get<std::vector<int32_t>>());
     EXPECT_EQ(r->text, c.at("text").get<std::string>());
+    if (!c.contains("masks")) continue;
+    ++segment_cases;
+    const auto& size = r->image_sizes.at(0);
+    std::vector<Detection> boxes = ParseDetections(r->text, size.width, size.height);
+    auto warning = AttachMasks(&boxes, "", ref.at("model").get<std::string>(), size.width,
+                               size.height);
+    ASSERT_TRUE(warning.ok()) << warning.status().ToString();
+    EXPECT_EQ(*warning, "");
+    ASSERT_EQ(boxes.size(), c.at("masks").size());
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      SCOPED_TRACE("object " + std::to_string(i));
+      ASSERT_TRUE(boxes[i].mask.has_value());
+      EXPECT_EQ(MaskToCocoRle(*boxes[i].mask), c.at("masks")[i].get<std::vector<int64_t>>());
+    }
   }
+  EXPECT_GE(segment_cases, 4);
 }
 
 }  // namespace

@@ -10,10 +10,17 @@
 namespace ocular::testing_support {
 
 struct Agreement {
-  int positions = 0, top1 = 0;
+  // Rows where the reference's best logit leads its second by less than this are near-ties
+  // (any rounding may flip them); decisive_* count the others.
+  double tie_margin = 0;
+  int positions = 0, top1 = 0, decisive = 0, decisive_top1 = 0;
   double kl_sum = 0, kl_max = 0;
+  double flip_margin_max = 0;  // the reference's largest lead among rows whose top-1 differs
 
   double top1_rate() const { return positions ? static_cast<double>(top1) / positions : 0; }
+  double decisive_top1_rate() const {
+    return decisive ? static_cast<double>(decisive_top1) / decisive : 0;
+  }
   double mean_kl() const { return positions ? kl_sum / positions : 0; }
 
   // KL(softmax(a) || softmax(b)) over n logits, in double.
@@ -38,7 +45,18 @@ struct Agreement {
     for (size_t r = first_row; (r + 1) * V <= ref.size(); ++r) {
       const float* x = ref.data() + r * V;
       const float* y = other.data() + r * V;
-      top1 += (std::max_element(x, x + V) - x) == (std::max_element(y, y + V) - y);
+      const int64_t best = std::max_element(x, x + V) - x;
+      const bool same = best == std::max_element(y, y + V) - y;
+      float second = -INFINITY;
+      for (int64_t i = 0; i < V; ++i) {
+        if (i != best) second = std::max(second, x[i]);
+      }
+      top1 += same;
+      if (!same) flip_margin_max = std::max(flip_margin_max, double{x[best] - second});
+      if (x[best] - second >= tie_margin) {
+        ++decisive;
+        decisive_top1 += same;
+      }
       const double kl = KlDivergence(x, y, V);
       kl_sum += kl;
       kl_max = std::max(kl_max, kl);

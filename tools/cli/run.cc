@@ -1,6 +1,7 @@
 // ocular run: one prompt, or (--chat) prompts read line by line with the model loaded once.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -113,7 +114,12 @@ int RunOne(Engine& engine, const RunArgs& a, const RunContext& ctx,
   reporter.Finish(*r);
   if (!a.draw.empty()) {
     if (Status s = DrawDetectionsToPng(a.images[0], boxes, a.draw); !s.ok()) return Fail(s);
-    if (!a.quiet) Note("wrote " + a.draw + " (" + std::to_string(boxes.size()) + " boxes)");
+    const auto masks = std::count_if(boxes.begin(), boxes.end(),
+                                     [](const Detection& d) { return d.mask.has_value(); });
+    if (!a.quiet) {
+      Note("wrote " + a.draw + " (" + std::to_string(boxes.size()) + " boxes" +
+           (masks ? ", " + std::to_string(masks) + " masks)" : ")"));
+    }
   }
   return 0;
 }

@@ -5,8 +5,9 @@ arguments (training_args.stageN.json), heldout.jsonl (the 500 held-out prompts +
 expected answers for `ocular eval`) and sample.png (held-out scene SAMPLE_INDEX,
 for `make demo`).
 
-  .venv/bin/python -m tools.demo_model.export --src build-tasks/final/b/out \
-      --vision-log build-tasks/final/tower_log.txt --dst models/shapes-paligemma
+  .venv/bin/python -m tools.demo_model.export --src ROOT/lm/out ROOT/lm2/out \
+      --vision-log ROOT/tower/log.txt --seg-vae ROOT/vae/shapes-vae.npz \
+      --dst models/shapes-paligemma          (ROOT: train_v2.py's --root)
 """
 
 from __future__ import annotations

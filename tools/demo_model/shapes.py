@@ -358,11 +358,19 @@ def main() -> None:
   ap.add_argument("--heldout", action="store_true",
                   help="write the held-out evaluation set (images + JSONL)")
   ap.add_argument("--seg-vae", help="v2: also the held-out segment examples, tokenized "
-                  "with this mask VQ-VAE NPZ (tools/demo_model/vqvae.py)")
+                  "with this mask VQ-VAE NPZ (tools/demo_model/vqvae.py; needs torch)")
+  ap.add_argument("--set", help="draw the images of this JSONL's examples instead (e.g. "
+                  "models/shapes-paligemma/heldout.jsonl, segment scenes included; numpy "
+                  "and Pillow only)")
   args = ap.parse_args()
   os.makedirs(args.out, exist_ok=True)
-  examples = heldout_examples(args.count)
-  if args.seg_vae:
+  if args.set:
+    with open(args.set, encoding="utf-8") as f:
+      examples = [json.loads(line) for line in f if line.strip()]
+    args.heldout = True
+  else:
+    examples = heldout_examples(args.count)
+  if args.seg_vae and not args.set:
     from tools.demo_model import vqvae  # torch
     examples += heldout_segment_examples(vqvae.MaskCodec(args.seg_vae))
   with open(os.path.join(args.out, "tasks.jsonl"), "w", encoding="utf-8") as f:

@@ -14,9 +14,13 @@ torch thread per process, no dropout — ends with the same weights as an uninte
   lm     tools/demo_model/train.py: the full PaliGemma, five tasks (caption, detect, count,
          colour, segment), started from the tower, bf16 autocast matmuls (--bf16)
          -> ROOT/lm/out (HF folder)
+  lm2    tools/demo_model/train.py again: 8000 more steps from lm's weights (fresh optimizer,
+         cosine from 3e-4, data seeds continuing after lm's), captions weighted up
+         -> ROOT/lm2/out (HF folder, the shipped model)
 Kill it at any moment (kill the driver's process group, or let the session end);
 re-running the command continues where the last checkpoint left off. Progress: ROOT/*/log*.
-The arguments of every stage are STAGES below (MODEL_CARD.md, "v2 (in progress)").
+The arguments of every stage are in stages() below (models/shapes-paligemma/MODEL_CARD.md,
+"Training"); export.py --src ROOT/lm/out ROOT/lm2/out assembles the shipped folder.
 """
 
 from __future__ import annotations
@@ -35,12 +39,16 @@ PY = sys.executable
 CURRICULUM = [[0, 1, [0.25, 0.3, 0.0, 0.25, 0.2]],
               [1000, 2, [0.2, 0.35, 0.1, 0.15, 0.2]],
               [2500, 3, [0.2, 0.35, 0.1, 0.1, 0.25]]]
+# Stage lm2 (continued training from lm's last weights, new data): three objects,
+# captions weighted up (their errors are shape/colour binding of overlapping objects).
+CURRICULUM2 = [[0, 3, [0.35, 0.3, 0.05, 0.05, 0.25]]]
 
 
 def stages(root: str) -> list:
   vae = os.path.join(root, "vae")
   tower = os.path.join(root, "tower")
   lm = os.path.join(root, "lm")
+  lm2 = os.path.join(root, "lm2")
   return [
       ("vae", [PY, "-m", "tools.demo_model.vqvae", "--workdir", vae, "--steps", "3000",
                "--out", os.path.join(vae, "shapes-vae.npz")]),
@@ -53,6 +61,14 @@ def stages(root: str) -> list:
               "--init-vision", os.path.join(tower, "tower.pt"),
               "--seg-vae", os.path.join(vae, "shapes-vae.npz"),
               "--curriculum", json.dumps(CURRICULUM)]),
+      ("lm2", [PY, "-m", "tools.demo_model.train", "--workdir", lm2,
+               "--out", os.path.join(lm2, "out"), "--steps", "8000", "--batch", "32",
+               "--procs", "2", "--bf16", "--ckpt-every", "100", "--probe-every", "500",
+               "--init-from", os.path.join(lm, "checkpoint.pt"), "--step-offset", "12000",
+               "--lr", "3e-4", "--warmup", "200",
+               "--loc-sigma-start", "4", "--loc-sigma-end", "4",
+               "--seg-vae", os.path.join(vae, "shapes-vae.npz"),
+               "--curriculum", json.dumps(CURRICULUM2)]),
   ]
 
 
