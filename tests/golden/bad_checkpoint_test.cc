@@ -1,6 +1,5 @@
 // Corrupt checkpoints must give a clear error naming the file/tensor — never a crash.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,7 @@
 
 #include "core/mapped_file.h"
 #include "models/paligemma/paligemma.h"
+#include "support/fixture.h"
 
 namespace ocular {
 namespace {
@@ -19,8 +19,7 @@ namespace fs = std::filesystem;
 
 // Copies testdata/tiny/pg1 to a fresh directory and lets `corrupt` damage it.
 std::string CorruptCopy(const std::string& name, const std::function<void(const std::string&)>& corrupt) {
-  const std::string dir = testing::TempDir() + "/bad_" + std::to_string(::getpid()) + "_" + name;
-  fs::remove_all(dir);
+  const std::string dir = fixture::ScratchPath("bad_" + name);
   fs::copy("testdata/tiny/pg1", dir);
   corrupt(dir);
   return dir;

@@ -1,7 +1,6 @@
 // The same tiny PaliGemma stored as sharded safetensors and as F16 gives the reference's
 // answer: the loader handles every layout users download, not just one model.safetensors.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -23,8 +22,7 @@ const char* kCase = "testdata/golden/pg1/photo_caption.safetensors";
 // Copies pg1's config and rewrites its weights through `write(dir, file)`.
 std::string Rewrite(const std::string& name,
                     const std::function<void(const std::string&, const SafetensorsFile&)>& write) {
-  const std::string dir = testing::TempDir() + "/fmt_" + std::to_string(::getpid()) + "_" + name;
-  fs::remove_all(dir);
+  const std::string dir = fixture::ScratchPath("fmt_" + name);
   fs::create_directories(dir);
   fs::copy("testdata/tiny/pg1/config.json", dir + "/config.json");
   auto src = SafetensorsFile::Open("testdata/tiny/pg1/model.safetensors");

@@ -110,8 +110,7 @@ TEST(Engine, RejectsNanAndOutOfRangeSamplingOptions) {
 
 // NaN weights give NaN logits: a clear runtime error, never an empty answer with success.
 TEST(Engine, NanLogitsAreAnErrorNotAnEmptyAnswer) {
-  const std::string dir = testing::TempDir() + "/nan_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
+  const std::string dir = fixture::ScratchPath("nan");
   std::filesystem::copy("testdata/tiny/pg1", dir);
   // The same weights with one NaN in the final norm.
   std::vector<NamedTensor> tensors;

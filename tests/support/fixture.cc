@@ -1,7 +1,11 @@
 #include "support/fixture.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -196,6 +200,25 @@ Tensor MllamaPixels(const TensorView& pixel_values, const TensorView& aspect_rat
     out.data[i * (per + 1) + per] = static_cast<float>(aspect_ratio_ids.as<int64_t>()[i]);
   }
   return out;
+}
+
+std::string ScratchPath(const std::string& name) {
+  namespace fs = std::filesystem;
+  // Never destroyed: the exit handler below runs after static destructors it was registered
+  // before would have run.
+  static const std::string* const root = [] {
+    auto* dir = new std::string(
+        (fs::temp_directory_path() / ("ocular_test_" + std::to_string(::getpid()))).string());
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(*root, ec);
+    });
+    return dir;
+  }();
+  fs::create_directories(*root);
+  const std::string path = *root + "/" + name;
+  fs::remove_all(path);
+  return path;
 }
 
 }  // namespace ocular::fixture

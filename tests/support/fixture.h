@@ -85,4 +85,10 @@ class GoldenTaps {
 // id) from the golden pixel_values [n, T, 3, t, t] and aspect_ratio_ids [n].
 Tensor MllamaPixels(const TensorView& pixel_values, const TensorView& aspect_ratio_ids);
 
+// A path for a test's scratch copy, `name` inside this process's own folder under the system
+// temporary directory ($TMPDIR, else /tmp); nothing exists there yet (a leftover of that name is
+// removed). The process's folder and everything in it are removed when the process exits, so
+// repeated test runs leave nothing behind.
+std::string ScratchPath(const std::string& name);
+
 }  // namespace ocular::fixture
