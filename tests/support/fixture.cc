@@ -204,14 +204,15 @@ Tensor MllamaPixels(const TensorView& pixel_values, const TensorView& aspect_rat
 
 std::string ScratchPath(const std::string& name) {
   namespace fs = std::filesystem;
-  // Never destroyed: the exit handler below runs after static destructors it was registered
-  // before would have run.
+  // Never destroyed: the exit handler may run after static destructors. Only the process that
+  // made the folder removes it (a forked child, e.g. a death test, inherits the handler).
+  static const pid_t owner = ::getpid();
   static const std::string* const root = [] {
     auto* dir = new std::string(
-        (fs::temp_directory_path() / ("ocular_test_" + std::to_string(::getpid()))).string());
+        (fs::temp_directory_path() / ("ocular_test_" + std::to_string(owner))).string());
     std::atexit([] {
       std::error_code ec;
-      fs::remove_all(*root, ec);
+      if (::getpid() == owner) fs::remove_all(*root, ec);
     });
     return dir;
   }();

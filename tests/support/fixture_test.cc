@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -135,6 +137,44 @@ TEST(CompareTensors, DetectsASmallPerturbationOfARealTap) {
   TapDiff d = CompareTensors({mine.data(), DType::kF32, logits->shape}, *logits);
   EXPECT_GT(d.rel, 1e-5);
   EXPECT_EQ(d.worst, static_cast<int64_t>(mine.size() / 2));
+}
+
+// Scratch paths are fresh, inside one folder of this process, and that folder goes at exit
+// (only the owner's exit: a forked child leaves it alone).
+TEST(ScratchPath, IsFreshAndRemovedWhenTheProcessExits) {
+  namespace fs = std::filesystem;
+  const std::string a = ScratchPath("copy");
+  EXPECT_FALSE(fs::exists(a));
+  fs::create_directories(a);
+  std::ofstream(a + "/file") << "left over";
+  EXPECT_EQ(ScratchPath("copy"), a);
+  EXPECT_FALSE(fs::exists(a)) << "a leftover of the same name is removed";
+  const fs::path root = fs::path(a).parent_path();
+  EXPECT_TRUE(fs::is_directory(root));
+  EXPECT_EQ(fs::path(ScratchPath("other")).parent_path(), root);
+
+  GTEST_FLAG_SET(death_test_style, "fast");  // fork: the child inherits the exit handler
+  EXPECT_EXIT(std::exit(0), ::testing::ExitedWithCode(0), "");
+  EXPECT_TRUE(fs::is_directory(root)) << "a child's exit removed its parent's folder";
+
+  // A fresh process (re-executed, this test only, from its start) removes its own folder when
+  // it exits; it names the folder in a file the parent chose (the child keeps the parent's
+  // variable: no overwrite).
+  const std::string note = ScratchPath("child_root.txt");
+  ASSERT_EQ(::setenv("OCULAR_SCRATCH_NOTE", note.c_str(), /*overwrite=*/0), 0);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        std::ofstream(std::getenv("OCULAR_SCRATCH_NOTE"))
+            << fs::path(ScratchPath("x")).parent_path().string();
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+  std::string child_root;
+  std::getline(std::ifstream(note), child_root);
+  ASSERT_FALSE(child_root.empty());
+  EXPECT_NE(child_root, root.string());
+  EXPECT_FALSE(fs::exists(child_root));
 }
 
 }  // namespace
