@@ -260,7 +260,7 @@ void Timing(benchmark::internal::Benchmark* b) {
 }
 
 int RegisterAll() {
-  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+  for (const char* isa : {"scalar", "avx2", "avx512", "amx"}) {
     for (DType dtype : {DType::kF32, DType::kBF16}) {
       for (const Shape3& s : kShapes) {
         if (std::string(isa) == "scalar" && s.M > 4) continue;  // far too slow to be useful

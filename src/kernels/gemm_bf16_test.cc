@@ -12,6 +12,7 @@
 
 #include "core/half.h"
 #include "kernels/cpu/bf16_dot.h"
+#include "kernels/cpu/gemm_bf16_amx.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "kernels/ref/ref_ops.h"
@@ -98,6 +99,56 @@ TEST(GemmBf16Test, MatchesTheReferenceOnEveryTail) {
       if (HasFatalFailure()) return;
     }
   });
+}
+
+// The AMX GEMM against the AVX-512 one (the same packed activations, weights in place or with
+// strided rows): equal up to the f32 summation order on every tail (16-row blocks of weight
+// rows past the matrix, 16-pair steps, L2 depth blocks), and each column bit-identical whatever
+// range [n0, n1) of columns the call computes (the thread split, unaligned ranges included).
+TEST(GemmBf16Test, AmxMatchesTheAvx512GemmWhateverTheColumnRange) {
+  if (!cpu::AmxBf16Supported()) GTEST_SKIP() << "no AMX-BF16 on this CPU/OS";
+  struct Case {
+    int64_t M, K, N, pad;  // pad: extra bf16 values per weight row (strided rows)
+  };
+  const Case cases[] = {{9, 2, 1, 0},     {16, 32, 16, 0},  {17, 34, 17, 2},   {40, 96, 33, 0},
+                        {64, 66, 31, 64}, {65, 770, 50, 0}, {130, 4304, 23, 0}, {300, 64, 7, 0},
+                        {20, 2, 300, 0},  {33, 1154, 64, 6}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("M=" + std::to_string(c.M) + " K=" + std::to_string(c.K) +
+                 " N=" + std::to_string(c.N) + " pad=" + std::to_string(c.pad));
+    const int64_t ldw = c.K + c.pad;
+    const std::vector<float> a = Bf16Values(c.M * c.K, static_cast<uint32_t>(c.M * 3 + c.K));
+    std::vector<uint16_t> wv(c.N * ldw);
+    const std::vector<float> wf = RandomFloats(wv.size(), static_cast<uint32_t>(c.N + c.K));
+    for (size_t i = 0; i < wv.size(); ++i) wv[i] = F32ToBF16(wf[i]);
+    const Matrix w{reinterpret_cast<const std::byte*>(wv.data()), WFormat::kBF16, c.N, c.K,
+                   static_cast<size_t>(2 * ldw)};
+    std::vector<uint32_t> packed(cpu::PackedBf16Words(c.M, c.K));
+    ASSERT_TRUE(cpu::PackBf16Rows(a.data(), c.M, c.K, c.K, 0, (c.M + 15) / 16, true,
+                                  packed.data()));
+    std::vector<float> want(c.M * c.N), got(c.M * c.N, NAN), scale(c.M * c.N);
+    cpu::GemmBf16(packed.data(), c.M, c.K, w, 0, c.N, want.data(), c.N);
+    cpu::GemmBf16Amx(packed.data(), c.M, c.K, w, 0, c.N, got.data(), c.N);
+    for (int64_t m = 0; m < c.M; ++m) {
+      for (int64_t n = 0; n < c.N; ++n) {
+        double sum = 0;
+        for (int64_t k = 0; k < c.K; ++k) {
+          sum += std::fabs(a[m * c.K + k] * BF16ToF32(wv[n * ldw + k]));
+        }
+        scale[m * c.N + n] = static_cast<float>(sum);
+      }
+    }
+    ExpectClose(got.data(), want.data(), scale.data(), c.M * c.N, 1e-6, 0.0, "amx vs avx512");
+    for (int64_t split : {1, 5, 16, 17, 33}) {
+      if (split >= c.N) continue;
+      std::vector<float> parts(c.M * c.N, NAN);
+      cpu::GemmBf16Amx(packed.data(), c.M, c.K, w, 0, split, parts.data(), c.N);
+      cpu::GemmBf16Amx(packed.data(), c.M, c.K, w, split, c.N, parts.data(), c.N);
+      for (size_t i = 0; i < parts.size(); ++i) {
+        ASSERT_EQ(parts[i], got[i]) << "split " << split << " element " << i;
+      }
+    }
+  }
 }
 
 // Under bf16 a decode row's result does not depend on how many rows share the call (1-8):

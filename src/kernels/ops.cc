@@ -16,6 +16,7 @@
 #include "core/half.h"
 #include "kernels/cpu/bf16_dot.h"
 #include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/gemm_bf16_amx.h"
 #include "kernels/cpu/highway_tables.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/kernel_table.h"
@@ -32,8 +33,9 @@ struct Isa {
 // A Highway table completed with the hand-written kernels of cpu/: the quantized-weight
 // matmuls (int8 activations: AVX512-VNNI on avx512 where the CPU has it, else AVX2; f32
 // activations: 512-bit on avx512, else 256-bit) with exact scalar row dequantization, and on
-// avx512 the bf16 dot-product matmul where the CPU has AVX512_BF16.
-kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512) {
+// avx512 the bf16 dot-product matmul where the CPU has AVX512_BF16. amx: the avx512 table with
+// the bf16 GEMM on AMX tiles (prefill and vision matmuls; decode rows keep `vdpbf16ps`).
+kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512, bool amx = false) {
   kernels::KernelTable t = base;
   const kernels::MatMulFn quant =
       avx512 && cpu::QuantVnniSupported() ? cpu::MatMulQuantVnni : cpu::MatMulQuantAvx2;
@@ -48,7 +50,8 @@ kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512) {
   if (avx512 && cpu::Bf16DotSupported()) {
     t.matmul_bf16_dot = cpu::MatMulBF16Dot;
     t.pack_bf16 = cpu::PackBf16Rows;
-    t.gemm_bf16 = cpu::GemmBf16;
+    t.gemm_bf16 = amx ? cpu::GemmBf16Amx : cpu::GemmBf16;
+    if (amx) t.name = "amx";
   } else {
     t.attention_dot_items = nullptr;  // it multiplies with gemm_bf16
   }
@@ -64,7 +67,8 @@ const kernels::KernelTable* Completed(const cpu::IsaTable& isa) {
   return &kAvx2;
 }
 
-// "scalar" first, then every Highway table this CPU and OS can run, best last.
+// "scalar" first, then every Highway table this CPU and OS can run, then "amx" where the
+// CPU has AMX-BF16 (the avx512 table with the AMX GEMM), best last.
 std::vector<Isa> RunnableIsas() {
   std::vector<Isa> isas = {{"scalar", &ref::Table()}};
   const int64_t supported = hwy::SupportedTargets();
@@ -72,16 +76,21 @@ std::vector<Isa> RunnableIsas() {
   for (auto it = tables.rbegin(); it != tables.rend(); ++it) {
     if ((supported & it->hwy_target) == 0) continue;
     isas.push_back({it->name, Completed(*it)});
+    if (std::string_view(it->name) == "avx512" && cpu::Bf16DotSupported() &&
+        cpu::AmxBf16Supported()) {
+      static const kernels::KernelTable kAmx = Complete(*it->table, true, true);
+      isas.push_back({"amx", &kAmx});
+    }
   }
   return isas;
 }
 
 // Finds a runnable ISA by name, or says why not.
 StatusOr<const kernels::KernelTable*> FindIsa(std::string_view name) {
-  static constexpr const char* kKnown[] = {"scalar", "avx2", "avx512"};
+  static constexpr const char* kKnown[] = {"scalar", "avx2", "avx512", "amx"};
   if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
     return Error(StatusCode::kInvalidArgument, "kernels", "unknown ISA '", name,
-                 "'; expected scalar, avx2 or avx512");
+                 "'; expected scalar, avx2, avx512 or amx");
   }
   for (const Isa& isa : RunnableIsas()) {
     if (name == isa.name) return isa.table;

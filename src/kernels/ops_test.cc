@@ -28,7 +28,7 @@ TEST(IsaTest, ScalarFirstAndUnknownNamesRejected) {
   EXPECT_EQ(isas.front(), "scalar");
   EXPECT_EQ(SetIsa("sse9").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(SetIsa("").code(), StatusCode::kInvalidArgument);
-  for (const char* name : {"avx2", "avx512"}) {
+  for (const char* name : {"avx2", "avx512", "amx"}) {
     bool listed = false;
     for (const std::string& isa : isas) listed |= isa == name;
     const Status status = SetIsa(name);
@@ -205,7 +205,7 @@ TEST(MatMulTest, Bf16FastDecodeUsesBf16DotProductsWhereAvailable) {
   ForEachIsa([&](const std::string& isa) {
     TestExec t(2, Precision::kBF16Fast);
     const bool dot = t.backend.table().matmul_bf16_dot != nullptr;
-    if (isa == "avx512") {
+    if (isa == "avx512" || isa == "amx") {  // amx: the avx512 table, its GEMM on AMX
       EXPECT_EQ(dot, cpu::Bf16DotSupported());
     }
     for (int64_t K : Ks) {

@@ -61,7 +61,7 @@ TEST(QuantF32Test, KernelsAreInEveryTable) {
       EXPECT_EQ(table.matmul_f32_act[static_cast<int>(f)], nullptr);
     }
     const kernels::MatMulFn q8 = table.matmul_f32_act[static_cast<int>(WFormat::kQ8_0)];
-    if (isa == "avx512") {
+    if (isa == "avx512" || isa == "amx") {  // amx: the avx512 table, its GEMM on AMX
       EXPECT_EQ(q8 == cpu::MatMulQuantF32Avx512, cpu::QuantF32Avx512Supported());
     } else if (isa == "avx2") {
       EXPECT_EQ(q8, cpu::MatMulQuantF32Avx2);
