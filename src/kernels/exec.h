@@ -48,7 +48,7 @@ class Backend {
  public:
   // The ISA active at construction (ActiveIsa(): the best this CPU runs, or OCULAR_ISA).
   explicit Backend(ThreadPool& pool);
-  // A named ISA ("scalar", "avx2", "avx512"); errors as SetIsa.
+  // A named ISA ("scalar", "avx2", "avx512", "amx"); errors as SetIsa.
   static StatusOr<Backend> ForIsa(ThreadPool& pool, std::string_view isa);
 
   ThreadPool& pool() const { return *pool_; }

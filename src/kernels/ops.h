@@ -151,7 +151,8 @@ int64_t RopeArenaFloats(int64_t head_dim);
 
 }  // namespace ops
 
-// Runtime ISA selection: "scalar", "avx2", "avx512". The best one supported by the CPU and OS
+// Runtime ISA selection: "scalar", "avx2", "avx512", "amx" (avx512 with the bf16 GEMM on AMX
+// tiles). The best one supported by the CPU and OS
 // (Highway's CPUID + XGETBV checks) is chosen at first use; the environment variable
 // OCULAR_ISA overrides it (tests force each path). Backends built afterwards use it.
 const char* ActiveIsa();

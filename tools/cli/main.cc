@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   app.footer(
       "Environment:\n"
-      "  OCULAR_ISA=avx512|avx2|scalar  force the kernel ISA (default: the best the CPU and OS\n"
+      "  OCULAR_ISA=amx|avx512|avx2|scalar\n"
+      "                                 force the kernel ISA (default: the best the CPU and OS\n"
       "                                 support)\n"
       "  OCULAR_THREADS=N               worker threads when --threads is 0 (default: physical\n"
       "                                 cores)\n"
