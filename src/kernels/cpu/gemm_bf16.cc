@@ -22,10 +22,6 @@ namespace {
 constexpr int64_t kGroup = 16;  // activation rows per packed group (lanes of a vector)
 constexpr int kTileGroups = 4;  // groups per register tile (64 rows)
 constexpr int kTileCols = 6;    // weight rows per register tile
-// An L2 block of packed activations: up to kBlockWords words (640 KiB), at least kMinPairs
-// column pairs deep (shallower blocks would re-read each tile's output too often).
-constexpr int64_t kBlockWords = 160 * 1024;
-constexpr int64_t kMinPairs = 256;
 
 // One group of 16 rows, column pairs [p0, p0 + count) with count <= 16: the rows as words of
 // bf16 pairs, transposed into 16 packed vectors. False if exact_only and a value is not bf16.
@@ -149,25 +145,11 @@ constexpr const TileTFn* kTilesT[kTileGroups] = {
     kTileTRow<4, 1, 2, 3, 4, 5, 6>};
 static_assert(kTileCols == 6, "kTiles lists tiles of 1..6 weight rows");
 
-// The cache blocking of a product of `groups` packed groups by K2 column pairs: groups per L2
-// block (every group when that leaves kMinPairs of depth, so the weights stream from memory
-// once per call) and pairs per block (equal depths).
-struct Blocking {
-  int64_t groups, pairs;
-};
-Blocking BlockShape(int64_t groups, int64_t K2) {
-  const int64_t block_groups =
-      std::max<int64_t>(1, std::min(groups, kBlockWords / (kGroup * std::min(K2, kMinPairs))));
-  const int64_t max_pairs = std::max<int64_t>(1, kBlockWords / (kGroup * block_groups));
-  const int64_t depth_blocks = (K2 + max_pairs - 1) / max_pairs;
-  return {block_groups, (K2 + depth_blocks - 1) / depth_blocks};
-}
-
 // Calls tile(g, tile_groups, n, cols, p0, pairs) over the blocks and tiles of a product of
 // `groups` packed groups, K2 column pairs and weight rows [n0, n1).
 template <class F>
 inline void ForEachTile(int64_t groups, int64_t K2, int64_t n0, int64_t n1, const F& tile) {
-  const Blocking block = BlockShape(groups, K2);
+  const Bf16Blocking block = Bf16BlockShape(groups, K2);
   for (int64_t p0 = 0; p0 < K2; p0 += block.pairs) {
     const int64_t pairs = std::min(block.pairs, K2 - p0);
     for (int64_t gb = 0; gb < groups; gb += block.groups) {
@@ -186,6 +168,18 @@ inline void ForEachTile(int64_t groups, int64_t K2, int64_t n0, int64_t n1, cons
 }
 
 }  // namespace
+
+Bf16Blocking Bf16BlockShape(int64_t groups, int64_t K2) {
+  // An L2 block of packed activations: up to kBlockWords words (640 KiB), at least kMinPairs
+  // column pairs deep (shallower blocks would re-read each tile's output too often).
+  constexpr int64_t kBlockWords = 160 * 1024;
+  constexpr int64_t kMinPairs = 256;
+  const int64_t block_groups =
+      std::max<int64_t>(1, std::min(groups, kBlockWords / (kGroup * std::min(K2, kMinPairs))));
+  const int64_t max_pairs = std::max<int64_t>(1, kBlockWords / (kGroup * block_groups));
+  const int64_t depth_blocks = (K2 + max_pairs - 1) / max_pairs;
+  return {block_groups, (K2 + depth_blocks - 1) / depth_blocks};
+}
 
 int64_t PackedBf16Words(int64_t M, int64_t K) {
   return (M + kGroup - 1) / kGroup * kGroup * (K / 2);

@@ -25,6 +25,14 @@
 
 namespace ocular::cpu {
 
+// The cache blocking of a product of `groups` packed 16-row groups by K2 column pairs: groups
+// per L2 block (every group when that leaves enough depth, so the weights stream from memory
+// once per call) and pairs per block (equal depths). Shared by the AMX GEMM.
+struct Bf16Blocking {
+  int64_t groups, pairs;
+};
+Bf16Blocking Bf16BlockShape(int64_t groups, int64_t K2);
+
 // uint32 words of the packed activations of an [M, K] matrix (K even).
 int64_t PackedBf16Words(int64_t M, int64_t K);
 

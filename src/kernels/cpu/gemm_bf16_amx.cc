@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "kernels/cpu/bf16_dot.h"
+#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/transpose16.h"
 
 namespace ocular::cpu {
@@ -22,10 +23,6 @@ namespace {
 
 constexpr int64_t kGroup = 16;  // activation rows per packed group = columns of a C tile
 constexpr int64_t kStep = 16;   // column pairs per tile step (a 64-byte tile row)
-// Blocking as the AVX-512 GEMM's (gemm_bf16.cc): a block of packed activations of up to
-// kBlockWords words stays in L2, at least kMinPairs deep.
-constexpr int64_t kBlockWords = 160 * 1024;
-constexpr int64_t kMinPairs = 256;
 
 // Linux keeps AMX's tile data off until a process asks for it (arch_prctl
 // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, kernel 5.16+).
@@ -109,10 +106,11 @@ OCULAR_AMX_TARGET void Pass(const ATile a[2], const uint32_t* const b[2], int64_
                             float* c) {
   ZeroC<kN, kG>();
   const int64_t full = pairs / kStep, rest = pairs % kStep;
-  alignas(64) char pad[2][1024] = {};
+  alignas(64) char pad[2][1024];
   if (a[0].valid == 16 && (kN == 1 || a[1].valid == 16)) {
     Steps<kN, kG>(a[0].rows, a[0].lda, a[1].rows, a[1].lda, b[0], b[1], full);
-  } else {  // a partial block: copied step by step
+  } else {  // a partial block: copied step by step (its missing rows stay zero)
+    std::memset(pad, 0, sizeof pad);
     for (int64_t s = 0; s < full; ++s) {
       const char* t[2];
       int64_t ld[2];
@@ -159,7 +157,6 @@ constexpr PassFn kPasses[2][2] = {{Pass<1, 1>, Pass<1, 2>}, {Pass<2, 1>, Pass<2,
 
 bool AmxBf16Supported() {
   static const bool supported = [] {
-    __builtin_cpu_init();
     if (!Bf16DotSupported()) return false;
     // CPUID.(EAX=7, ECX=0):EDX bit 22 AMX-BF16, bit 24 AMX-TILE; XCR0 bits 17-18 (XTILECFG,
     // XTILEDATA) enabled by the OS.
@@ -182,14 +179,11 @@ OCULAR_AMX_TARGET void GemmBf16Amx(const uint32_t* packed, int64_t M, int64_t K,
   const int64_t group_stride = K2 * kGroup;
   const int64_t lda_bytes = static_cast<int64_t>(w.row_bytes);
   const auto* wbytes = reinterpret_cast<const char*>(w.data);
-  // Blocking: the AVX-512 GEMM's L2 block of packed groups, its depth a multiple of 16 pairs
-  // (so only the rows' last pairs take the padded path).
-  const int64_t block_groups =
-      std::max<int64_t>(1, std::min(groups, kBlockWords / (kGroup * std::min(K2, kMinPairs))));
-  const int64_t max_pairs =
-      std::max<int64_t>(kStep, kBlockWords / (kGroup * block_groups) / kStep * kStep);
-  const int64_t depth_blocks = (K2 + max_pairs - 1) / max_pairs;
-  const int64_t block_pairs = ((K2 + depth_blocks - 1) / depth_blocks + kStep - 1) / kStep * kStep;
+  // The AVX-512 GEMM's L2 blocking, its depth rounded up to whole 16-pair steps (so only the
+  // rows' last pairs take the padded path).
+  const Bf16Blocking block = Bf16BlockShape(groups, K2);
+  const int64_t block_groups = block.groups;
+  const int64_t block_pairs = (block.pairs + kStep - 1) / kStep * kStep;
   LoadConfig();
   alignas(64) float c[4 * 256];
   for (int64_t p0 = 0; p0 < K2; p0 += block_pairs) {
