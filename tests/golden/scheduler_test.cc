@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -227,9 +228,12 @@ TEST_P(SchedulerTest, RunningSequenceKeepsDecodingDuringAPrefill) {
   GenerationRequest b = MakeRequest(inputs[0], 0, spec);  // with its image
   ASSERT_EQ(a.pixel_values, nullptr);
   ASSERT_NE(b.pixel_values, nullptr);
-  a.max_new_tokens = 64;
+  // a runs until b is done (it cancels itself then): a fixed length could end before b is
+  // even submitted when this thread is slow to be scheduled (seen under load).
+  a.max_new_tokens = 4096;
   a.eos_ids.clear();
   b.max_new_tokens = 2;
+  std::atomic<bool> b_done{false};
   auto want_b = (*h)->Generate(b);
   ASSERT_TRUE(want_b.ok());
   std::mutex runner_mu;
@@ -241,7 +245,7 @@ TEST_P(SchedulerTest, RunningSequenceKeepsDecodingDuringAPrefill) {
     int n = 0;
     auto got = sched.Generate(r, [&](int32_t) {
       if (++n == 1) a_runs.set_value();
-      return true;
+      return !b_done.load();
     });
     EXPECT_TRUE(got.ok());
   });
@@ -257,6 +261,7 @@ TEST_P(SchedulerTest, RunningSequenceKeepsDecodingDuringAPrefill) {
     first = false;
     return true;
   });
+  b_done.store(true);
   ta.join();
   ASSERT_TRUE(got_b.ok()) << got_b.status().ToString();
   EXPECT_EQ(got_b->generated, want_b->generated);
