@@ -80,8 +80,8 @@ void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, Precision 
 
 // Quantized weights (random valid blocks: speed does not depend on the values), with int8 or
 // f32 activations (QuantActivations). GB/s counts the weight bytes read per call.
-void BM_MatMulQuant(benchmark::State& state, std::string isa, WFormat format, int64_t M,
-                    int64_t K, int64_t N, QuantActivations acts) {
+void BM_MatMulQuant(benchmark::State& state, std::string isa, WFormat format, int64_t M, int64_t K,
+                    int64_t N, QuantActivations acts) {
   if (!SetIsa(isa).ok()) {
     state.SkipWithError("ISA not supported here");
     return;
@@ -129,13 +129,12 @@ struct AttentionShape {
 constexpr AttentionShape kAttentionShapes[] = {
     {"decode_Tk256_pg1", 1, 256, 8, 1, 256, false},
     {"decode_Tk1024_pg1", 1, 1024, 8, 1, 256, false},
-    {"siglip_224_256x256_h16_d72", 256, 256, 16, 16, 72, true},   // So400m at 224 px
+    {"siglip_224_256x256_h16_d72", 256, 256, 16, 16, 72, true},      // So400m at 224 px
     {"siglip_896_4096x4096_h16_d72", 4096, 4096, 16, 16, 72, true},  // at 896 px
     {"prefill272_h8_kv4_d256", 272, 272, 8, 4, 256, true},  // PaliGemma 2 prefix (bidirectional)
 };
 
-void BM_Attention(benchmark::State& state, std::string isa, AttentionShape s,
-                  Precision precision) {
+void BM_Attention(benchmark::State& state, std::string isa, AttentionShape s, Precision precision) {
   if (!SetIsa(isa).ok()) {
     state.SkipWithError("ISA not supported here");
     return;
@@ -148,7 +147,8 @@ void BM_Attention(benchmark::State& state, std::string isa, AttentionShape s,
     }
   }
   std::vector<int32_t> begin(s.Tq, 0), end(s.Tq);
-  for (int64_t i = 0; i < s.Tq; ++i) end[i] = static_cast<int32_t>(s.full ? s.Tk : s.Tk - s.Tq + i + 1);
+  for (int64_t i = 0; i < s.Tq; ++i)
+    end[i] = static_cast<int32_t>(s.full ? s.Tk : s.Tk - s.Tq + i + 1);
   std::vector<float> out(s.Tq * s.Hq * s.d);
   BenchExec b(precision);
   const ops::KvRows kv{k.data(), v.data(), false, 0, s.Tk, s.Hkv * s.d, s.Hkv * s.d};
@@ -232,8 +232,8 @@ struct Shape3 {
 constexpr Shape3 kShapes[] = {
     {"decode_gate_2048x16384", 1, 2048, 16384},
     {"decode4_gate_2048x16384", 4, 2048, 16384},
-    {"decode1_gate_2304x9216", 1, 2304, 9216},   // PaliGemma 2 3B decode, one sequence
-    {"decode8_gate_2304x9216", 8, 2304, 9216},   // and a batch of 8
+    {"decode1_gate_2304x9216", 1, 2304, 9216},  // PaliGemma 2 3B decode, one sequence
+    {"decode8_gate_2304x9216", 8, 2304, 9216},  // and a batch of 8
     {"siglip_fc1_256x1152x4304", 256, 1152, 4304},
     {"siglip_fc2_256x4304x1152", 256, 4304, 1152},
     {"prefill272_gate_2304x9216", 272, 2304, 9216},  // PaliGemma 2 3B prefill at 224 px
@@ -245,13 +245,11 @@ constexpr Shape3 kShapes[] = {
 
 // name, M, K, N: weights [N, K].
 constexpr Shape3 kQuantShapes[] = {
-    {"decode1_gate_2304x9216", 1, 2304, 9216},   {"decode8_gate_2304x9216", 8, 2304, 9216},
-    {"prefill272_gate_2304x9216", 272, 2304, 9216},
-    {"decode1_down_9216x2304", 1, 9216, 2304},   {"decode8_down_9216x2304", 8, 9216, 2304},
-    {"prefill272_down_9216x2304", 272, 9216, 2304},
-    {"decode1_q_2304x2048", 1, 2304, 2048},      {"decode8_q_2304x2048", 8, 2304, 2048},
-    {"prefill272_q_2304x2048", 272, 2304, 2048},
-    {"decode1_lmhead_2304x256000", 1, 2304, 256000},
+    {"decode1_gate_2304x9216", 1, 2304, 9216},      {"decode8_gate_2304x9216", 8, 2304, 9216},
+    {"prefill272_gate_2304x9216", 272, 2304, 9216}, {"decode1_down_9216x2304", 1, 9216, 2304},
+    {"decode8_down_9216x2304", 8, 9216, 2304},      {"prefill272_down_9216x2304", 272, 9216, 2304},
+    {"decode1_q_2304x2048", 1, 2304, 2048},         {"decode8_q_2304x2048", 8, 2304, 2048},
+    {"prefill272_q_2304x2048", 272, 2304, 2048},    {"decode1_lmhead_2304x256000", 1, 2304, 256000},
 };
 
 // With one thread, rates use CPU time (robust on a busy machine); otherwise wall time.
@@ -266,8 +264,8 @@ int RegisterAll() {
         if (std::string(isa) == "scalar" && s.M > 4) continue;  // far too slow to be useful
         const std::string name =
             std::string("MatMul/") + isa + "/" + DTypeName(dtype) + "/" + s.name;
-        benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, isa, dtype, Precision::kF32, s.M,
-                                     s.K, s.N)
+        benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, isa, dtype, Precision::kF32, s.M, s.K,
+                                     s.N)
             ->Unit(benchmark::kMillisecond)
             ->Apply(Timing);
         if (dtype == DType::kBF16) {
@@ -280,8 +278,8 @@ int RegisterAll() {
     }
     // PaliGemma 2 3B (Gemma 2 2B decoder): gate/up, down, q_proj, and the tied LM head; int8
     // activations, then f32 ones (".../f32-act").
-    for (WFormat f : {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K,
-                      WFormat::kQ6_K}) {
+    for (WFormat f :
+         {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
       for (QuantActivations acts : {QuantActivations::kInt8, QuantActivations::kF32}) {
         for (const Shape3& s : kQuantShapes) {
           if (std::string(isa) == "scalar" && s.M > 1) continue;
@@ -297,9 +295,9 @@ int RegisterAll() {
     for (const AttentionShape& s : kAttentionShapes) {
       if (std::string(isa) == "scalar" && s.Tq > 1) continue;
       for (Precision p : {Precision::kF32, Precision::kBF16}) {
-        benchmark::RegisterBenchmark((std::string("Attention/") + isa + "/" + s.name + "/" +
-                                      PrecisionName(p)).c_str(),
-                                     BM_Attention, isa, s, p)
+        benchmark::RegisterBenchmark(
+            (std::string("Attention/") + isa + "/" + s.name + "/" + PrecisionName(p)).c_str(),
+            BM_Attention, isa, s, p)
             ->Unit(benchmark::kMillisecond)
             ->Apply(Timing);
       }

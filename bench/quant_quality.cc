@@ -62,9 +62,10 @@ int main(int argc, char** argv) {
   testing_support::Agreement all, after_image;
   all.Add(a, b, V);
   after_image.Add(a, b, V, first_text);
-  std::printf("{\"positions\": %d, \"top1\": %.4f, \"mean_kl\": %.3e, \"max_kl\": %.3e, "
-              "\"text_positions\": %d, \"text_top1\": %.4f, \"text_mean_kl\": %.3e}\n",
-              all.positions, all.top1_rate(), all.mean_kl(), all.kl_max, after_image.positions,
-              after_image.top1_rate(), after_image.mean_kl());
+  std::printf(
+      "{\"positions\": %d, \"top1\": %.4f, \"mean_kl\": %.3e, \"max_kl\": %.3e, "
+      "\"text_positions\": %d, \"text_top1\": %.4f, \"text_mean_kl\": %.3e}\n",
+      all.positions, all.top1_rate(), all.mean_kl(), all.kl_max, after_image.positions,
+      after_image.top1_rate(), after_image.mean_kl());
   return 0;
 }

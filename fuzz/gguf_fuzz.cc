@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (type == nullptr || t.data + t.nbytes > end) std::abort();
     int64_t numel = 1;
     for (int64_t ne : t.ne) numel *= ne;
-    if (static_cast<size_t>(numel / type->block_values * type->block_bytes) != t.nbytes) std::abort();
+    if (static_cast<size_t>(numel / type->block_values * type->block_bytes) != t.nbytes)
+      std::abort();
     if (t.nbytes > 0) {  // out-of-input views are caught by ASan
       volatile std::byte first = t.data[0], last = t.data[t.nbytes - 1];
       (void)first;

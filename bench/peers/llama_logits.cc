@@ -88,8 +88,8 @@ bool WriteSafetensors(const char* path, const std::map<std::string, Tap>& taps) 
   for (const auto& [name, tap] : taps) {
     const size_t bytes = tap.i64.empty() ? 4 * tap.f32.size() : 8 * tap.i64.size();
     if (header.size() > 1) header += ",";
-    header += "\"" + name + "\":{\"dtype\":\"" + (tap.i64.empty() ? "F32" : "I64") +
-              "\",\"shape\":[";
+    header +=
+        "\"" + name + "\":{\"dtype\":\"" + (tap.i64.empty() ? "F32" : "I64") + "\",\"shape\":[";
     for (size_t i = 0; i < tap.shape.size(); ++i) {
       header += (i ? "," : "") + std::to_string(tap.shape[i]);
     }
@@ -125,7 +125,8 @@ int Argmax(const float* row, int n) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODEL.gguf OUT.safetensors --ids A,B,C [--gen N] "
+    std::fprintf(stderr,
+                 "usage: %s MODEL.gguf OUT.safetensors --ids A,B,C [--gen N] "
                  "[--force A,B] [--fa on|off|auto] [--ctk f16|f32] [--ctv f16|f32] [-t N]\n",
                  argv[0]);
     return 2;
@@ -137,12 +138,18 @@ int main(int argc, char** argv) {
   for (int i = 3; i + 1 < argc; i += 2) {
     const std::string opt = argv[i];
     const char* v = argv[i + 1];
-    if (opt == "--ids") ids = ParseIds(v);
-    else if (opt == "--force") force = ParseIds(v);
-    else if (opt == "--gen") gen = std::atoi(v);
-    else if (opt == "-t") threads = std::atoi(v);
-    else if (opt == "--ctk") ctk = CacheType(v);
-    else if (opt == "--ctv") ctv = CacheType(v);
+    if (opt == "--ids")
+      ids = ParseIds(v);
+    else if (opt == "--force")
+      force = ParseIds(v);
+    else if (opt == "--gen")
+      gen = std::atoi(v);
+    else if (opt == "-t")
+      threads = std::atoi(v);
+    else if (opt == "--ctk")
+      ctk = CacheType(v);
+    else if (opt == "--ctv")
+      ctv = CacheType(v);
     else if (opt == "--fa") {
       fa = std::strcmp(v, "on") == 0    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
            : std::strcmp(v, "off") == 0 ? LLAMA_FLASH_ATTN_TYPE_DISABLED

@@ -28,9 +28,9 @@
 namespace ocular {
 
 struct EngineOptions {
-  int threads = 0;               // 0: number of physical cores
+  int threads = 0;                        // 0: number of physical cores
   int64_t max_image_pixels = 50'000'000;  // decoded images larger than this are rejected
-  bool exif_rotate = false;      // transformers ignores EXIF orientation; so do we by default
+  bool exif_rotate = false;  // transformers ignores EXIF orientation; so do we by default
   // How activations are computed: "auto" (bf16 for a bf16 checkpoint, else f32), "f32",
   // "bf16" (reproduces torch's bf16 run; needs a bf16 checkpoint), "bf16-fast" (f32
   // activations and attention over bf16 weights, no intermediate rounding; opt-in).
@@ -136,13 +136,13 @@ struct Timings {
 };
 
 struct GenerateResult {
-  std::string text;                  // decoded answer, special tokens skipped
+  std::string text;  // decoded answer, special tokens skipped
   // "eos", "length" (max_tokens reached), "stop" (a GenerateOptions::stop string) or
   // "cancelled" (the token callback returned false).
   std::string finish_reason;
-  std::string raw_text;              // decoded with special tokens (loc/seg visible)
-  std::vector<int32_t> prompt_ids;   // the full prefix, image tokens included
-  std::vector<int32_t> output_ids;   // generated ids (EOS included if produced)
+  std::string raw_text;             // decoded with special tokens (loc/seg visible)
+  std::vector<int32_t> prompt_ids;  // the full prefix, image tokens included
+  std::vector<int32_t> output_ids;  // generated ids (EOS included if produced)
   struct ImageSize {
     int width = 0, height = 0;
   };
@@ -165,8 +165,8 @@ struct ModelInfo {
   size_t weight_bytes = 0;
   int threads = 0;
   std::string isa;
-  std::string precision;  // "f32", "bf16", "bf16-fast"
-  std::string kv_cache;   // "f32", "bf16"
+  std::string precision;          // "f32", "bf16", "bf16-fast"
+  std::string kv_cache;           // "f32", "bf16"
   std::string quant_activations;  // "int8", "f32" (EngineOptions::quant_activations)
   // The chat format GenerateChat applies: "gemma3", "llama3.2-vision"; "unrecognized" when the
   // checkpoint's chat_template is not one ocular knows (GenerateChat refuses, kUnimplemented);
@@ -179,25 +179,25 @@ struct ModelInfo {
 struct EngineStats {
   // [b]: decode steps that ran b sequences together (index 0 unused; size max_batch + 1).
   std::vector<uint64_t> decode_steps_by_batch;
-  int running = 0;              // sequences in the decode batch now
-  int waiting = 0;              // Generate calls waiting for a place in the batch
-  uint64_t prefills = 0;        // prompts run (one per Generate that reached the model)
-  uint64_t prefill_chunks = 0;  // pieces the prefills ran in (chunked prefill)
-  uint64_t images_encoded = 0;  // images that went through the vision encoder
+  int running = 0;               // sequences in the decode batch now
+  int waiting = 0;               // Generate calls waiting for a place in the batch
+  uint64_t prefills = 0;         // prompts run (one per Generate that reached the model)
+  uint64_t prefill_chunks = 0;   // pieces the prefills ran in (chunked prefill)
+  uint64_t images_encoded = 0;   // images that went through the vision encoder
   uint64_t scheduler_steps = 0;  // scheduler iterations that ran the model
   // Seconds the model spent in the vision encoder, prefills and decode steps.
   double encode_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
   // The image-feature cache (EngineOptions::image_cache_bytes).
   uint64_t image_cache_hits = 0, image_cache_misses = 0, image_cache_evictions = 0;
   size_t image_cache_bytes = 0, image_cache_entries = 0, image_cache_max_bytes = 0;
-  size_t kv_bytes_in_use = 0;   // KV caches of running sequences
-  size_t kv_bytes_pooled = 0;   // released KV memory kept for reuse
+  size_t kv_bytes_in_use = 0;  // KV caches of running sequences
+  size_t kv_bytes_pooled = 0;  // released KV memory kept for reuse
 };
 
 struct BenchOptions {
   int prompt_tokens = 16;  // text tokens after the image block
   int decode_tokens = 32;
-  int batch = 1;           // sequences decoded together (each with its own image and prompt)
+  int batch = 1;  // sequences decoded together (each with its own image and prompt)
   // One untimed encode before the timed one (faults in the mapped vision weights). Off for
   // encoders whose one run takes minutes (Llama 3.2 Vision's four 560-px tiles), where the
   // first touch of the weights is a negligible part of the time.
@@ -205,10 +205,10 @@ struct BenchOptions {
 };
 
 struct BenchResult {
-  double vision_ms = 0;          // vision tower + projector for one image (synthetic pixels)
-  int vision_tiles = 1;          // crops that encode ran (mllama: every tile, padding included)
-  double vision_gflop = 0;       // matmul + attention FLOPs of that encode (2 per MAC)
-  int prefill_tokens = 0;        // image block + prompt (of one sequence)
+  double vision_ms = 0;     // vision tower + projector for one image (synthetic pixels)
+  int vision_tiles = 1;     // crops that encode ran (mllama: every tile, padding included)
+  double vision_gflop = 0;  // matmul + attention FLOPs of that encode (2 per MAC)
+  int prefill_tokens = 0;   // image block + prompt (of one sequence)
   double prefill_tok_s = 0;
   int batch = 1;
   int decode_tokens = 0;          // decode steps (each produces `batch` tokens)
@@ -258,8 +258,7 @@ class Engine {
   // activation (docs/testing.md) plus input_ids, pixel_values, logits, generated_ids and
   // decode_logits to a safetensors file at `out_path`.
   virtual StatusOr<GenerateResult> Trace(const std::vector<ImageInput>& images,
-                                         const std::string& prompt,
-                                         const GenerateOptions& options,
+                                         const std::string& prompt, const GenerateOptions& options,
                                          const std::string& out_path) = 0;
 
   // Times the vision encoder, prefill and decode on synthetic inputs (no files needed): one

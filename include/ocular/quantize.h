@@ -33,10 +33,10 @@ struct QuantizeOptions {
 };
 
 struct QuantizedTensor {
-  std::string name;              // GGUF name
-  std::vector<int64_t> shape;    // HF order
-  std::string format;            // as written: "q4_k", "q6_k", "q8_0", "bf16", ...
-  std::string wanted;            // the format the recipe asked for, if a fallback was used
+  std::string name;            // GGUF name
+  std::vector<int64_t> shape;  // HF order
+  std::string format;          // as written: "q4_k", "q6_k", "q8_0", "bf16", ...
+  std::string wanted;          // the format the recipe asked for, if a fallback was used
   uint64_t bytes = 0;
 };
 

@@ -1,7 +1,5 @@
 #include "core/mapped_file.h"
 
-#include "core/file_io.h"
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -9,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+
+#include "core/file_io.h"
 
 namespace ocular {
 

@@ -13,7 +13,7 @@ struct FormatInfo {
 // Q4_0 an f16 scale + 16 bytes of nibbles, Q4_K 144 bytes, Q6_K 210 bytes per 256 values,
 // Q5_0 an f16 scale + 4 bytes of fifth bits + 16 bytes of nibbles.
 constexpr FormatInfo kInfo[kNumWFormats] = {
-    {"f32", 1, 4}, {"bf16", 1, 2}, {"f16", 1, 2}, {"q8_0", 32, 34},
+    {"f32", 1, 4},    {"bf16", 1, 2},     {"f16", 1, 2},      {"q8_0", 32, 34},
     {"q4_0", 32, 18}, {"q4_k", 256, 144}, {"q6_k", 256, 210}, {"q5_0", 32, 22},
 };
 const FormatInfo& Info(WFormat f) { return kInfo[static_cast<int>(f)]; }
@@ -31,10 +31,17 @@ int64_t WFormatRowBytes(WFormat f, int64_t cols) {
 
 bool WFormatFromDType(DType t, WFormat* out) {
   switch (t) {
-    case DType::kF32: *out = WFormat::kF32; return true;
-    case DType::kBF16: *out = WFormat::kBF16; return true;
-    case DType::kF16: *out = WFormat::kF16; return true;
-    default: return false;
+    case DType::kF32:
+      *out = WFormat::kF32;
+      return true;
+    case DType::kBF16:
+      *out = WFormat::kBF16;
+      return true;
+    case DType::kF16:
+      *out = WFormat::kF16;
+      return true;
+    default:
+      return false;
   }
 }
 

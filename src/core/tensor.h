@@ -33,7 +33,9 @@ struct TensorView {
   size_t nbytes() const { return static_cast<size_t>(numel()) * DTypeSize(dtype); }
   int64_t dim(int i) const { return shape[i < 0 ? shape.size() + i : i]; }
   template <typename T>
-  const T* as() const { return static_cast<const T*>(data); }
+  const T* as() const {
+    return static_cast<const T*>(data);
+  }
 };
 
 // An owning f32 tensor: the activation type of the CPU backend.

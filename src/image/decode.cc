@@ -142,8 +142,8 @@ int PngExifOrientation(std::span<const uint8_t> data) {
   int orientation = 1;
   size_t pos = 8;
   while (pos + 8 <= data.size()) {
-    const size_t length = (size_t{data[pos]} << 24) | (data[pos + 1] << 16) |
-                          (data[pos + 2] << 8) | data[pos + 3];
+    const size_t length =
+        (size_t{data[pos]} << 24) | (data[pos + 1] << 16) | (data[pos + 2] << 8) | data[pos + 3];
     if (length > data.size() - pos - 8) break;
     if (StartsWith(data, pos + 4, "eXIf")) {
       orientation = ExifBlockOrientation(data.subspan(pos + 8, length));

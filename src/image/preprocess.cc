@@ -14,8 +14,8 @@ using Json = nlohmann::json;
 Status FieldError(const std::string& origin, const char* field, const char* expected,
                   const Json& value) {
   // A preprocessor_config.json with a wrong-typed or out-of-range field is a corrupt file.
-  return Error(StatusCode::kDataLoss, "image", origin, ": field '", field, "' must be ",
-               expected, ", got ", ShortJson(value));
+  return Error(StatusCode::kDataLoss, "image", origin, ": field '", field, "' must be ", expected,
+               ", got ", ShortJson(value));
 }
 
 // Reads an optional boolean; null means false (transformers treats None as falsy).

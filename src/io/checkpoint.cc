@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
@@ -33,7 +32,8 @@ StatusOr<Checkpoint> Checkpoint::Open(const std::string& dir) {
     }
     for (auto& [name, file] : wm->items()) {
       if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos) {
-        return Error(StatusCode::kDataLoss, "checkpoint", index_path, ": bad shard for '", name, "'");
+        return Error(StatusCode::kDataLoss, "checkpoint", index_path, ": bad shard for '", name,
+                     "'");
       }
       index_map[name] = file.get<std::string>();
       if (std::find(files.begin(), files.end(), file.get<std::string>()) == files.end()) {
@@ -88,8 +88,8 @@ StatusOr<TensorView> Checkpoint::Get(const std::string& name, const Shape& shape
                  "' has dtype ", DTypeName(t.dtype), " (supported: F32, BF16, F16)");
   }
   if (t.shape != shape) {
-    return Error(StatusCode::kDataLoss, "checkpoint", f.path(), ": tensor '", name,
-                 "' has shape ", ShapeString(t.shape), ", config expects ", ShapeString(shape));
+    return Error(StatusCode::kDataLoss, "checkpoint", f.path(), ": tensor '", name, "' has shape ",
+                 ShapeString(t.shape), ", config expects ", ShapeString(shape));
   }
   return t;
 }

@@ -17,8 +17,8 @@ namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr uint64_t kDefaultAlignment = 32;
-constexpr int kMaxDims = 4;             // GGML_MAX_DIMS
-constexpr size_t kMaxNameBytes = 64;    // GGML_MAX_NAME: names are shorter than this
+constexpr int kMaxDims = 4;           // GGML_MAX_DIMS
+constexpr size_t kMaxNameBytes = 64;  // GGML_MAX_NAME: names are shorter than this
 constexpr uint64_t kMaxAlignment = 1 << 20;
 
 constexpr GgmlType kGgmlTypes[] = {
@@ -38,11 +38,23 @@ constexpr GgmlType kGgmlTypes[] = {
 // Bytes of one scalar metadata value of type t; 0 for string/array/unknown.
 size_t ScalarSize(GgufType t) {
   switch (t) {
-    case GgufType::kU8: case GgufType::kI8: case GgufType::kBool: return 1;
-    case GgufType::kU16: case GgufType::kI16: return 2;
-    case GgufType::kU32: case GgufType::kI32: case GgufType::kF32: return 4;
-    case GgufType::kU64: case GgufType::kI64: case GgufType::kF64: return 8;
-    default: return 0;
+    case GgufType::kU8:
+    case GgufType::kI8:
+    case GgufType::kBool:
+      return 1;
+    case GgufType::kU16:
+    case GgufType::kI16:
+      return 2;
+    case GgufType::kU32:
+    case GgufType::kI32:
+    case GgufType::kF32:
+      return 4;
+    case GgufType::kU64:
+    case GgufType::kI64:
+    case GgufType::kF64:
+      return 8;
+    default:
+      return 0;
   }
 }
 bool KnownType(uint32_t t) { return t <= static_cast<uint32_t>(GgufType::kF64); }
@@ -95,24 +107,39 @@ bool ReadScalar(Cursor& c, GgufType t, GgufValue* v) {
   uint64_t raw = 0;
   std::memcpy(&raw, p, n);
   switch (t) {
-    case GgufType::kU8: case GgufType::kU16: case GgufType::kU32: case GgufType::kU64:
+    case GgufType::kU8:
+    case GgufType::kU16:
+    case GgufType::kU32:
+    case GgufType::kU64:
     case GgufType::kBool:
       v->u = raw;
       v->i = raw <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
-                 ? static_cast<int64_t>(raw) : -1;
+                 ? static_cast<int64_t>(raw)
+                 : -1;
       break;
-    case GgufType::kI8: v->i = static_cast<int8_t>(raw); break;
-    case GgufType::kI16: v->i = static_cast<int16_t>(raw); break;
-    case GgufType::kI32: v->i = static_cast<int32_t>(raw); break;
-    case GgufType::kI64: v->i = static_cast<int64_t>(raw); break;
+    case GgufType::kI8:
+      v->i = static_cast<int8_t>(raw);
+      break;
+    case GgufType::kI16:
+      v->i = static_cast<int16_t>(raw);
+      break;
+    case GgufType::kI32:
+      v->i = static_cast<int32_t>(raw);
+      break;
+    case GgufType::kI64:
+      v->i = static_cast<int64_t>(raw);
+      break;
     case GgufType::kF32: {
       float f;
       std::memcpy(&f, p, 4);
       v->f = f;
       break;
     }
-    case GgufType::kF64: std::memcpy(&v->f, p, 8); break;
-    default: return false;
+    case GgufType::kF64:
+      std::memcpy(&v->f, p, 8);
+      break;
+    default:
+      return false;
   }
   if (t != GgufType::kF32 && t != GgufType::kF64) {
     v->f = static_cast<double>(v->i);
@@ -122,8 +149,7 @@ bool ReadScalar(Cursor& c, GgufType t, GgufValue* v) {
 }
 
 bool IsInteger(GgufType t) {
-  return t != GgufType::kF32 && t != GgufType::kF64 && t != GgufType::kBool &&
-         ScalarSize(t) != 0;
+  return t != GgufType::kF32 && t != GgufType::kF64 && t != GgufType::kBool && ScalarSize(t) != 0;
 }
 
 }  // namespace
@@ -137,14 +163,22 @@ const GgmlType* FindGgmlType(uint32_t id) {
 
 uint32_t GgmlTypeOf(WFormat f) {
   switch (f) {
-    case WFormat::kF32: return 0;
-    case WFormat::kF16: return 1;
-    case WFormat::kBF16: return 30;
-    case WFormat::kQ8_0: return 8;
-    case WFormat::kQ4_0: return 2;
-    case WFormat::kQ4_K: return 12;
-    case WFormat::kQ6_K: return 14;
-    case WFormat::kQ5_0: return 6;
+    case WFormat::kF32:
+      return 0;
+    case WFormat::kF16:
+      return 1;
+    case WFormat::kBF16:
+      return 30;
+    case WFormat::kQ8_0:
+      return 8;
+    case WFormat::kQ4_0:
+      return 2;
+    case WFormat::kQ4_K:
+      return 12;
+    case WFormat::kQ6_K:
+      return 14;
+    case WFormat::kQ5_0:
+      return 6;
   }
   OCULAR_CHECK(false, "HINT: a WFormat without a ggml type");
   return 0;
@@ -207,8 +241,10 @@ Status GgufFile::ParseAll(std::span<const uint8_t> bytes) {
   if (version_ != 2 && version_ != 3) return corrupt("unknown version ", version_);
   // Each key/value takes at least 13 bytes, each tensor info at least 32: counts beyond what
   // the file can hold are corrupt (and must not size any allocation).
-  if (n_kv > c.left() / 13) return corrupt("metadata_kv_count ", n_kv, " exceeds what the file holds");
-  if (n_tensors > c.left() / 32) return corrupt("tensor_count ", n_tensors, " exceeds what the file holds");
+  if (n_kv > c.left() / 13)
+    return corrupt("metadata_kv_count ", n_kv, " exceeds what the file holds");
+  if (n_tensors > c.left() / 32)
+    return corrupt("tensor_count ", n_tensors, " exceeds what the file holds");
 
   for (uint64_t k = 0; k < n_kv; ++k) {
     std::string_view key;
@@ -216,7 +252,8 @@ Status GgufFile::ParseAll(std::span<const uint8_t> bytes) {
     if (!c.ReadString(&key)) return corrupt("metadata key ", k, ": truncated");
     if (key.empty()) return corrupt("metadata key ", k, ": empty");
     if (!c.Read(&type)) return corrupt("metadata '", Printable(key), "': truncated");
-    if (!KnownType(type)) return corrupt("metadata '", Printable(key), "': unknown value type ", type);
+    if (!KnownType(type))
+      return corrupt("metadata '", Printable(key), "': unknown value type ", type);
     GgufValue v;
     v.type = static_cast<GgufType>(type);
     bool ok = true;
@@ -224,8 +261,10 @@ Status GgufFile::ParseAll(std::span<const uint8_t> bytes) {
       ok = c.ReadString(&v.str);
     } else if (v.type == GgufType::kArray) {
       uint32_t et = 0;
-      if (!c.Read(&et) || !c.Read(&v.count)) return corrupt("metadata '", Printable(key), "': truncated");
-      if (!KnownType(et)) return corrupt("metadata '", Printable(key), "': unknown array element type ", et);
+      if (!c.Read(&et) || !c.Read(&v.count))
+        return corrupt("metadata '", Printable(key), "': truncated");
+      if (!KnownType(et))
+        return corrupt("metadata '", Printable(key), "': unknown array element type ", et);
       v.elem_type = static_cast<GgufType>(et);
       if (v.elem_type == GgufType::kArray) {
         return Error(StatusCode::kUnimplemented, "gguf", origin_, ": metadata '", Printable(key),
@@ -251,7 +290,8 @@ Status GgufFile::ParseAll(std::span<const uint8_t> bytes) {
     }
   }
   if (const GgufValue* a = Find("general.alignment")) {
-    if (a->type != GgufType::kU32 || a->u == 0 || (a->u & (a->u - 1)) != 0 || a->u > kMaxAlignment) {
+    if (a->type != GgufType::kU32 || a->u == 0 || (a->u & (a->u - 1)) != 0 ||
+        a->u > kMaxAlignment) {
       return corrupt("general.alignment must be a u32 power of two <= ", kMaxAlignment);
     }
     alignment_ = a->u;
@@ -267,8 +307,10 @@ Status GgufFile::ParseAll(std::span<const uint8_t> bytes) {
     if (!c.ReadString(&name) || !c.Read(&n_dims)) return corrupt("tensor info ", t, ": truncated");
     ti.name = std::string(name);
     const std::string shown = Printable(name);
-    if (name.empty() || name.size() > 4096) return corrupt("tensor info ", t, ": name of ", name.size(), " bytes");
-    if (n_dims < 1 || n_dims > kMaxDims) return corrupt("tensor '", shown, "': n_dims ", n_dims, " (1..4)");
+    if (name.empty() || name.size() > 4096)
+      return corrupt("tensor info ", t, ": name of ", name.size(), " bytes");
+    if (n_dims < 1 || n_dims > kMaxDims)
+      return corrupt("tensor '", shown, "': n_dims ", n_dims, " (1..4)");
     ti.ne.resize(n_dims);
     uint64_t numel = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
@@ -291,7 +333,8 @@ Status GgufFile::ParseAll(std::span<const uint8_t> bytes) {
     if (ti.offset % alignment_ != 0) {
       return corrupt("tensor '", shown, "': offset ", ti.offset, " is not aligned to ", alignment_);
     }
-    if (!tensor_index_.emplace(ti.name, t).second) return corrupt("tensor '", shown, "' appears twice");
+    if (!tensor_index_.emplace(ti.name, t).second)
+      return corrupt("tensor '", shown, "' appears twice");
   }
   const uint64_t data_start = (c.pos() + alignment_ - 1) / alignment_ * alignment_;
   const uint64_t data_size = data_start <= bytes.size() ? bytes.size() - data_start : 0;
@@ -328,7 +371,8 @@ const GgufTensor* GgufFile::FindTensor(std::string_view name) const {
 
 StatusOr<std::string_view> GgufFile::GetString(std::string_view key) const {
   const GgufValue* v = Find(key);
-  if (v == nullptr) return Error(StatusCode::kNotFound, "gguf", origin_, ": no metadata '", key, "'");
+  if (v == nullptr)
+    return Error(StatusCode::kNotFound, "gguf", origin_, ": no metadata '", key, "'");
   if (v->type != GgufType::kString) {
     return Error(StatusCode::kDataLoss, "gguf", origin_, ": metadata '", key, "' is not a string");
   }
@@ -337,7 +381,8 @@ StatusOr<std::string_view> GgufFile::GetString(std::string_view key) const {
 
 StatusOr<uint64_t> GgufFile::GetUint(std::string_view key) const {
   const GgufValue* v = Find(key);
-  if (v == nullptr) return Error(StatusCode::kNotFound, "gguf", origin_, ": no metadata '", key, "'");
+  if (v == nullptr)
+    return Error(StatusCode::kNotFound, "gguf", origin_, ": no metadata '", key, "'");
   if (!IsInteger(v->type) || v->i < 0) {
     return Error(StatusCode::kDataLoss, "gguf", origin_, ": metadata '", key,
                  "' is not a non-negative integer");
@@ -347,7 +392,8 @@ StatusOr<uint64_t> GgufFile::GetUint(std::string_view key) const {
 
 StatusOr<double> GgufFile::GetFloat(std::string_view key) const {
   const GgufValue* v = Find(key);
-  if (v == nullptr) return Error(StatusCode::kNotFound, "gguf", origin_, ": no metadata '", key, "'");
+  if (v == nullptr)
+    return Error(StatusCode::kNotFound, "gguf", origin_, ": no metadata '", key, "'");
   if (v->type != GgufType::kF32 && v->type != GgufType::kF64) {
     return Error(StatusCode::kDataLoss, "gguf", origin_, ": metadata '", key, "' is not a float");
   }
@@ -356,7 +402,8 @@ StatusOr<double> GgufFile::GetFloat(std::string_view key) const {
 
 StatusOr<std::string_view> GgufFile::GetBytes(std::string_view key) const {
   const GgufValue* v = Find(key);
-  if (v == nullptr) return Error(StatusCode::kNotFound, "gguf", origin_, ": no metadata '", key, "'");
+  if (v == nullptr)
+    return Error(StatusCode::kNotFound, "gguf", origin_, ": no metadata '", key, "'");
   if (v->type != GgufType::kArray ||
       (v->elem_type != GgufType::kU8 && v->elem_type != GgufType::kI8)) {
     return Error(StatusCode::kDataLoss, "gguf", origin_, ": metadata '", key,
@@ -417,8 +464,10 @@ void GgufWriter::SetBytes(const std::string& key, std::string_view bytes) {
   ++kv_count_;
 }
 
-size_t GgufWriter::AddTensor(const std::string& name, const std::vector<int64_t>& shape, WFormat f) {
-  OCULAR_CHECK(!name.empty() && name.size() < kMaxNameBytes, "HINT: GGUF tensor names are < 64 bytes");
+size_t GgufWriter::AddTensor(const std::string& name, const std::vector<int64_t>& shape,
+                             WFormat f) {
+  OCULAR_CHECK(!name.empty() && name.size() < kMaxNameBytes,
+               "HINT: GGUF tensor names are < 64 bytes");
   OCULAR_CHECK(!shape.empty() && shape.size() <= kMaxDims);
   for (const Tensor& t : tensors_) OCULAR_CHECK(t.name != name, "HINT: tensor names are unique");
   Tensor t{name, {shape.rbegin(), shape.rend()}, f, 0};
@@ -452,7 +501,8 @@ Status GgufWriter::Write(const std::string& path, const FillFn& fill) const {
   const std::string partial = path + ".partial";
   FILE* f = std::fopen(partial.c_str(), "wb");
   if (f == nullptr) {
-    return Error(StatusCode::kNotFound, "gguf", partial, ": cannot create (", std::strerror(errno), ")");
+    return Error(StatusCode::kNotFound, "gguf", partial, ": cannot create (", std::strerror(errno),
+                 ")");
   }
   auto fail = [&](Status s) {
     std::fclose(f);
@@ -461,7 +511,8 @@ Status GgufWriter::Write(const std::string& path, const FillFn& fill) const {
   };
   auto write = [&](const void* p, size_t n) { return std::fwrite(p, 1, n, f) == n; };
   auto io_error = [&] {
-    return Error(StatusCode::kInternal, "gguf", partial, ": write failed (", std::strerror(errno), ")");
+    return Error(StatusCode::kInternal, "gguf", partial, ": write failed (", std::strerror(errno),
+                 ")");
   };
   if (!write(head.data(), head.size())) return fail(io_error());
   std::vector<std::byte> buffer;

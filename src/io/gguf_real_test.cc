@@ -40,8 +40,8 @@ TEST(GgufRealFile, EveryBlockTypeOfTheFileDecodesAsGgufPy) {
     ASSERT_EQ(WFormatRowBytes(f, cols), blocks->shape[1]);
     std::vector<float> out(static_cast<size_t>(cols));
     for (int64_t r = 0; r < values->shape[0]; ++r) {
-      quant::DequantizeRow(f, static_cast<const std::byte*>(blocks->data) + r * blocks->shape[1], cols,
-                           out.data());
+      quant::DequantizeRow(f, static_cast<const std::byte*>(blocks->data) + r * blocks->shape[1],
+                           cols, out.data());
       ASSERT_EQ(std::memcmp(out.data(), values->as<float>() + r * cols, cols * sizeof(float)), 0)
           << "row " << r;
     }

@@ -58,7 +58,9 @@ StatusOr<TensorView> GgufSource::Get(const std::string& name, const Shape& shape
   }
   const bool is_float = f == WFormat::kF32 || f == WFormat::kBF16 || f == WFormat::kF16;
   if (is_float && !entry->stored_plus_one) {
-    const DType dt = f == WFormat::kF32 ? DType::kF32 : f == WFormat::kBF16 ? DType::kBF16 : DType::kF16;
+    const DType dt = f == WFormat::kF32    ? DType::kF32
+                     : f == WFormat::kBF16 ? DType::kBF16
+                                           : DType::kF16;
     return TensorView{t->data, dt, shape};
   }
   // An f32 copy: rows of ne[0] values decoded one at a time.
@@ -87,7 +89,8 @@ StatusOr<Matrix> GgufSource::GetMatrix(const std::string& name, const Shape& sha
                  WFormatName(m.format), ", which ocular's kernels do not implement yet");
   }
   const int64_t rows = shape.empty() ? 1 : shape[0];
-  const bool is_float = m.format == WFormat::kF32 || m.format == WFormat::kBF16 || m.format == WFormat::kF16;
+  const bool is_float =
+      m.format == WFormat::kF32 || m.format == WFormat::kBF16 || m.format == WFormat::kF16;
   if (dequantize_ && !is_float) {
     OCULAR_ASSIGN_OR_RETURN(TensorView f32, Get(name, shape));
     return MatrixFromView(f32, rows, NumElements(shape) / (rows > 0 ? rows : 1));

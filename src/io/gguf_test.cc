@@ -79,7 +79,8 @@ TEST(Gguf, WriterOutputReadsBack) {
                    }
                  } else {
                    EXPECT_EQ(i, q8);
-                   for (int r = 0; r < 2; ++r) quant::QuantizeRow(WFormat::kQ8_0, &values[r * 64], 64, out + r * 68);
+                   for (int r = 0; r < 2; ++r)
+                     quant::QuantizeRow(WFormat::kQ8_0, &values[r * 64], 64, out + r * 68);
                  }
                  return Status::Ok();
                }).ok());
@@ -191,7 +192,13 @@ TEST(Gguf, CorruptFieldsAreNamed) {
   }
   {
     Bytes b;
-    b.Header(3, 0, 2).Str("k").Put<uint32_t>(4).Put<uint32_t>(1).Str("k").Put<uint32_t>(4).Put<uint32_t>(2);
+    b.Header(3, 0, 2)
+        .Str("k")
+        .Put<uint32_t>(4)
+        .Put<uint32_t>(1)
+        .Str("k")
+        .Put<uint32_t>(4)
+        .Put<uint32_t>(2);
     ExpectCorrupt(b.s, "appears twice");
   }
   {

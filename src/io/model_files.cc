@@ -13,7 +13,8 @@ bool GgufFiles::Has(std::string_view name) const { return gguf_->Find(Key(name))
 StatusOr<std::string> GgufFiles::Read(std::string_view name, int64_t max_bytes,
                                       std::string_view component) const {
   const GgufValue* v = gguf_->Find(Key(name));
-  if (v == nullptr) return Error(StatusCode::kNotFound, component, Where(name), ": not in the file");
+  if (v == nullptr)
+    return Error(StatusCode::kNotFound, component, Where(name), ": not in the file");
   std::string_view bytes;
   if (v->type == GgufType::kString) {
     bytes = v->str;
@@ -39,7 +40,8 @@ std::string GgufFiles::Where(std::string_view name) const {
 StatusOr<std::string> MemoryFiles::Read(std::string_view name, int64_t max_bytes,
                                         std::string_view component) const {
   const auto it = files_.find(name);
-  if (it == files_.end()) return Error(StatusCode::kNotFound, component, Where(name), ": not in the file");
+  if (it == files_.end())
+    return Error(StatusCode::kNotFound, component, Where(name), ": not in the file");
   if (static_cast<int64_t>(it->second.size()) > max_bytes) {
     return Error(StatusCode::kResourceExhausted, component, Where(name), ": ", it->second.size(),
                  " bytes, over the limit of ", max_bytes, " bytes for this file");
@@ -61,7 +63,8 @@ StatusOr<ModelFiles> ModelFiles::Open(const std::string& path, const GgufAdapter
     out.files = std::make_unique<DirectoryFiles>(path);
     return out;
   }
-  if (!fs::exists(st)) return Error(StatusCode::kNotFound, "model", path, ": no such file or directory");
+  if (!fs::exists(st))
+    return Error(StatusCode::kNotFound, "model", path, ": no such file or directory");
   if (!fs::is_regular_file(st) || !GgufFile::HasMagic(path)) {
     return Error(StatusCode::kIoError, "model", path,
                  ": neither a model directory (config.json + safetensors) nor a GGUF file");

@@ -22,8 +22,7 @@ inline constexpr const char* kGgufFilePrefix = "ocular.file.";
 
 // The side files (config.json, tokenizer.model, ...) of a GGUF file without ocular's
 // embedded ones, built from its metadata; kUnimplemented for an architecture it cannot read.
-using GgufAdapter =
-    std::function<StatusOr<std::unique_ptr<FileSet>>(const GgufFile& gguf)>;
+using GgufAdapter = std::function<StatusOr<std::unique_ptr<FileSet>>(const GgufFile& gguf)>;
 
 struct ModelFiles {
   std::string path;

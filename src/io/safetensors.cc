@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
@@ -110,8 +109,8 @@ StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
             [](const Range& a, const Range& b) { return a.begin < b.begin; });
   for (size_t i = 1; i < ranges.size(); ++i) {
     if (ranges[i].begin < ranges[i - 1].end) {
-      return Bad(path, StrCat("tensors '", ranges[i - 1].name, "' and '", ranges[i].name,
-                              "' overlap"));
+      return Bad(path,
+                 StrCat("tensors '", ranges[i - 1].name, "' and '", ranges[i].name, "' overlap"));
     }
   }
   return st;

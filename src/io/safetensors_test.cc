@@ -8,9 +8,7 @@
 namespace ocular {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  return (testing::TempDir() + "/") + name;
-}
+std::string TempPath(const std::string& name) { return (testing::TempDir() + "/") + name; }
 
 // Writes u64 header length + header + data bytes.
 std::string WriteRaw(const std::string& name, const std::string& header, size_t data_bytes) {
@@ -58,14 +56,14 @@ TEST(Safetensors, RejectsCorruptFilesWithClearErrors) {
       {"overlap",
        R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
        12, "overlap"},
-      {"wrong_size", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8,
-       "needs 12"},
+      {"wrong_size", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8, "needs 12"},
       {"unknown_dtype", R"({"a":{"dtype":"F7","shape":[1],"data_offsets":[0,1]}})", 1,
        "unknown dtype 'F7'"},
       {"negative_dim", R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4,
        "non-integer/negative"},
-      {"huge_dims", R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,4]}})",
-       4, "more bytes than the file"},
+      {"huge_dims",
+       R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,4]}})", 4,
+       "more bytes than the file"},
       {"no_offsets", R"({"a":{"dtype":"F32","shape":[1]}})", 4, "data_offsets"},
       {"json_position", "{\"a\": {\"dtype\": \"F32\",\n \"shape\": [1,]}}", 4,
        "well-formed JSON object: invalid JSON at line 2, column 14"},

@@ -113,10 +113,10 @@ TEST(AttentionTest, EveryIsaMatchesReferenceAndNaiveFormula) {
         c, q.data() + 1, ldq, k.data() + 1, v.data() + 1, ldk, ldv, scale, begin, end, &mag);
     // The reference, one item at a time.
     std::vector<float> want(c.Tq * ldo, 0.0f);
-    const kernels::AttentionArgs args{q.data() + 1, c.Tq,         c.Hq,       ldq,   k.data() + 1,
-                                      v.data() + 1, false,        0,          c.Tk,  c.Hkv,
-                                      ldk,          ldv,          c.d,        scale, c.softcap,
-                                      begin.data(), end.data(),   want.data(), ldo,  false};
+    const kernels::AttentionArgs args{q.data() + 1, c.Tq,       c.Hq,        ldq,   k.data() + 1,
+                                      v.data() + 1, false,      0,           c.Tk,  c.Hkv,
+                                      ldk,          ldv,        c.d,         scale, c.softcap,
+                                      begin.data(), end.data(), want.data(), ldo,   false};
     std::vector<float> scratch(kernels::AttentionScratchFloats(c.Tk, c.d));
     ref::AttentionItems(args, 0, kernels::AttentionItemCount(c.Tq, c.Hq), scratch.data());
     for (int64_t i = 0; i < c.Tq; ++i) {
@@ -160,12 +160,13 @@ TEST(AttentionTest, RingAndBf16StorageEqualTheLinearF32Layout) {
     for (int64_t i = 0; i < Tq; ++i) {
       const int32_t p = static_cast<int32_t>(Tk - Tq + i);
       end.push_back(p + 1);
-      begin.push_back(std::max<int32_t>(std::max<int32_t>(0, p + 1 - ring),
-                                        static_cast<int32_t>(Tk - ring)));
+      begin.push_back(
+          std::max<int32_t>(std::max<int32_t>(0, p + 1 - ring), static_cast<int32_t>(Tk - ring)));
     }
     // Ring layouts: logical key t at row t % ring (only the last `ring` keys kept).
     std::vector<float> k_ring(ring * kvdim), v_ring(ring * kvdim);
-    std::vector<uint16_t> k_ring16(ring * kvdim), v_ring16(ring * kvdim), k16(Tk * kvdim), v16(Tk * kvdim);
+    std::vector<uint16_t> k_ring16(ring * kvdim), v_ring16(ring * kvdim), k16(Tk * kvdim),
+        v16(Tk * kvdim);
     for (int64_t t = 0; t < Tk; ++t) {
       for (int64_t j = 0; j < kvdim; ++j) {
         k16[t * kvdim + j] = F32ToBF16(k[t * kvdim + j]);
@@ -205,8 +206,10 @@ TEST(AttentionTest, RingAndBf16StorageEqualTheLinearF32Layout) {
 // Precision::kBF16 follows torch's bf16 eager attention: every output is bf16, and every ISA
 // agrees with the scalar twin to within one bf16 rounding of the inputs to softmax/p·v.
 TEST(AttentionTest, Bf16OrderOnEveryIsaMatchesScalarTwin) {
-  const Case cases[] = {{5, 5, 4, 2, 17, 0.0f, "full"},   {1, 40, 8, 1, 256, 50.0f, "causal"},
-                        {7, 12, 4, 2, 64, 50.0f, "window"}, {37, 37, 2, 2, 72, 0.0f, "prefix"}};
+  const Case cases[] = {{5, 5, 4, 2, 17, 0.0f, "full"},
+                        {1, 40, 8, 1, 256, 50.0f, "causal"},
+                        {7, 12, 4, 2, 64, 50.0f, "window"},
+                        {37, 37, 2, 2, 72, 0.0f, "prefix"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.mask) + " d=" + std::to_string(c.d));
     const int64_t ldq = c.Hq * c.d, ldk = c.Hkv * c.d, ldo = c.Hq * c.d;
@@ -323,18 +326,17 @@ TEST(AttentionTest, Bf16DotProductKernelEqualsPlainKernel) {
     end[i] = i == 5 ? 3 : static_cast<int32_t>(Tk - Tq + i + 1);
   }
   std::vector<float> plain(Tq * Hq * d), dot(Tq * Hq * d, -9.0f), mag(Tq * Hq * d, 1.0f);
-  const kernels::AttentionArgs args{q.data(), Tq,       Hq,           Hq * d,     kb.data(),
-                                    vb.data(), true,    0,            Tk,         Hkv,
-                                    ld,        ld,      d,            0.3f,       0.0f,
-                                    begin.data(), end.data(), plain.data(), Hq * d, true};
+  const kernels::AttentionArgs args{
+      q.data(), Tq, Hq,   Hq * d, kb.data(),    vb.data(),  true,         0,      Tk,  Hkv, ld,
+      ld,       d,  0.3f, 0.0f,   begin.data(), end.data(), plain.data(), Hq * d, true};
   std::vector<float> scratch(kernels::AttentionScratchFloats(Tk, d));
   table.attention_items(args, 0, kernels::AttentionItemCount(Tq, Hq), scratch.data());
   kernels::AttentionArgs dot_args = args;
   dot_args.out = dot.data();
   std::vector<float> dot_scratch(kernels::AttentionDotScratchFloats(Tk, d));
-  table.attention_dot_items(
-      dot_args, {packed_k.data(), key_words, packed_v.data(), value_words, value_pairs}, 0,
-      kernels::AttentionDotItemCount(Tq, Hq), dot_scratch.data());
+  table.attention_dot_items(dot_args,
+                            {packed_k.data(), key_words, packed_v.data(), value_words, value_pairs},
+                            0, kernels::AttentionDotItemCount(Tq, Hq), dot_scratch.data());
   ExpectClose(dot.data(), plain.data(), mag.data(), Tq * Hq * d, 2e-2, 0.0, "dot vs plain");
   for (int64_t j = 0; j < Hq * d; ++j) EXPECT_EQ(dot[5 * Hq * d + j], 0.0f);  // empty range
   ASSERT_TRUE(SetIsa(saved).ok());

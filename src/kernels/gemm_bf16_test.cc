@@ -110,7 +110,7 @@ TEST(GemmBf16Test, AmxMatchesTheAvx512GemmWhateverTheColumnRange) {
   struct Case {
     int64_t M, K, N, pad;  // pad: extra bf16 values per weight row (strided rows)
   };
-  const Case cases[] = {{9, 2, 1, 0},     {16, 32, 16, 0},  {17, 34, 17, 2},   {40, 96, 33, 0},
+  const Case cases[] = {{9, 2, 1, 0},     {16, 32, 16, 0},  {17, 34, 17, 2},    {40, 96, 33, 0},
                         {64, 66, 31, 64}, {65, 770, 50, 0}, {130, 4304, 23, 0}, {300, 64, 7, 0},
                         {20, 2, 300, 0},  {33, 1154, 64, 6}};
   for (const Case& c : cases) {
@@ -124,8 +124,8 @@ TEST(GemmBf16Test, AmxMatchesTheAvx512GemmWhateverTheColumnRange) {
     const Matrix w{reinterpret_cast<const std::byte*>(wv.data()), WFormat::kBF16, c.N, c.K,
                    static_cast<size_t>(2 * ldw)};
     std::vector<uint32_t> packed(cpu::PackedBf16Words(c.M, c.K));
-    ASSERT_TRUE(cpu::PackBf16Rows(a.data(), c.M, c.K, c.K, 0, (c.M + 15) / 16, true,
-                                  packed.data()));
+    ASSERT_TRUE(
+        cpu::PackBf16Rows(a.data(), c.M, c.K, c.K, 0, (c.M + 15) / 16, true, packed.data()));
     std::vector<float> want(c.M * c.N), got(c.M * c.N, NAN), scale(c.M * c.N);
     cpu::GemmBf16(packed.data(), c.M, c.K, w, 0, c.N, want.data(), c.N);
     cpu::GemmBf16Amx(packed.data(), c.M, c.K, w, 0, c.N, got.data(), c.N);

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
-#include <span>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -39,8 +39,9 @@ kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512, boo
   kernels::KernelTable t = base;
   const kernels::MatMulFn quant =
       avx512 && cpu::QuantVnniSupported() ? cpu::MatMulQuantVnni : cpu::MatMulQuantAvx2;
-  const kernels::MatMulFn quant_f32 =
-      avx512 && cpu::QuantF32Avx512Supported() ? cpu::MatMulQuantF32Avx512 : cpu::MatMulQuantF32Avx2;
+  const kernels::MatMulFn quant_f32 = avx512 && cpu::QuantF32Avx512Supported()
+                                          ? cpu::MatMulQuantF32Avx512
+                                          : cpu::MatMulQuantF32Avx2;
   for (WFormat f :
        {WFormat::kQ8_0, WFormat::kQ4_0, WFormat::kQ5_0, WFormat::kQ4_K, WFormat::kQ6_K}) {
     t.matmul[static_cast<int>(f)] = quant;
@@ -178,7 +179,8 @@ void ForRanges(const Exec& ex, int64_t n, const F& fn) {
 // fn(r0, r1) over blocks of whole rows of a [rows, dim] matrix, split like ForRanges.
 template <class F>
 void ForRowBlocks(const Exec& ex, int64_t rows, int64_t dim, const F& fn) {
-  const int64_t threads = std::min<int64_t>({ex.pool().size(), rows, rows * dim / kMinParallelElements});
+  const int64_t threads =
+      std::min<int64_t>({ex.pool().size(), rows, rows * dim / kMinParallelElements});
   if (threads <= 1) return fn(int64_t{0}, rows);
   ex.pool().ParallelFor(threads, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) fn(rows * t / threads, rows * (t + 1) / threads);
@@ -204,9 +206,12 @@ bool UsesGemmBf16(const Exec& ex, int64_t M, int64_t K, const Matrix& w) {
 
 const char* PrecisionName(Precision p) {
   switch (p) {
-    case Precision::kF32: return "f32";
-    case Precision::kBF16: return "bf16";
-    case Precision::kBF16Fast: return "bf16-fast";
+    case Precision::kF32:
+      return "f32";
+    case Precision::kBF16:
+      return "bf16";
+    case Precision::kBF16Fast:
+      return "bf16-fast";
   }
   return "?";
 }
@@ -223,8 +228,10 @@ bool ParsePrecision(std::string_view name, Precision* out) {
 
 const char* QuantActivationsName(QuantActivations q) {
   switch (q) {
-    case QuantActivations::kInt8: return "int8";
-    case QuantActivations::kF32: return "f32";
+    case QuantActivations::kInt8:
+      return "int8";
+    case QuantActivations::kF32:
+      return "f32";
   }
   return "?";
 }
@@ -311,8 +318,7 @@ void MatMulParts(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t l
   int64_t macs = 0;
   for (const MatMulOut& p : parts) macs += M * p.w->rows * K;
   ArenaScope scope(ex.arena);
-  const int64_t threads =
-      macs < kMinParallelMacs ? 1 : std::min<int64_t>(ex.pool().size(), units);
+  const int64_t threads = macs < kMinParallelMacs ? 1 : std::min<int64_t>(ex.pool().size(), units);
   // One contiguous range of column units per thread: body(thread, part, n0, n1) for each
   // part the range touches.
   auto for_each_thread = [&](const auto& body) {
@@ -471,8 +477,8 @@ namespace {
 
 // Rope's row loop; cos_sin(pos, cos, sin) fills head_dim / 2 values of each.
 template <typename CosSin>
-void RopeRows(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim,
-              int64_t ld, const int64_t* pos, CosSin cos_sin) {
+void RopeRows(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
+              const int64_t* pos, CosSin cos_sin) {
   OCULAR_CHECK(head_dim > 0 && head_dim % 2 == 0, "HINT: RoPE needs an even head_dim");
   OCULAR_CHECK(ld >= n_heads * head_dim);
   const kernels::KernelTable& table = ex.table();
@@ -552,10 +558,9 @@ void Attention(const Exec& ex, const float* q, int64_t Tq, int64_t Hq, int64_t l
     OCULAR_CHECK(kv.ring == 0 || key_begin[i] == key_end[i] || key_begin[i] >= kv.Tk - kv.ring,
                  "HINT: a ring holds only the last `ring` keys");
   }
-  const kernels::AttentionArgs args{q,     Tq,         Hq,      ldq,       kv.k,    kv.v,
-                                    kv.bf16, kv.ring,  kv.Tk,   Hkv,       kv.ldk,  kv.ldv,
-                                    d,     scale,      softcap, key_begin, key_end, out,
-                                    ldo,   ex.round_bf16()};
+  const kernels::AttentionArgs args{
+      q,      Tq,     Hq, ldq,   kv.k,    kv.v,      kv.bf16, kv.ring, kv.Tk, Hkv,
+      kv.ldk, kv.ldv, d,  scale, softcap, key_begin, key_end, out,     ldo,   ex.round_bf16()};
   const kernels::KernelTable& table = ex.table();
   const int threads = ex.pool().size();
   ArenaScope scope(ex.arena);

@@ -45,7 +45,8 @@ TEST(NormTest, RmsNormMatchesDoubleFormulaAndReference) {
         ForEachIsa([&](const std::string&) {
           std::vector<float> got(x, x + rows * dim);
           TestExec t;
-          ops::RmsNorm(t.ex, got.data(), rows, dim, w.view, 1e-6f, add_one, got.data());  // in place
+          ops::RmsNorm(t.ex, got.data(), rows, dim, w.view, 1e-6f, add_one,
+                       got.data());  // in place
           ExpectClose(got.data(), want.data(), nullptr, rows * dim, 1e-6, 1e-30, what);
         });
       }

@@ -197,8 +197,8 @@ TEST(MatMulTest, Bf16PrecisionRoundsInTheEpilogue) {
 }
 
 // bf16-fast batched decode (2 <= M <= 8) on bf16 weights uses bf16 × bf16 dot products where
-// the CPU has them: the activations are rounded to bf16, the products are exact and the sums f32. Elsewhere
-// it is the f32 path. Either way it matches the reference on the inputs it actually used.
+// the CPU has them: the activations are rounded to bf16, the products are exact and the sums f32.
+// Elsewhere it is the f32 path. Either way it matches the reference on the inputs it actually used.
 TEST(MatMulTest, Bf16FastDecodeUsesBf16DotProductsWhereAvailable) {
   const int64_t Ks[] = {1, 2, 31, 32, 33, 64, 100, 2309};
   const int64_t Ns[] = {1, 5, 67};
@@ -232,8 +232,9 @@ TEST(MatMulTest, Bf16FastDecodeUsesBf16DotProductsWhereAvailable) {
             }
           }
           ops::MatMul(t.ex, a.data(), M, K, lda, wm, nullptr, got.data(), N);
-          ExpectClose(got.data(), want.data(), scale.data(), M * N, 1e-6, 0.0,
-                      "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N));
+          ExpectClose(
+              got.data(), want.data(), scale.data(), M * N, 1e-6, 0.0,
+              "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N));
           if (HasFatalFailure()) return;
         }
       }
@@ -253,7 +254,8 @@ TEST(RoundBF16Test, EveryIsaRoundsToNearestEvenLikeTheScalarConversion) {
   }
   ForEachIsa([&](const std::string&) {
     TestExec t(1, Precision::kBF16);
-    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{17}, static_cast<int64_t>(x.size())}) {
+    for (int64_t n :
+         {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{17}, static_cast<int64_t>(x.size())}) {
       std::vector<float> got(x.begin(), x.begin() + n);
       ops::CastToActivation(t.ex, got.data(), n);
       for (int64_t i = 0; i < n; ++i) {

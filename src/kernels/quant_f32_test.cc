@@ -130,8 +130,8 @@ TEST(QuantF32Test, InRegisterDequantizationEqualsGgufPy) {
       ASSERT_EQ(raw->shape[1], WFormatRowBytes(f, cols));
       for (int64_t r = 0; r < values->shape[0]; ++r) {
         for (const auto& [isa, fn] : SimdDequantizers()) {
-          ExpectSameBits(fn, f, static_cast<const std::byte*>(raw->data) + r * raw->shape[1],
-                         cols, values->as<float>() + r * cols,
+          ExpectSameBits(fn, f, static_cast<const std::byte*>(raw->data) + r * raw->shape[1], cols,
+                         values->as<float>() + r * cols,
                          isa + " " + prefix + " row " + std::to_string(r));
         }
       }
@@ -258,9 +258,10 @@ TEST(QuantF32Test, RowsDoNotDependOnTheBatchTileOrThreads) {
       for (int64_t b : {2, 3, 4, 5, 7, 8, 9, 17, 40}) {
         for (int64_t m0 = 0; m0 < M; m0 += b) {
           const int64_t rows = std::min(b, M - m0);
-          ops::MatMul(one.ex, a.data() + m0 * K, rows, K, K, w.m, nullptr, batch.data() + m0 * N, N);
-          ops::MatMul(four.ex, a.data() + m0 * K, rows, K, K, w.m, nullptr,
-                      threads.data() + m0 * N, N);
+          ops::MatMul(one.ex, a.data() + m0 * K, rows, K, K, w.m, nullptr, batch.data() + m0 * N,
+                      N);
+          ops::MatMul(four.ex, a.data() + m0 * K, rows, K, K, w.m, nullptr, threads.data() + m0 * N,
+                      N);
         }
         for (int64_t i = 0; i < M * N; ++i) {
           ASSERT_EQ(Bits(batch[i]), Bits(single[i]))

@@ -19,8 +19,8 @@
 #include "kernels/ops.h"
 #include "kernels/quant/activations.h"
 #include "kernels/quant/blocks.h"
-#include "kernels/ref/ref_ops.h"
 #include "kernels/quant_test_util.h"
+#include "kernels/ref/ref_ops.h"
 #include "kernels/test_util.h"
 
 namespace ocular {
@@ -167,7 +167,7 @@ TEST(QuantMatMulTest, ActivationQuantizationIsWithinHalfAStep) {
       float amax = 0.0f;
       for (int64_t i = 0; i < block; ++i) amax = std::max(amax, std::fabs(x[b * block + i]));
       // ggml's scales: block_q8_0 keeps amax / 127 in f16, block_q8_K 1 / (127 / amax) in f32.
-      const float want = amax == 0.0f               ? 0.0f
+      const float want = amax == 0.0f          ? 0.0f
                          : f == WFormat::kQ4_K ? 1.0f / (127.0f / amax)
                                                : F16ToF32(quant::F32ToF16(amax / 127.0f));
       EXPECT_EQ(r.d[b], want) << WFormatName(f) << " block " << b;

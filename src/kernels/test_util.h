@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "core/half.h"
-#include "core/tensor.h"
 #include "core/arena.h"
+#include "core/half.h"
 #include "core/matrix.h"
+#include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "kernels/exec.h"
 #include "kernels/ops.h"
@@ -33,7 +33,9 @@ struct Weights {
   std::vector<float> f32;
   std::vector<uint16_t> u16;
   TensorView view;
-  Matrix matrix() const { return MatrixFromView(view, view.shape[0], view.numel() / view.shape[0]); }
+  Matrix matrix() const {
+    return MatrixFromView(view, view.shape[0], view.numel() / view.shape[0]);
+  }
 };
 
 // An execution context on the ISA active at construction (build it inside ForEachIsa).

@@ -308,7 +308,8 @@ StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const std::string& model_dir) {
 }
 
 StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const FileSet& files) {
-  OCULAR_ASSIGN_OR_RETURN(std::string text, files.Read("config.json", kMaxConfigFileBytes, "config"));
+  OCULAR_ASSIGN_OR_RETURN(std::string text,
+                          files.Read("config.json", kMaxConfigFileBytes, "config"));
   return ParsePaliGemmaConfig(text, files.Where("config.json"));
 }
 

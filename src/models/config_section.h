@@ -179,7 +179,8 @@ inline Status ParseVision(const Section& s, SiglipVisionConfig* v) {
 
 // A token id, or a list of them (eos_token_id: [1, 106] in released configs): `out` is the
 // first, `all` (if given) every one.
-inline Status TokenId(const Section& s, const char* key, int* out, std::vector<int>* all = nullptr) {
+inline Status TokenId(const Section& s, const char* key, int* out,
+                      std::vector<int>* all = nullptr) {
   const Json* v = s.Find(key);
   if (v != nullptr && v->is_array()) {
     if (v->empty() || v->size() > 64) {

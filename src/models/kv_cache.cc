@@ -31,7 +31,8 @@ KvCache::KvCache(const KvLayout& layout, int64_t capacity, KvDType dtype, std::b
     c.rows = layout.Rows(l, capacity, images);
     c.cross = layout.IsCross(l);
     c.ring = !c.cross && c.rows < capacity;
-    const size_t bytes = Arena::Rounded(static_cast<size_t>(c.rows * kv_dim_) * ElementBytes(dtype));
+    const size_t bytes =
+        Arena::Rounded(static_cast<size_t>(c.rows * kv_dim_) * ElementBytes(dtype));
     c.k = memory;
     c.v = memory + bytes;
     memory += 2 * bytes;
@@ -67,7 +68,7 @@ ops::KvRows KvCache::Rows(size_t layer, int64_t tokens) const {
   OCULAR_CHECK(layer < layers_.size());
   const KvCacheLayer& c = layers_[layer];
   OCULAR_CHECK(tokens <= (c.cross ? c.rows : capacity_));
-  return ops::KvRows{c.k, c.v, dtype_ == KvDType::kBF16, c.ring ? c.rows : 0, tokens,
+  return ops::KvRows{c.k,     c.v,    dtype_ == KvDType::kBF16, c.ring ? c.rows : 0, tokens,
                      kv_dim_, kv_dim_};
 }
 

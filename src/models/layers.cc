@@ -35,9 +35,10 @@ size_t DecoderLayerBytes(const GemmaTextConfig& c, int64_t rows, int64_t context
                            2 * Arena::Rounded(rows * sizeof(int32_t));
   const size_t mlp = 2 * Floats(rows * I);
   // The scratch of the op running innermost (never two at once).
-  const size_t op = std::max({Floats(ops::AttentionArenaFloats(threads, context, c.num_key_value_heads, c.head_dim)),
-                              Floats(ops::RopeArenaFloats(c.head_dim)),
-                              Floats(ops::MatMulArenaFloats(threads, rows, std::max({H, qdim, I})))});
+  const size_t op = std::max(
+      {Floats(ops::AttentionArenaFloats(threads, context, c.num_key_value_heads, c.head_dim)),
+       Floats(ops::RopeArenaFloats(c.head_dim)),
+       Floats(ops::MatMulArenaFloats(threads, rows, std::max({H, qdim, I})))});
   return layer + std::max(attention, mlp) + op;
 }
 
@@ -55,11 +56,13 @@ void SelfAttention(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWei
   int64_t* pos = ex.arena.Alloc<int64_t>(rows);
   int32_t* begin = ex.arena.Alloc<int32_t>(rows);
   int32_t* end = ex.arena.Alloc<int32_t>(rows);
-  ops::MatMuls(ex, x, rows, H, H,
-               {{&l.q_w, nullptr, q, qdim}, {&l.k_w, nullptr, k, kvdim}, {&l.v_w, nullptr, v, kvdim}});
+  ops::MatMuls(
+      ex, x, rows, H, H,
+      {{&l.q_w, nullptr, q, qdim}, {&l.k_w, nullptr, k, kvdim}, {&l.v_w, nullptr, v, kvdim}});
   int64_t r = 0;
   for (const SeqChunk& s : batch.seqs) {
-    for (int64_t t = 0; t < s.count; ++t) pos[r + t] = s.start + t + 1;  // 1-indexed (modeling_paligemma.py)
+    for (int64_t t = 0; t < s.count; ++t)
+      pos[r + t] = s.start + t + 1;  // 1-indexed (modeling_paligemma.py)
     r += s.count;
   }
   OCULAR_CHECK(r == rows);
@@ -71,10 +74,9 @@ void SelfAttention(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWei
     OCULAR_CHECK(s.start >= s.prefix_len || s.start + s.count >= s.prefix_len);
     s.cache->Store(layer, s.start, s.count, k + r * kvdim, v + r * kvdim, kvdim);
     KeyRanges(s, spec.window, begin + r, end + r);
-    const ops::KvRows kv = s.start == 0
-                               ? ops::KvRows{k + r * kvdim, v + r * kvdim, false, 0, s.count,
-                                             kvdim, kvdim}
-                               : s.cache->Rows(layer, s.start + s.count);
+    const ops::KvRows kv =
+        s.start == 0 ? ops::KvRows{k + r * kvdim, v + r * kvdim, false, 0, s.count, kvdim, kvdim}
+                     : s.cache->Rows(layer, s.start + s.count);
     ops::Attention(ex, q + r * qdim, s.count, hq, qdim, kv, hkv, d, c.attention_scale(),
                    c.attn_logit_softcapping, begin + r, end + r, ctx + r * qdim, qdim);
     r += s.count;
@@ -82,8 +84,8 @@ void SelfAttention(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWei
   ops::MatMul(ex, ctx, rows, qdim, qdim, l.o_w, nullptr, out, H);
 }
 
-void GeGluMlp(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l,
-              const float* x, int64_t rows, float* out) {
+void GeGluMlp(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l, const float* x,
+              int64_t rows, float* out) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, n = rows * I;
   ArenaScope scope(ex.arena);
   float* gate = ex.arena.Floats(n);

@@ -30,8 +30,8 @@ void SelfAttention(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWei
                    float* out);
 
 // GeGLU MLP: down(act(gate(x)) * up(x)); x[rows, H] -> out[rows, H].
-void GeGluMlp(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l,
-              const float* x, int64_t rows, float* out);
+void GeGluMlp(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l, const float* x,
+              int64_t rows, float* out);
 
 // One decoder layer in place on x[batch.rows, H].
 void GemmaLayer(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l,

@@ -28,37 +28,38 @@ enum class LayerKind : uint8_t { kSelfAttention, kCrossAttention };
 // One decoder layer as the runtime sees it.
 struct LayerSpec {
   LayerKind kind = LayerKind::kSelfAttention;
-  int window = 0;          // sliding window in tokens while decoding; 0 = global
-  float rope_theta = 0;    // RoPE base of this layer
+  int window = 0;        // sliding window in tokens while decoding; 0 = global
+  float rope_theta = 0;  // RoPE base of this layer
 };
 
 struct ModelSpec {
   std::string family;        // registry key: "paligemma"
   std::string architecture;  // for people: "PaliGemma 2 (gemma2)"
   int hidden_size = 0;
-  int vocab_size = 0;         // rows of the output projection (logits per token)
-  int max_positions = 0;      // context length
+  int vocab_size = 0;     // rows of the output projection (logits per token)
+  int max_positions = 0;  // context length
   std::vector<LayerSpec> layers;
-  KvLayout kv;                // what one sequence's cache holds
-  int image_size = 0;         // pixel values per image: [3, image_size, image_size]
-  int64_t pixel_floats = 0;   // floats per image when the family's layout is not [3, R, R]
-                              // (mllama: its tiles and aspect ratio id); 0 = 3 * R * R
-  int image_tokens = 0;       // feature rows per image
-  int image_prompt_tokens = 0;  // image tokens in the prompt per image (mllama: 1); 0 = image_tokens
-  int image_tiles = 1;        // crops one image's encode runs (mllama: max_num_tiles, padding included)
-  int max_images = 0;         // images per prompt the model takes (0 = no limit)
-  double image_gflop = 0;     // matmul + attention FLOPs (2 per MAC) to encode one image
+  KvLayout kv;               // what one sequence's cache holds
+  int image_size = 0;        // pixel values per image: [3, image_size, image_size]
+  int64_t pixel_floats = 0;  // floats per image when the family's layout is not [3, R, R]
+                             // (mllama: its tiles and aspect ratio id); 0 = 3 * R * R
+  int image_tokens = 0;      // feature rows per image
+  int image_prompt_tokens =
+      0;                // image tokens in the prompt per image (mllama: 1); 0 = image_tokens
+  int image_tiles = 1;  // crops one image's encode runs (mllama: max_num_tiles, padding included)
+  int max_images = 0;   // images per prompt the model takes (0 = no limit)
+  double image_gflop = 0;  // matmul + attention FLOPs (2 per MAC) to encode one image
   int32_t image_token_id = -1;
   // End-of-generation ids from the config (Gemma 3: eos_token_id [1, 106], <end_of_turn>).
   std::vector<int32_t> eos_ids;
-  DType weight_dtype = DType::kF32;   // of the weight matrices (F32 if mixed or quantized)
+  DType weight_dtype = DType::kF32;  // of the weight matrices (F32 if mixed or quantized)
   // Of the matrices that are not quantized (BoundWeights::float_dtype); whether some matrix is
   // quantized.
   DType float_dtype = DType::kF32;
   bool quantized = false;
-  std::string weight_formats;         // every matrix format, "+"-joined: "bf16", "q4_k+q6_k+f32"
+  std::string weight_formats;  // every matrix format, "+"-joined: "bf16", "q4_k+q6_k+f32"
   size_t weight_bytes = 0;
-  size_t text_weight_bytes = 0;       // what one decode step streams (decoder + output projection)
+  size_t text_weight_bytes = 0;  // what one decode step streams (decoder + output projection)
 };
 
 // One sequence's rows in a batched forward pass. Rows are laid out sequence after sequence.
@@ -75,9 +76,9 @@ struct ModelSpec {
 //    and kept in the sequence's cache).
 struct SeqChunk {
   KvCache* cache;
-  int64_t start;       // cache position of the first row
-  int64_t count;       // rows of this sequence in the pass
-  int64_t prefix_len;  // positions [0, prefix_len) form one bidirectional block
+  int64_t start;                 // cache position of the first row
+  int64_t count;                 // rows of this sequence in the pass
+  int64_t prefix_len;            // positions [0, prefix_len) form one bidirectional block
   const int32_t* ids = nullptr;  // [count] token ids of the rows, or null
   const float* features = nullptr;
   int64_t feature_rows = 0;
@@ -90,9 +91,9 @@ struct Batch {
 
 // The largest shapes one Exec will run, for WorkspaceBytes.
 struct WorkspaceShape {
-  int64_t rows = 1;       // rows of one forward pass (prefill length, or decode batch size)
-  int64_t context = 1;    // longest sequence (keys per attention call)
-  int64_t images = 0;     // images of one EncodeImages call
+  int64_t rows = 1;     // rows of one forward pass (prefill length, or decode batch size)
+  int64_t context = 1;  // longest sequence (keys per attention call)
+  int64_t images = 0;   // images of one EncodeImages call
   int threads = 1;
 };
 

@@ -48,7 +48,8 @@ StatusOr<LoadedModel> LoadMllama(const ModelFiles& files) {
 StatusOr<std::unique_ptr<FileSet>> AdaptLlamaCppGguf(const GgufFile& gguf) {
   StatusOr<std::string_view> arch = gguf.GetString("general.architecture");
   if (arch.ok() && *arch == "gemma3") return gemma3::LlamaCppFiles(gguf);
-  return Error(StatusCode::kUnimplemented, "gguf", gguf.origin(), ": a GGUF model of architecture '",
+  return Error(StatusCode::kUnimplemented, "gguf", gguf.origin(),
+               ": a GGUF model of architecture '",
                arch.ok() ? std::string(*arch) : std::string("?"),
                "' without ocular's embedded configuration (", kGgufFilePrefix,
                "config.json); ocular runs GGUF files written by `ocular quantize` and llama.cpp's ",
@@ -81,7 +82,8 @@ StatusOr<LoadedModel> LoadModel(const std::string& model_path) {
   OCULAR_ASSIGN_OR_RETURN(std::string text,
                           files.files->Read("config.json", kMaxConfigFileBytes, "config"));
   StatusOr<nlohmann::json> parsed = ParseJson(text, path, "config");
-  if (!parsed.ok()) {  // "[config] path: invalid JSON at ..." -> "... not a JSON object: invalid ..."
+  if (!parsed
+           .ok()) {  // "[config] path: invalid JSON at ..." -> "... not a JSON object: invalid ..."
     std::string message = parsed.status().message();
     const size_t at = message.find("invalid JSON");
     if (at != std::string::npos) message.insert(at, "not a JSON object: ");

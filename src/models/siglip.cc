@@ -19,8 +19,8 @@ int64_t PatchValues(const SiglipVisionConfig& c) {
 
 // SiglipVisionEmbeddings: Conv2d(3, D, k=P, s=P) == matmul over flattened (c, ky, kx)
 // patches in row-major patch order; then + position_embedding (one row per patch, no CLS).
-void Embed(const Exec& ex, const SiglipVisionConfig& c, const SiglipWeights& w,
-           const float* pixels, float* out /*[N, D]*/) {
+void Embed(const Exec& ex, const SiglipVisionConfig& c, const SiglipWeights& w, const float* pixels,
+           float* out /*[N, D]*/) {
   const int P = c.patch_size, R = c.image_size, G = R / P, C = c.num_channels;
   const int64_t K = PatchValues(c), N = int64_t{G} * G, D = c.hidden_size;
   ArenaScope scope(ex.arena);
@@ -58,7 +58,8 @@ void EncoderLayer(const Exec& ex, const SiglipVisionConfig& c, const SiglipLayer
     int32_t* begin = ex.arena.Alloc<int32_t>(N);
     int32_t* end = ex.arena.Alloc<int32_t>(N);
     ops::LayerNorm(ex, x, N, D, l.ln1_w, l.ln1_b, c.layer_norm_eps, h);
-    ops::MatMuls(ex, h, N, D, D, {{&l.q_w, &l.q_b, q, D}, {&l.k_w, &l.k_b, k, D}, {&l.v_w, &l.v_b, v, D}});
+    ops::MatMuls(ex, h, N, D, D,
+                 {{&l.q_w, &l.q_b, q, D}, {&l.k_w, &l.k_b, k, D}, {&l.v_w, &l.v_b, v, D}});
     // No mask: every patch attends to every patch of its image. Scale head_dim^-0.5.
     std::fill_n(begin, N, 0);
     std::fill_n(end, N, static_cast<int32_t>(N));
@@ -88,8 +89,9 @@ size_t SiglipBytes(const SiglipVisionConfig& c, int64_t n, int threads) {
   const size_t attention = 4 * Floats(N * D) + 2 * Arena::Rounded(N * sizeof(int32_t));
   const size_t layer = 2 * Floats(N * D) + std::max(attention, Floats(N * Iv));
   // The scratch of the op running innermost (never two at once).
-  const size_t op = std::max(Floats(ops::AttentionArenaFloats(threads, N, c.num_attention_heads, c.head_dim())),
-                             Floats(ops::MatMulArenaFloats(threads, N, std::max({PatchValues(c), D, Iv}))));
+  const size_t op =
+      std::max(Floats(ops::AttentionArenaFloats(threads, N, c.num_attention_heads, c.head_dim())),
+               Floats(ops::MatMulArenaFloats(threads, N, std::max({PatchValues(c), D, Iv}))));
   return Floats(n * N * D) + std::max(embed, layer) + op;
 }
 

@@ -16,9 +16,11 @@ WeightSlot Vec(TensorView* v) { return WeightSlot{nullptr, v}; }
 Status VisitSiglip(const SiglipVisionConfig& c, SiglipWeights* w, const TensorVisitor& fn) {
   const int64_t D = c.hidden_size, Iv = c.intermediate_size, P = c.patch_size;
   const std::string e = "vision_tower.vision_model.embeddings.";
-  OCULAR_RETURN_IF_ERROR(fn(e + "patch_embedding.weight", {D, c.num_channels, P, P}, Mat(&w->patch_w), true));
+  OCULAR_RETURN_IF_ERROR(
+      fn(e + "patch_embedding.weight", {D, c.num_channels, P, P}, Mat(&w->patch_w), true));
   OCULAR_RETURN_IF_ERROR(fn(e + "patch_embedding.bias", {D}, Vec(&w->patch_b), true));
-  OCULAR_RETURN_IF_ERROR(fn(e + "position_embedding.weight", {c.num_patches(), D}, Vec(&w->pos), true));
+  OCULAR_RETURN_IF_ERROR(
+      fn(e + "position_embedding.weight", {c.num_patches(), D}, Vec(&w->pos), true));
   w->layers.resize(c.num_hidden_layers);
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "vision_tower.vision_model.encoder.layers." + std::to_string(i) + ".";
@@ -29,14 +31,22 @@ Status VisitSiglip(const SiglipVisionConfig& c, SiglipWeights* w, const TensorVi
       Shape shape;
     };
     const Item items[] = {
-        {"layer_norm1.weight", Vec(&l.ln1_w), {D}},        {"layer_norm1.bias", Vec(&l.ln1_b), {D}},
-        {"self_attn.q_proj.weight", Mat(&l.q_w), {D, D}},  {"self_attn.q_proj.bias", Vec(&l.q_b), {D}},
-        {"self_attn.k_proj.weight", Mat(&l.k_w), {D, D}},  {"self_attn.k_proj.bias", Vec(&l.k_b), {D}},
-        {"self_attn.v_proj.weight", Mat(&l.v_w), {D, D}},  {"self_attn.v_proj.bias", Vec(&l.v_b), {D}},
-        {"self_attn.out_proj.weight", Mat(&l.o_w), {D, D}}, {"self_attn.out_proj.bias", Vec(&l.o_b), {D}},
-        {"layer_norm2.weight", Vec(&l.ln2_w), {D}},        {"layer_norm2.bias", Vec(&l.ln2_b), {D}},
-        {"mlp.fc1.weight", Mat(&l.fc1_w), {Iv, D}},        {"mlp.fc1.bias", Vec(&l.fc1_b), {Iv}},
-        {"mlp.fc2.weight", Mat(&l.fc2_w), {D, Iv}},        {"mlp.fc2.bias", Vec(&l.fc2_b), {D}},
+        {"layer_norm1.weight", Vec(&l.ln1_w), {D}},
+        {"layer_norm1.bias", Vec(&l.ln1_b), {D}},
+        {"self_attn.q_proj.weight", Mat(&l.q_w), {D, D}},
+        {"self_attn.q_proj.bias", Vec(&l.q_b), {D}},
+        {"self_attn.k_proj.weight", Mat(&l.k_w), {D, D}},
+        {"self_attn.k_proj.bias", Vec(&l.k_b), {D}},
+        {"self_attn.v_proj.weight", Mat(&l.v_w), {D, D}},
+        {"self_attn.v_proj.bias", Vec(&l.v_b), {D}},
+        {"self_attn.out_proj.weight", Mat(&l.o_w), {D, D}},
+        {"self_attn.out_proj.bias", Vec(&l.o_b), {D}},
+        {"layer_norm2.weight", Vec(&l.ln2_w), {D}},
+        {"layer_norm2.bias", Vec(&l.ln2_b), {D}},
+        {"mlp.fc1.weight", Mat(&l.fc1_w), {Iv, D}},
+        {"mlp.fc1.bias", Vec(&l.fc1_b), {Iv}},
+        {"mlp.fc2.weight", Mat(&l.fc2_w), {D, Iv}},
+        {"mlp.fc2.bias", Vec(&l.fc2_b), {D}},
     };
     for (const Item& it : items) OCULAR_RETURN_IF_ERROR(fn(p + it.name, it.shape, it.slot, true));
   }
@@ -62,10 +72,13 @@ Status VisitGemma(const GemmaTextConfig& c, GemmaWeights* w, const TensorVisitor
     OCULAR_RETURN_IF_ERROR(fn(p + "self_attn.k_proj.weight", {kv, H}, Mat(&l.k_w), true));
     OCULAR_RETURN_IF_ERROR(fn(p + "self_attn.v_proj.weight", {kv, H}, Mat(&l.v_w), true));
     OCULAR_RETURN_IF_ERROR(fn(p + "self_attn.o_proj.weight", {H, q}, Mat(&l.o_w), true));
-    OCULAR_RETURN_IF_ERROR(fn(p + "post_attention_layernorm.weight", {H}, Vec(&l.post_attn_norm), true));
+    OCULAR_RETURN_IF_ERROR(
+        fn(p + "post_attention_layernorm.weight", {H}, Vec(&l.post_attn_norm), true));
     if (c.is_gemma2()) {
-      OCULAR_RETURN_IF_ERROR(fn(p + "pre_feedforward_layernorm.weight", {H}, Vec(&l.pre_ffw_norm), true));
-      OCULAR_RETURN_IF_ERROR(fn(p + "post_feedforward_layernorm.weight", {H}, Vec(&l.post_ffw_norm), true));
+      OCULAR_RETURN_IF_ERROR(
+          fn(p + "pre_feedforward_layernorm.weight", {H}, Vec(&l.pre_ffw_norm), true));
+      OCULAR_RETURN_IF_ERROR(
+          fn(p + "post_feedforward_layernorm.weight", {H}, Vec(&l.post_ffw_norm), true));
     }
     OCULAR_RETURN_IF_ERROR(fn(p + "mlp.gate_proj.weight", {I, H}, Mat(&l.gate_w), true));
     OCULAR_RETURN_IF_ERROR(fn(p + "mlp.up_proj.weight", {I, H}, Mat(&l.up_w), true));
@@ -90,33 +103,36 @@ StatusOr<BoundWeights> BindTensors(const TensorSource& src, const BindRules& rul
   BoundWeights out;
   std::set<std::string> used, formats;
   std::set<DType> dtypes, float_dtypes;
-  Status s = for_each([&](const std::string& name, const Shape& shape, WeightSlot slot,
-                          bool required) -> Status {
-    for (const std::string& cand : rules.candidates(name)) {
-      if (!src.Has(cand)) continue;
-      used.insert(cand);
-      size_t bytes;
-      if (slot.matrix) {
-        OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
-        const WFormat f = slot.matrix->format;
-        formats.insert(WFormatName(f));
-        const bool is_float = f == WFormat::kF32 || f == WFormat::kBF16 || f == WFormat::kF16;
-        const DType d = f == WFormat::kBF16 ? DType::kBF16 : f == WFormat::kF16 ? DType::kF16 : DType::kF32;
-        dtypes.insert(d);
-        if (is_float) float_dtypes.insert(d);
-        out.quantized |= !is_float;
-        bytes = slot.matrix->bytes();
-      } else {
-        OCULAR_ASSIGN_OR_RETURN(*slot.vector, src.Get(cand, shape));
-        bytes = slot.vector->nbytes();
-      }
-      out.weight_bytes += bytes;
-      if (rules.is_text(name)) out.text_weight_bytes += bytes;
-      return Status::Ok();
-    }
-    if (!required) return Status::Ok();
-    return Error(StatusCode::kDataLoss, "checkpoint", src.origin(), ": missing tensor '", name, "'");
-  });
+  Status s = for_each(
+      [&](const std::string& name, const Shape& shape, WeightSlot slot, bool required) -> Status {
+        for (const std::string& cand : rules.candidates(name)) {
+          if (!src.Has(cand)) continue;
+          used.insert(cand);
+          size_t bytes;
+          if (slot.matrix) {
+            OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
+            const WFormat f = slot.matrix->format;
+            formats.insert(WFormatName(f));
+            const bool is_float = f == WFormat::kF32 || f == WFormat::kBF16 || f == WFormat::kF16;
+            const DType d = f == WFormat::kBF16  ? DType::kBF16
+                            : f == WFormat::kF16 ? DType::kF16
+                                                 : DType::kF32;
+            dtypes.insert(d);
+            if (is_float) float_dtypes.insert(d);
+            out.quantized |= !is_float;
+            bytes = slot.matrix->bytes();
+          } else {
+            OCULAR_ASSIGN_OR_RETURN(*slot.vector, src.Get(cand, shape));
+            bytes = slot.vector->nbytes();
+          }
+          out.weight_bytes += bytes;
+          if (rules.is_text(name)) out.text_weight_bytes += bytes;
+          return Status::Ok();
+        }
+        if (!required) return Status::Ok();
+        return Error(StatusCode::kDataLoss, "checkpoint", src.origin(), ": missing tensor '", name,
+                     "'");
+      });
   OCULAR_RETURN_IF_ERROR(s);
   for (const std::string& name : src.Names()) {
     if (!used.count(name)) {
@@ -129,7 +145,8 @@ StatusOr<BoundWeights> BindTensors(const TensorSource& src, const BindRules& rul
   // bf16 beside f16: ocular quantize writes f16 where no block format fits a bf16 row.
   float_dtypes.erase(DType::kF16);
   out.float_dtype = float_dtypes.size() == 1 ? *float_dtypes.begin() : DType::kF32;
-  for (const std::string& f : formats) out.weight_formats += (out.weight_formats.empty() ? "" : "+") + f;
+  for (const std::string& f : formats)
+    out.weight_formats += (out.weight_formats.empty() ? "" : "+") + f;
   return out;
 }
 

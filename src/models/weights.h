@@ -1,9 +1,9 @@
 // Weights for PaliGemma (SigLIP + projector + Gemma/Gemma 2), in HF layout and in the
 // checkpoint's stored format: linear weights as Matrix rows (core/matrix.h), vectors (norms,
-// biases, position tables) as TensorViews. Shapes use the config names: D vision hidden, Iv vision MLP,
-// P patch, N patches, H text hidden, I text MLP, V vocab, Hq/Hkv heads, d head_dim.
-// One visitor, ForEachTensor, names every tensor with its expected shape; loading and shape
-// checking are both driven by it, so the HF names appear exactly once (weights.cc).
+// biases, position tables) as TensorViews. Shapes use the config names: D vision hidden, Iv vision
+// MLP, P patch, N patches, H text hidden, I text MLP, V vocab, Hq/Hkv heads, d head_dim. One
+// visitor, ForEachTensor, names every tensor with its expected shape; loading and shape checking
+// are both driven by it, so the HF names appear exactly once (weights.cc).
 #pragma once
 
 #include <functional>
@@ -37,15 +37,15 @@ struct SiglipWeights {
 };
 
 struct GemmaLayerWeights {
-  TensorView input_norm;          // [H]
-  Matrix q_w;                     // [Hq*d, H]
-  Matrix k_w, v_w;                // [Hkv*d, H]
-  Matrix o_w;                     // [H, Hq*d]
-  TensorView post_attn_norm;      // [H] Gemma 1: the pre-FFW norm; Gemma 2: after attention
-  TensorView pre_ffw_norm;        // [H] Gemma 2 only
-  TensorView post_ffw_norm;       // [H] Gemma 2 only
-  Matrix gate_w, up_w;            // [I, H]
-  Matrix down_w;                  // [H, I]
+  TensorView input_norm;      // [H]
+  Matrix q_w;                 // [Hq*d, H]
+  Matrix k_w, v_w;            // [Hkv*d, H]
+  Matrix o_w;                 // [H, Hq*d]
+  TensorView post_attn_norm;  // [H] Gemma 1: the pre-FFW norm; Gemma 2: after attention
+  TensorView pre_ffw_norm;    // [H] Gemma 2 only
+  TensorView post_ffw_norm;   // [H] Gemma 2 only
+  Matrix gate_w, up_w;        // [I, H]
+  Matrix down_w;              // [H, I]
 };
 
 struct GemmaWeights {
@@ -94,8 +94,8 @@ struct BoundWeights {
   // Of the matrices that are not quantized: their dtype if they all share one (F16 ones aside,
   // beside another dtype: quantize's fallback where no block format fits), else F32.
   DType float_dtype = DType::kF32;
-  bool quantized = false;            // some matrix is quantized (q8_0, q4_k, ...)
-  std::string weight_formats;        // every matrix format, "+"-joined
+  bool quantized = false;      // some matrix is quantized (q8_0, q4_k, ...)
+  std::string weight_formats;  // every matrix format, "+"-joined
 };
 // Binds every tensor `for_each` visits from `src` (the first candidate name it has); a missing
 // required tensor is kDataLoss, and a tensor of `src` nothing bound is kUnimplemented — it

@@ -51,15 +51,18 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 // Sampling options are user input: NaN, negative or out-of-range values are refused.
 Status CheckOptions(const GenerateOptions& o) {
   if (o.max_tokens < 0) {
-    return Error(StatusCode::kInvalidArgument, "generate", "max_tokens must be >= 0, got ", o.max_tokens);
+    return Error(StatusCode::kInvalidArgument, "generate", "max_tokens must be >= 0, got ",
+                 o.max_tokens);
   }
   if (!(o.temperature >= 0.0f) || !std::isfinite(o.temperature)) {
     return Error(StatusCode::kInvalidArgument, "generate",
                  "temperature must be a finite number >= 0 (0 = greedy), got ", o.temperature);
   }
-  if (o.top_k < 0) return Error(StatusCode::kInvalidArgument, "generate", "top_k must be >= 0, got ", o.top_k);
+  if (o.top_k < 0)
+    return Error(StatusCode::kInvalidArgument, "generate", "top_k must be >= 0, got ", o.top_k);
   if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) {
-    return Error(StatusCode::kInvalidArgument, "generate", "top_p must be in (0, 1], got ", o.top_p);
+    return Error(StatusCode::kInvalidArgument, "generate", "top_p must be in (0, 1], got ",
+                 o.top_p);
   }
   return Status::Ok();
 }
@@ -69,8 +72,8 @@ Status CheckOptions(const GenerateOptions& o) {
 // GGUF quantized from a bf16 checkpoint: its vision tower, projector, mllama's cross-attention
 // K/V): those parts are bf16 models, and their bf16 GEMMs are 3x the f32 path's speed.
 StatusOr<Precision> ChoosePrecision(const std::string& name, const ModelSpec& spec) {
-  const bool bf16 = spec.weight_dtype == DType::kBF16 ||
-                    (spec.quantized && spec.float_dtype == DType::kBF16);
+  const bool bf16 =
+      spec.weight_dtype == DType::kBF16 || (spec.quantized && spec.float_dtype == DType::kBF16);
   if (name == "auto") return bf16 ? Precision::kBF16 : Precision::kF32;
   Precision p;
   if (!ParsePrecision(name, &p)) {
@@ -80,7 +83,8 @@ StatusOr<Precision> ChoosePrecision(const std::string& name, const ModelSpec& sp
   if (p != Precision::kF32 && !bf16) {
     return Error(StatusCode::kUnimplemented, "engine", "precision ", name,
                  " runs bf16 checkpoints (or quantized ones whose other matrices are bf16); "
-                 "this one stores ", spec.weight_formats, " weights (use f32)");
+                 "this one stores ",
+                 spec.weight_formats, " weights (use f32)");
   }
   return p;
 }
@@ -187,12 +191,11 @@ class EngineImpl : public Engine {
         quant_activations_(quant_activations),
         kv_(model_->spec().kv, kv),
         runner_(*model_, backend_, precision,
-                {.max_batch = opts.max_batch, .max_context = opts.max_context},
-                quant_activations),
+                {.max_batch = opts.max_batch, .max_context = opts.max_context}, quant_activations),
         feature_cache_(opts.image_cache_bytes),
         fingerprint_(StrCat(model_->spec().architecture, "|", model_->spec().weight_bytes, "|",
-                            model_->spec().weight_formats, "|", PrecisionName(precision),
-                            "|", QuantActivationsName(quant_activations), "|",
+                            model_->spec().weight_formats, "|", PrecisionName(precision), "|",
+                            QuantActivationsName(quant_activations), "|",
                             model_->spec().image_size)),
         scheduler_(runner_, kv_, run_mu_, opts.image_cache_bytes > 0 ? &feature_cache_ : nullptr,
                    opts.max_batch, opts.prefill_chunk) {}
@@ -279,7 +282,8 @@ class EngineImpl : public Engine {
     const ModelSpec& s = model_->spec();
     const int64_t H = s.hidden_size, N = s.image_tokens;
     const int64_t in_prompt = s.image_prompt_tokens > 0 ? s.image_prompt_tokens : N;
-    const int32_t bos = processor_->tokenizer().bos_id() >= 0 ? processor_->tokenizer().bos_id() : 2;
+    const int32_t bos =
+        processor_->tokenizer().bos_id() >= 0 ? processor_->tokenizer().bos_id() : 2;
     BenchResult r;
     r.batch = b.batch;
     std::vector<Sequence> seqs;
@@ -303,7 +307,8 @@ class EngineImpl : public Engine {
       p.max_new_tokens = b.decode_tokens + 1;  // the first token comes from the prefill
       const int64_t capacity = static_cast<int64_t>(p.prompt.size()) + p.max_new_tokens;
       if (capacity > s.max_positions) {
-        return Error(StatusCode::kResourceExhausted, "bench", "prompt + decode tokens exceed the context length ", s.max_positions);
+        return Error(StatusCode::kResourceExhausted, "bench",
+                     "prompt + decode tokens exceed the context length ", s.max_positions);
       }
       if (q == 0) {  // warm-up: the same prefill once, untimed (faults in the text weights)
         OCULAR_ASSIGN_OR_RETURN(KvHandle warm_cache, kv_.Acquire(capacity, 1));
@@ -330,7 +335,8 @@ class EngineImpl : public Engine {
     r.decode_tok_s = double(b.batch) * b.decode_tokens / (decode_ms / 1000.0);
     r.text_weight_bytes = s.text_weight_bytes;
     // Weights are streamed once per step whatever the batch.
-    r.decode_weight_gb_s = b.decode_tokens / (decode_ms / 1000.0) * double(r.text_weight_bytes) / 1e9;
+    r.decode_weight_gb_s =
+        b.decode_tokens / (decode_ms / 1000.0) * double(r.text_weight_bytes) / 1e9;
     r.workspace_bytes = runner_.workspace_bytes();
     r.peak_rss_bytes = PeakRssBytes();
     return r;
@@ -358,7 +364,9 @@ class EngineImpl : public Engine {
   StatusOr<std::vector<int32_t>> Tokenize(const std::string& text) const override {
     return processor_->tokenizer().Encode(text);
   }
-  std::string TokenPiece(int32_t id) const override { return processor_->tokenizer().IdToPiece(id); }
+  std::string TokenPiece(int32_t id) const override {
+    return processor_->tokenizer().IdToPiece(id);
+  }
   std::string Detokenize(const std::vector<int32_t>& ids, bool skip_special) const override {
     return processor_->tokenizer().Decode(ids, skip_special);
   }
@@ -411,9 +419,8 @@ class EngineImpl : public Engine {
 
   // Decodes and preprocesses every image into pixels [n, 3, R, R] (or [n, pixel_floats]); with
   // pan-and-scan, each image is followed by its crops and crops[i] counts those of image i.
-  Status LoadPixels(const std::vector<ImageInput>& images, const GenerateOptions& o,
-                    Tensor* pixels, std::vector<int>* crops,
-                    std::vector<GenerateResult::ImageSize>* sizes) const {
+  Status LoadPixels(const std::vector<ImageInput>& images, const GenerateOptions& o, Tensor* pixels,
+                    std::vector<int>* crops, std::vector<GenerateResult::ImageSize>* sizes) const {
     sizes->clear();
     crops->clear();
     if (images.empty()) return Status::Ok();
@@ -529,10 +536,9 @@ class EngineImpl : public Engine {
         for (size_t i = 0; i < images.size(); ++i) {
           const int views = 1 + (crops.empty() ? 0 : crops[i]);
           for (int k = 0; k < views; ++k, ++view) {
-            sr.image_keys.push_back(MakeFeatureKey(fingerprint_, r.image_sizes[i].width,
-                                                   r.image_sizes[i].height,
-                                                   pixels.data.data() + view * per_image,
-                                                   static_cast<size_t>(per_image)));
+            sr.image_keys.push_back(MakeFeatureKey(
+                fingerprint_, r.image_sizes[i].width, r.image_sizes[i].height,
+                pixels.data.data() + view * per_image, static_cast<size_t>(per_image)));
           }
         }
       }
@@ -580,7 +586,8 @@ class EngineImpl : public Engine {
 StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const EngineOptions& o) {
   if (o.threads < 0) return Error(StatusCode::kInvalidArgument, "engine", "threads must be >= 0");
   if (o.max_batch < 1 || o.max_batch > 1024) {
-    return Error(StatusCode::kInvalidArgument, "engine", "max_batch must be in [1, 1024], got ", o.max_batch);
+    return Error(StatusCode::kInvalidArgument, "engine", "max_batch must be in [1, 1024], got ",
+                 o.max_batch);
   }
   if (o.prefill_chunk < 1) {
     return Error(StatusCode::kInvalidArgument, "engine", "prefill_chunk must be >= 1, got ",

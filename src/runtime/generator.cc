@@ -85,7 +85,8 @@ StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const Generation
   out.decode_ms = MsSince(t0);
   if (seq.finish_reason() == FinishReason::kFailed) {
     return Error(StatusCode::kInternal, "generate", "the model produced NaN logits after ",
-                 seq.generated().size(), " generated tokens (NaN or infinite weights, or an "
+                 seq.generated().size(),
+                 " generated tokens (NaN or infinite weights, or an "
                  "invalid eps / rope_theta in config.json?)");
   }
   out.generated = seq.generated();

@@ -15,15 +15,15 @@
 namespace ocular {
 
 struct GenerationRequest {
-  std::vector<int32_t> ids;               // the whole prompt (image tokens included)
-  int64_t prefix_len = -1;                // bidirectional block; -1: the whole prompt
-  const Tensor* pixel_values = nullptr;   // [n_images, 3, R, R] (or [n, pixel_floats]), or null
-  const Tensor* features = nullptr;       // or image features computed before (a cache)
+  std::vector<int32_t> ids;              // the whole prompt (image tokens included)
+  int64_t prefix_len = -1;               // bidirectional block; -1: the whole prompt
+  const Tensor* pixel_values = nullptr;  // [n_images, 3, R, R] (or [n, pixel_floats]), or null
+  const Tensor* features = nullptr;      // or image features computed before (a cache)
   int max_new_tokens = 16;
   SamplingParams sampling;
-  std::vector<int32_t> eos_ids;        // stop after emitting any of these; empty: never early
-  bool record_prompt_logits = false;   // logits of every prompt position (tracing)
-  bool record_decode_logits = false;   // the logits row that chose each generated token
+  std::vector<int32_t> eos_ids;       // stop after emitting any of these; empty: never early
+  bool record_prompt_logits = false;  // logits of every prompt position (tracing)
+  bool record_decode_logits = false;  // the logits row that chose each generated token
   // Told when the encode, prefill and decode stages begin and end, and after each generated
   // token (ProgressCallback's contract; called allocation-free). Null: no reports.
   const ProgressCallback* progress = nullptr;

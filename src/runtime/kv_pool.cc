@@ -43,7 +43,8 @@ StatusOr<KvHandle> KvPool::Acquire(int64_t capacity, int64_t images) {
     std::lock_guard<std::mutex> lock(mu_);
     if (max_bytes_ > 0 && in_use_ + bytes > max_bytes_) {
       return Error(StatusCode::kResourceExhausted, "kv", "a ", capacity, "-token cache needs ",
-                   bytes, " bytes; ", in_use_, " of the ", max_bytes_, "-byte KV budget are in use");
+                   bytes, " bytes; ", in_use_, " of the ", max_bytes_,
+                   "-byte KV budget are in use");
     }
     // The smallest released block that fits.
     auto best = free_.end();

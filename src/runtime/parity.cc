@@ -13,16 +13,25 @@ namespace {
 
 double At(const TensorView& t, int64_t i) {
   switch (t.dtype) {
-    case DType::kF32: return t.as<float>()[i];
-    case DType::kF64: return t.as<double>()[i];
-    case DType::kBF16: return BF16ToF32(t.as<uint16_t>()[i]);
-    case DType::kF16: return F16ToF32(t.as<uint16_t>()[i]);
-    case DType::kI64: return static_cast<double>(t.as<int64_t>()[i]);
-    case DType::kI32: return t.as<int32_t>()[i];
-    case DType::kI16: return t.as<int16_t>()[i];
-    case DType::kI8: return t.as<int8_t>()[i];
+    case DType::kF32:
+      return t.as<float>()[i];
+    case DType::kF64:
+      return t.as<double>()[i];
+    case DType::kBF16:
+      return BF16ToF32(t.as<uint16_t>()[i]);
+    case DType::kF16:
+      return F16ToF32(t.as<uint16_t>()[i]);
+    case DType::kI64:
+      return static_cast<double>(t.as<int64_t>()[i]);
+    case DType::kI32:
+      return t.as<int32_t>()[i];
+    case DType::kI16:
+      return t.as<int16_t>()[i];
+    case DType::kI8:
+      return t.as<int8_t>()[i];
     case DType::kU8:
-    case DType::kBool: return t.as<uint8_t>()[i];
+    case DType::kBool:
+      return t.as<uint8_t>()[i];
   }
   return 0;
 }
@@ -34,14 +43,25 @@ bool IsInteger(DType t) {
 
 // (stage, layer) rank of a tap name.
 std::pair<int, long> Rank(const std::string& name) {
-  static const char* kStages[] = {"input_ids", "pixel_values", "aspect_ratio_ids",
-                                  "vision.embeddings", "vision.layernorm_pre",
-                                  "vision.layers.", "vision.layernorm_post",
-                                  "vision.global_layers.", "vision.post_layernorm",
-                                  "vision.output", "projector", "cross.",
-                                  "decoder.inputs_embeds", "decoder.embed_scaled",
-                                  "decoder.layers.", "decoder.norm", "logits",
-                                  "generated_ids", "decode_logits"};
+  static const char* kStages[] = {"input_ids",
+                                  "pixel_values",
+                                  "aspect_ratio_ids",
+                                  "vision.embeddings",
+                                  "vision.layernorm_pre",
+                                  "vision.layers.",
+                                  "vision.layernorm_post",
+                                  "vision.global_layers.",
+                                  "vision.post_layernorm",
+                                  "vision.output",
+                                  "projector",
+                                  "cross.",
+                                  "decoder.inputs_embeds",
+                                  "decoder.embed_scaled",
+                                  "decoder.layers.",
+                                  "decoder.norm",
+                                  "logits",
+                                  "generated_ids",
+                                  "decode_logits"};
   // mllama's cross.{layer}.k / cross.{layer}.v: by layer, K before V.
   if (name.rfind("cross.", 0) == 0 && (name.ends_with(".k") || name.ends_with(".v"))) {
     const std::string digits = name.substr(6, name.size() - 8);
@@ -143,8 +163,8 @@ std::string FormatDiffReport(const DiffReport& r, double tol) {
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const DiffRow& row = r.rows[i];
     const char* mark = static_cast<int>(i) == r.first_over ? "<-- first over tolerance"
-                       : row.over                           ? "over"
-                                                            : "";
+                       : row.over                          ? "over"
+                                                           : "";
     if (row.shape_mismatch) {
       std::snprintf(line, sizeof line, "%-28s %s vs %s  shape mismatch  %s\n", row.name.c_str(),
                     ShapeString(row.shape_a).c_str(), ShapeString(row.shape_b).c_str(), mark);

@@ -12,9 +12,9 @@ namespace ocular {
 
 struct TapDiff {
   double max_abs = 0;  // max |a - b|; +inf if `actual` holds a NaN or Inf
-  double rel = 0;      // ‖a − b‖₂ / ‖b‖₂ (0 if both are zero; +inf if only b is, or non-finite)
-  double cosine = 1;   // a·b / (‖a‖‖b‖) (1 if both are zero, 0 if exactly one is)
-  int64_t worst = -1;  // flat index of the max |a - b| (-1 if no elements)
+  double rel = 0;  // ‖a − b‖₂ / ‖b‖₂ (0 if both are zero; +inf if only b is, or non-finite)
+  double cosine = 1;       // a·b / (‖a‖‖b‖) (1 if both are zero, 0 if exactly one is)
+  int64_t worst = -1;      // flat index of the max |a - b| (-1 if no elements)
   int64_t mismatches = 0;  // integer taps (ids): positions that differ
 };
 
@@ -36,9 +36,9 @@ struct DiffRow {
 };
 
 struct DiffReport {
-  std::vector<DiffRow> rows;       // taps present in both, pipeline order
+  std::vector<DiffRow> rows;  // taps present in both, pipeline order
   std::vector<std::string> only_a, only_b;
-  int first_over = -1;             // index into rows, -1 if none
+  int first_over = -1;  // index into rows, -1 if none
 };
 
 // A is the dump under test, B the reference.

@@ -14,10 +14,10 @@ TensorView F32(const std::vector<float>& v) {
 }
 
 TEST(TapBefore, OrdersTapsInForwardOrderWithNumericLayers) {
-  std::vector<std::string> names = {"logits", "decoder.layers.10", "vision.layers.2",
-                                    "decoder.layers.2", "projector", "zzz", "input_ids",
-                                    "vision.embeddings", "decode_logits", "decoder.norm",
-                                    "decoder.layers.x"};
+  std::vector<std::string> names = {"logits",           "decoder.layers.10", "vision.layers.2",
+                                    "decoder.layers.2", "projector",         "zzz",
+                                    "input_ids",        "vision.embeddings", "decode_logits",
+                                    "decoder.norm",     "decoder.layers.x"};
   std::sort(names.begin(), names.end(), TapBefore);
   EXPECT_EQ(names, (std::vector<std::string>{"input_ids", "vision.embeddings", "vision.layers.2",
                                              "projector", "decoder.layers.2", "decoder.layers.10",
@@ -26,15 +26,22 @@ TEST(TapBefore, OrdersTapsInForwardOrderWithNumericLayers) {
 }
 
 TEST(TapBefore, OrdersMllamaTaps) {
-  std::vector<std::string> names = {"decoder.layers.0", "cross.10.k", "vision.output",
-                                    "cross.3.v", "vision.global_layers.1", "cross.3.k",
-                                    "vision.layernorm_post", "vision.layers.0", "projector",
-                                    "vision.layernorm_pre", "cross.x.k"};
+  std::vector<std::string> names = {"decoder.layers.0",
+                                    "cross.10.k",
+                                    "vision.output",
+                                    "cross.3.v",
+                                    "vision.global_layers.1",
+                                    "cross.3.k",
+                                    "vision.layernorm_post",
+                                    "vision.layers.0",
+                                    "projector",
+                                    "vision.layernorm_pre",
+                                    "cross.x.k"};
   std::sort(names.begin(), names.end(), TapBefore);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "vision.layernorm_pre", "vision.layers.0", "vision.layernorm_post",
-                       "vision.global_layers.1", "vision.output", "projector", "cross.3.k",
-                       "cross.3.v", "cross.10.k", "decoder.layers.0", "cross.x.k"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"vision.layernorm_pre", "vision.layers.0",
+                                             "vision.layernorm_post", "vision.global_layers.1",
+                                             "vision.output", "projector", "cross.3.k", "cross.3.v",
+                                             "cross.10.k", "decoder.layers.0", "cross.x.k"}));
 }
 
 TEST(CompareTensors, MeasuresMaxAbsRelativeErrorAndCosine) {

@@ -22,10 +22,17 @@ namespace {
 // The side files a model directory may hold, embedded as ocular.file.<name>. Binary files
 // (tokenizer.model) become u8 arrays, the rest strings.
 constexpr const char* kSideFiles[] = {
-    "config.json",          "generation_config.json", "preprocessor_config.json",
-    "processor_config.json", "tokenizer.json",        "tokenizer_config.json",
-    "special_tokens_map.json", "added_tokens.json",   "chat_template.json",
-    "chat_template.jinja",  "tokenizer.model",
+    "config.json",
+    "generation_config.json",
+    "preprocessor_config.json",
+    "processor_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "chat_template.json",
+    "chat_template.jinja",
+    "tokenizer.model",
 };
 
 bool ParseFormat(const std::string& name, WFormat* out) {
@@ -75,7 +82,7 @@ struct Recipe {
       if (vision != "keep" && matrix) ParseFormat(vision, &f);
       return f;
     }
-    if (!matrix) return stored;  // norms stay as stored
+    if (!matrix) return stored;           // norms stay as stored
     if (ParseFormat(type, &f)) return f;  // f32 / bf16 / f16 / q8_0
     // The output projection (the embedding, when tied) keeps more bits: Q6_K (llama.cpp's
     // llama_tensor_get_type for every Q4 file type); an untied embedding takes the base type.
@@ -93,7 +100,7 @@ struct Recipe {
 // values, the others of 32), else f16.
 WFormat Fit(WFormat want, int64_t cols) {
   if (WFormatRowBytes(want, cols) >= 0) return want;
-  const WFormat next = want == WFormat::kQ4_K ? WFormat::kQ5_0
+  const WFormat next = want == WFormat::kQ4_K   ? WFormat::kQ5_0
                        : want == WFormat::kQ6_K ? WFormat::kQ8_0
                                                 : WFormat::kF16;
   return WFormatRowBytes(next, cols) >= 0 ? next : WFormat::kF16;
@@ -153,8 +160,9 @@ StatusOr<QuantizeReport> QuantizeModel(const QuantizeOptions& o) {
       }));
   std::vector<Planned> plan;
   QuantizeReport report;
-  OCULAR_RETURN_IF_ERROR(loaded.model->ForEachWeight(
-      [&](const std::string& name, const Shape& shape, const Matrix* m, const TensorView* v) -> Status {
+  OCULAR_RETURN_IF_ERROR(
+      loaded.model->ForEachWeight([&](const std::string& name, const Shape& shape, const Matrix* m,
+                                      const TensorView* v) -> Status {
         Planned p;
         p.name = name;
         p.shape = shape;
@@ -178,13 +186,15 @@ StatusOr<QuantizeReport> QuantizeModel(const QuantizeOptions& o) {
 
   GgufWriter w;
   w.SetString("general.architecture", spec.family);
-  w.SetString("general.name", std::filesystem::path(o.input).lexically_normal().filename().string());
+  w.SetString("general.name",
+              std::filesystem::path(o.input).lexically_normal().filename().string());
   w.SetU32("general.quantization_version", 2);
   w.SetString("ocular.quantize.type", o.type);
   w.SetString("ocular.quantize.vision", o.vision);
   for (const char* name : kSideFiles) {
     if (!files.files->Has(name)) continue;
-    OCULAR_ASSIGN_OR_RETURN(std::string bytes, files.files->Read(name, kMaxTokenizerFileBytes, "quantize"));
+    OCULAR_ASSIGN_OR_RETURN(std::string bytes,
+                            files.files->Read(name, kMaxTokenizerFileBytes, "quantize"));
     if (std::string_view(name) == "tokenizer.model") {
       w.SetBytes(kGgufFilePrefix + std::string(name), bytes);
     } else {

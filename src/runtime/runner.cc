@@ -15,8 +15,9 @@ Runner::Runner(const VlModel& model, const Backend& backend, Precision precision
       ex_{backend, precision, arena_, quant_activations} {
   const ModelSpec& s = model.spec();
   // A typical prompt: one image and a short text, unless told more.
-  const int64_t context =
-      limits.max_context > 0 ? limits.max_context : std::min<int64_t>(s.max_positions, s.image_tokens + 128);
+  const int64_t context = limits.max_context > 0
+                              ? limits.max_context
+                              : std::min<int64_t>(s.max_positions, s.image_tokens + 128);
   const int64_t rows = std::max<int64_t>(limits.max_batch, limits.max_context > 0 ? context : 1);
   Plan(rows, context, limits.max_images);
   logits_.resize(static_cast<size_t>(std::max<int64_t>(limits.max_batch, 1)) * vocab_);
@@ -42,15 +43,20 @@ void Runner::EncodeImages(const float* pixels, int64_t n, float* features, Trace
   model_.EncodeImages(ex_, pixels, n, features, tracer);
 }
 
-Status Runner::Prefill(Sequence& seq, const float* features, int64_t feature_rows,
-                       Tracer* tracer, std::vector<float>* prompt_logits) {
+Status Runner::Prefill(Sequence& seq, const float* features, int64_t feature_rows, Tracer* tracer,
+                       std::vector<float>* prompt_logits) {
   const std::vector<int32_t>& ids = seq.params().prompt;
   const int64_t T = static_cast<int64_t>(ids.size());
   if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
   OCULAR_CHECK(seq.position() == 0, "HINT: Prefill runs a sequence's first pass");
   Plan(T, seq.cache()->capacity(), 0);
   OCULAR_RETURN_IF_ERROR(model_.Embed(ex_, ids, features, feature_rows, x_.data(), tracer));
-  const SeqChunk chunk{seq.cache(), 0, T, seq.params().prefix_len, ids.data(), features,
+  const SeqChunk chunk{seq.cache(),
+                       0,
+                       T,
+                       seq.params().prefix_len,
+                       ids.data(),
+                       features,
                        features != nullptr ? feature_rows : 0};
   model_.Forward(ex_, Batch{std::span<const SeqChunk>(&chunk, 1), T}, x_.data(), tracer);
   seq.Advance(T);
@@ -89,11 +95,16 @@ int Runner::PrefillLayers(PrefillTask& task, int layers) {
   const int end = std::min(num_layers(), task.next_layer + layers);
   // Prefill's single chunk: the whole prompt from position 0 (the position advances once every
   // layer has stored its K/V).
-  const SeqChunk chunk{seq.cache(), 0, task.rows, seq.params().prefix_len,
-                       seq.params().prompt.data(), task.features, task.feature_rows};
+  const SeqChunk chunk{seq.cache(),
+                       0,
+                       task.rows,
+                       seq.params().prefix_len,
+                       seq.params().prompt.data(),
+                       task.features,
+                       task.feature_rows};
   Plan(task.rows, seq.cache()->capacity(), 0);
-  model_.ForwardLayers(ex_, Batch{std::span<const SeqChunk>(&chunk, 1), task.rows},
-                       task.x.data(), nullptr, task.next_layer, end);
+  model_.ForwardLayers(ex_, Batch{std::span<const SeqChunk>(&chunk, 1), task.rows}, task.x.data(),
+                       nullptr, task.next_layer, end);
   task.next_layer = end;
   return num_layers() - end;
 }
@@ -118,7 +129,8 @@ void Runner::DecodeStep(std::span<Sequence* const> batch) {
   int64_t context = 0;
   for (Sequence* s : active_) context = std::max(context, s->position() + 1);
   Plan(B, context, 0);
-  if (logits_.size() < static_cast<size_t>(B) * vocab_) logits_.resize(static_cast<size_t>(B) * vocab_);
+  if (logits_.size() < static_cast<size_t>(B) * vocab_)
+    logits_.resize(static_cast<size_t>(B) * vocab_);
   chunks_.clear();
   for (int64_t b = 0; b < B; ++b) {
     Sequence* s = active_[b];

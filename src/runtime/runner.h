@@ -31,17 +31,16 @@
 namespace ocular {
 
 struct RunnerLimits {
-  int64_t max_batch = 1;     // sequences per decode step
-  int64_t max_context = 0;   // tokens per sequence, prompt included (0: one image and a short
-                             // prompt); the workspace is planned for prefills this long
-  int64_t max_images = 1;    // images per EncodeImages call
+  int64_t max_batch = 1;    // sequences per decode step
+  int64_t max_context = 0;  // tokens per sequence, prompt included (0: one image and a short
+                            // prompt); the workspace is planned for prefills this long
+  int64_t max_images = 1;   // images per EncodeImages call
 };
 
 class Runner {
  public:
   Runner(const VlModel& model, const Backend& backend, Precision precision,
-         const RunnerLimits& limits,
-         QuantActivations quant_activations = QuantActivations::kInt8);
+         const RunnerLimits& limits, QuantActivations quant_activations = QuantActivations::kInt8);
 
   const Exec& exec() const { return ex_; }
   const VlModel& model() const { return model_; }

@@ -119,7 +119,7 @@ class Scheduler {
 
   std::deque<std::shared_ptr<Job>> prefilling_;  // scheduler thread only
   std::vector<std::shared_ptr<Job>> active_;     // scheduler thread only
-  std::vector<Sequence*> batch_;              // scheduler thread only
+  std::vector<Sequence*> batch_;                 // scheduler thread only
   std::thread thread_;
 };
 

@@ -8,11 +8,16 @@ namespace ocular {
 
 const char* FinishReasonName(FinishReason r) {
   switch (r) {
-    case FinishReason::kNone: return "";
-    case FinishReason::kEos: return "eos";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kFailed: return "failed";
+    case FinishReason::kNone:
+      return "";
+    case FinishReason::kEos:
+      return "eos";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kFailed:
+      return "failed";
   }
   return "";
 }
@@ -20,7 +25,8 @@ const char* FinishReasonName(FinishReason r) {
 Sequence::Sequence(SequenceParams params, KvHandle kv, int32_t vocab)
     : p_(std::move(params)), kv_(std::move(kv)), sampler_(p_.sampling) {
   OCULAR_CHECK(vocab > 0 && p_.max_new_tokens >= 0);
-  OCULAR_CHECK(kv_.cache()->capacity() >= static_cast<int64_t>(p_.prompt.size()) + p_.max_new_tokens);
+  OCULAR_CHECK(kv_.cache()->capacity() >=
+               static_cast<int64_t>(p_.prompt.size()) + p_.max_new_tokens);
   sampler_.Reserve(vocab);
   generated_.reserve(static_cast<size_t>(p_.max_new_tokens));
   if (p_.max_new_tokens == 0) finish_ = FinishReason::kLength;

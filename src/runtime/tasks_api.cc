@@ -1,12 +1,10 @@
 // ocular/tasks.h: drawing boxes on an image file and the held-out evaluation loop.
-#include "ocular/tasks.h"
-
 #include <algorithm>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "image/image.h"
+#include "ocular/tasks.h"
 #include "tasks/draw.h"
 #include "tasks/eval_set.h"
 
@@ -56,7 +54,9 @@ StatusOr<EvalSummary> Evaluate(Engine& engine, const EvalOptions& o,
                             engine.Generate({o.images_dir + "/" + ex.image}, ex.prefix, g));
     predictions.push_back(r.text);
     if (pred_file) {
-      pred_file << nlohmann::json({{"id", ex.id}, {"prefix", ex.prefix}, {"prediction", r.text},
+      pred_file << nlohmann::json({{"id", ex.id},
+                                   {"prefix", ex.prefix},
+                                   {"prediction", r.text},
                                    {"expected", ex.expected}})
                        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";

@@ -59,8 +59,8 @@ struct MaskDecoder::Weights {
 
 // Binds and validates every decoder tensor from `tensors` (name → view, any float dtype;
 // converted to f32). Tensors outside "decoder." other than the codebook (the encoder half,
-// the VQ layer's state) are ignored; an unused "decoder." tensor is kUnimplemented. Errors are tagged [seg] and name
-// `source`, the tensor and the shapes.
+// the VQ layer's state) are ignored; an unused "decoder." tensor is kUnimplemented. Errors are
+// tagged [seg] and name `source`, the tensor and the shapes.
 StatusOr<std::unique_ptr<MaskDecoder::Weights>> BindMaskDecoder(
     const std::map<std::string, TensorView>& tensors, const std::string& source);
 

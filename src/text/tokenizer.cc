@@ -26,7 +26,7 @@ bool EndsWithReplacement(std::string_view s) { return s.ends_with("\xEF\xBF\xBD"
 // tokenizer_config.json's "added_tokens_decoder" {"id": {"content": ...}}: the tokens HF's slow
 // (SentencePiece) tokenizers split the text on before the model runs.
 StatusOr<std::vector<std::pair<std::string, int32_t>>> AddedTokens(const std::string& text,
-                                                                    const std::string& path) {
+                                                                   const std::string& path) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return Error(StatusCode::kDataLoss, "tokenizer", path, ": not a JSON object");
@@ -35,7 +35,8 @@ StatusOr<std::vector<std::pair<std::string, int32_t>>> AddedTokens(const std::st
   const auto it = j.find("added_tokens_decoder");
   if (it == j.end() || it->is_null()) return out;
   if (!it->is_object()) {
-    return Error(StatusCode::kDataLoss, "tokenizer", path, ": added_tokens_decoder is not an object");
+    return Error(StatusCode::kDataLoss, "tokenizer", path,
+                 ": added_tokens_decoder is not an object");
   }
   for (const auto& [key, entry] : it->items()) {
     char* end = nullptr;
@@ -74,8 +75,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const FileSet& files) {
                             files.Read("tokenizer.model", kMaxTokenizerFileBytes, "tokenizer"));
     std::vector<std::pair<std::string, int32_t>> atomic;
     if (files.Has("tokenizer_config.json")) {
-      OCULAR_ASSIGN_OR_RETURN(
-          std::string config, files.Read("tokenizer_config.json", kMaxTokenizerFileBytes, "tokenizer"));
+      OCULAR_ASSIGN_OR_RETURN(std::string config, files.Read("tokenizer_config.json",
+                                                             kMaxTokenizerFileBytes, "tokenizer"));
       OCULAR_ASSIGN_OR_RETURN(atomic, AddedTokens(config, files.Where("tokenizer_config.json")));
     }
     auto tok = text::LoadSentencePieceTokenizer(proto, std::move(atomic));

@@ -98,7 +98,7 @@ TEST(EngineHooks, StopStringsCutTheAnswerAndAreNeverStreamed) {
   };
   const Case cases[] = {
       {{" and"}, "a red square, a blue star", "stop"},
-      {{"d s"}, "a re", "stop"},                 // spans the pieces " red" and " square"
+      {{"d s"}, "a re", "stop"},               // spans the pieces " red" and " square"
       {{"star and an", " red"}, "a", "stop"},  // the earliest stop wins
       {{"a red square, a blue star and an orange triangle!"}, full->text, "eos"},  // held back
       {{"zebra", ""}, full->text, "eos"},

@@ -128,7 +128,8 @@ TEST(MllamaAllocationTest, EncodePrefillAndDecodeAllocateNothing) {
 
   int64_t before = g_allocations.load();
   runner.EncodeImages(pixels.data(), n, features.data(), nullptr);
-  for (int i = 1; i < 4; ++i) ASSERT_TRUE(runner.Prefill(*seqs[i], features.data(), rows, nullptr).ok());
+  for (int i = 1; i < 4; ++i)
+    ASSERT_TRUE(runner.Prefill(*seqs[i], features.data(), rows, nullptr).ok());
   EXPECT_EQ(g_allocations.load() - before, 0) << "allocations in encode + 3 prefills";
   before = g_allocations.load();
   for (int step = 0; step < 10; ++step) runner.DecodeStep(batch);

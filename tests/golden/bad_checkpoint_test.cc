@@ -1,11 +1,10 @@
 // Corrupt checkpoints must give a clear error naming the file/tensor — never a crash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "core/mapped_file.h"
@@ -18,7 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // Copies testdata/tiny/pg1 to a fresh directory and lets `corrupt` damage it.
-std::string CorruptCopy(const std::string& name, const std::function<void(const std::string&)>& corrupt) {
+std::string CorruptCopy(const std::string& name,
+                        const std::function<void(const std::string&)>& corrupt) {
   const std::string dir = fixture::ScratchPath("bad_" + name);
   fs::copy("testdata/tiny/pg1", dir);
   corrupt(dir);
@@ -99,7 +99,8 @@ TEST(BadCheckpoint, EachCorruptionGivesAClearError) {
          WriteAll(d + "/model.safetensors", b);
        },
        "well-formed JSON"},
-      {"garbage_config", [](const std::string& d) { WriteAll(d + "/config.json", "{\"model_type\": "); },
+      {"garbage_config",
+       [](const std::string& d) { WriteAll(d + "/config.json", "{\"model_type\": "); },
        "not a JSON object"},
       {"unknown_architecture",
        [](const std::string& d) { WriteAll(d + "/config.json", R"({"model_type": "llava"})"); },

@@ -83,14 +83,17 @@ TEST_P(BatchDecodeTest, BatchedEqualsAloneWithJoinsAndLeaves) {
   std::vector<std::vector<Track>> scenarios;
   for (int B = 1; B <= 8; ++B) {
     std::vector<Track> s(B);
-    for (int i = 0; i < B; ++i) s[i] = Track{i % static_cast<int>(inputs.size()), 0, 6, nullptr, {}};
+    for (int i = 0; i < B; ++i)
+      s[i] = Track{i % static_cast<int>(inputs.size()), 0, 6, nullptr, {}};
     scenarios.push_back(std::move(s));
   }
   {
     std::vector<Track> s;
     const int joins[] = {0, 0, 1, 2, 2, 4, 5, 7};
     const int lengths[] = {9, 2, 7, 3, 8, 1, 5, 4};
-    for (int i = 0; i < 8; ++i) s.push_back(Track{(i * 5) % static_cast<int>(inputs.size()), joins[i], lengths[i], nullptr, {}});
+    for (int i = 0; i < 8; ++i)
+      s.push_back(
+          Track{(i * 5) % static_cast<int>(inputs.size()), joins[i], lengths[i], nullptr, {}});
     scenarios.push_back(std::move(s));
   }
 
@@ -137,7 +140,8 @@ TEST_P(BatchDecodeTest, BatchedEqualsAloneWithJoinsAndLeaves) {
       m.runner.DecodeStep(active);
       for (size_t i = 0; i < active.size(); ++i) {
         for (Track& t : tracks) {
-          if (t.seq.get() == active[i]) t.logits.emplace_back(m.runner.last_logits(i), m.runner.last_logits(i) + V);
+          if (t.seq.get() == active[i])
+            t.logits.emplace_back(m.runner.last_logits(i), m.runner.last_logits(i) + V);
         }
       }
     }

@@ -205,7 +205,9 @@ TEST(ChatTemplate, UserTurnSplitsAtMarkers) {
 
 TEST(ChatTemplate, PyStripIsPythonsStrip) {
   EXPECT_EQ(PyStrip(" \t\n\v\f\r x y \x1c\x1f"), "x y");
-  EXPECT_EQ(PyStrip("\xc2\xa0\xe3\x80\x80" "caf\xc3\xa9\xe2\x80\xa8"), "caf\xc3\xa9");
+  EXPECT_EQ(PyStrip("\xc2\xa0\xe3\x80\x80"
+                    "caf\xc3\xa9\xe2\x80\xa8"),
+            "caf\xc3\xa9");
   EXPECT_EQ(PyStrip("\xe2\x80\x8bz"), "\xe2\x80\x8bz");  // U+200B is not a space in Python
   EXPECT_EQ(PyStrip("   "), "");
   EXPECT_EQ(PyStrip(""), "");

@@ -4,13 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
-#include "support/harness.h"
 #include "runtime/parity.h"
 #include "support/fixture.h"
+#include "support/harness.h"
 
 namespace ocular {
 namespace {
@@ -53,7 +52,8 @@ std::pair<Tensor, std::vector<int32_t>> RunGoldenCase(const std::string& dir) {
 TEST(CheckpointFormats, ShardedWithIndexMatchesTheReference) {
   const std::string dir = Rewrite("sharded", [](const std::string& d, const SafetensorsFile& src) {
     std::vector<NamedTensor> shard[2];
-    nlohmann::json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", nlohmann::json::object()}};
+    nlohmann::json index = {{"metadata", {{"total_size", 0}}},
+                            {"weight_map", nlohmann::json::object()}};
     int i = 0;
     for (const auto& [name, view] : src.tensors()) {
       const int s = i++ % 2;
@@ -61,8 +61,9 @@ TEST(CheckpointFormats, ShardedWithIndexMatchesTheReference) {
       index["weight_map"][name] = "model-0000" + std::to_string(s + 1) + "-of-00002.safetensors";
     }
     for (int s = 0; s < 2; ++s) {
-      ASSERT_TRUE(WriteSafetensors(d + "/model-0000" + std::to_string(s + 1) + "-of-00002.safetensors",
-                                   shard[s]).ok());
+      ASSERT_TRUE(WriteSafetensors(
+                      d + "/model-0000" + std::to_string(s + 1) + "-of-00002.safetensors", shard[s])
+                      .ok());
     }
     std::ofstream(d + "/model.safetensors.index.json") << index.dump(2);
   });

@@ -3,7 +3,6 @@
 #include "ocular/engine.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -163,8 +162,8 @@ TEST(Engine, PrecisionOptionsAreCheckedAgainstTheCheckpoint) {
 // quantized from an f32 checkpoint stays f32-only.
 TEST(Engine, QuantizedFilesOfBf16CheckpointsRunUnderBf16) {
   namespace fs = std::filesystem;
-  const std::string tmp = (fs::temp_directory_path() /
-                           ("ocular_q_bf16_" + std::to_string(::getpid()))).string();
+  const std::string tmp =
+      (fs::temp_directory_path() / ("ocular_q_bf16_" + std::to_string(::getpid()))).string();
   fs::create_directories(tmp);
   auto quantize = [&](const char* dir, const char* name) {
     QuantizeOptions q;
@@ -229,11 +228,13 @@ TEST(Engine, ImagesFromBytesEqualImagesFromFiles) {
   ASSERT_TRUE(engine.ok());
   const std::string path = "testdata/golden/inputs/photo.png";
   std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   GenerateOptions o;
   o.max_tokens = 8;
   auto from_file = (*engine)->Generate({path}, "caption en", o);
-  auto from_bytes = (*engine)->Generate({ImageInput::FromBytes(bytes, "upload.png")}, "caption en", o);
+  auto from_bytes =
+      (*engine)->Generate({ImageInput::FromBytes(bytes, "upload.png")}, "caption en", o);
   ASSERT_TRUE(from_file.ok() && from_bytes.ok());
   EXPECT_EQ(from_file->output_ids, from_bytes->output_ids);
   EXPECT_EQ(from_bytes->image_sizes[0].width, from_file->image_sizes[0].width);
@@ -260,7 +261,8 @@ TEST(Engine, CallbackCancelsGeneration) {
   EXPECT_EQ(pieces, 3);
   ASSERT_LT(cut->output_ids.size(), full->output_ids.size());
   EXPECT_EQ(cut->output_ids,
-            std::vector<int32_t>(full->output_ids.begin(), full->output_ids.begin() + cut->output_ids.size()));
+            std::vector<int32_t>(full->output_ids.begin(),
+                                 full->output_ids.begin() + cut->output_ids.size()));
 }
 
 // Many threads on one Engine: every answer equals the one-thread answer for its input.
@@ -294,7 +296,8 @@ TEST(Engine, ConcurrentCallsFromManyThreadsGiveTheSingleThreadAnswers) {
   }
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) {
-    for (int k = 0; k < kRounds; ++k) EXPECT_EQ(got[t][k], want[(t + k) % images.size()]) << t << "," << k;
+    for (int k = 0; k < kRounds; ++k)
+      EXPECT_EQ(got[t][k], want[(t + k) % images.size()]) << t << "," << k;
   }
 }
 

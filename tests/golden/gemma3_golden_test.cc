@@ -50,10 +50,13 @@ constexpr const char* kLlamaCppSlice = "testdata/gguf/gemma3_270m_slice.gguf";
 // that then moves a whole logits row by one bf16 ulp (2^-8 relative; logits near the softcap
 // of 30): measured up to 4e-3 on decode_logits, greedy tokens identical. 1e-2 is the issue's
 // bf16 bound.
-constexpr Checkpoint kCheckpoints[] = {
-    {"gemma3-text", 1e-5},       {"gemma3-text-bf16", 1e-2},       {"gemma3", 1e-5},
-    {"gemma3-text", 1e-5, true}, {"gemma3-text-bf16", 1e-2, true}, {"gemma3", 1e-5, true},
-    {"gemma3-270m-slice", 1e-5, false, kLlamaCppSlice}};
+constexpr Checkpoint kCheckpoints[] = {{"gemma3-text", 1e-5},
+                                       {"gemma3-text-bf16", 1e-2},
+                                       {"gemma3", 1e-5},
+                                       {"gemma3-text", 1e-5, true},
+                                       {"gemma3-text-bf16", 1e-2, true},
+                                       {"gemma3", 1e-5, true},
+                                       {"gemma3-270m-slice", 1e-5, false, kLlamaCppSlice}};
 
 std::vector<std::string> Cases(const std::string& ck) {
   std::vector<std::string> out;
@@ -188,8 +191,9 @@ INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Gemma3GoldenTest, testing::ValuesIn(kC
 // pixel_values from the image files, exactly (pan-and-scan cases: each image, then its crops).
 TEST(Gemma3ProcessorTest, PromptIdsAndPixelsMatchGemma3Processor) {
   for (const char* ck : {"gemma3-text", "gemma3", "gemma3-270m-slice"}) {
-    auto loaded = LoadModel(std::string(ck) == "gemma3-270m-slice" ? std::string(kLlamaCppSlice)
-                                                                   : std::string("testdata/tiny/") + ck);
+    auto loaded =
+        LoadModel(std::string(ck) == "gemma3-270m-slice" ? std::string(kLlamaCppSlice)
+                                                         : std::string("testdata/tiny/") + ck);
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
     for (const std::string& file : Cases(ck)) {
       SCOPED_TRACE(file);

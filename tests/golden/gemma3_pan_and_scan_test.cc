@@ -114,8 +114,8 @@ TEST(PanAndScanTest, EngineRunsGiveTransformersTokens) {
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   for (const char* name : {"pas_photo", "pas_three", "three"}) {
     SCOPED_TRACE(name);
-    auto taps = fixture::GoldenTaps::Open(std::string("testdata/golden/gemma3/") + name +
-                                          ".safetensors");
+    auto taps =
+        fixture::GoldenTaps::Open(std::string("testdata/golden/gemma3/") + name + ".safetensors");
     ASSERT_TRUE(taps.ok()) << taps.status().ToString();
     const auto& meta = taps->file().metadata();
     std::vector<ImageInput> images;

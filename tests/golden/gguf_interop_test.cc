@@ -27,7 +27,8 @@ TEST(GgufInterop, WhatOcularWritesIsWhatGgufPyRead) {
   QuantizeOptions o;
   o.input = "testdata/tiny/pg2";
   o.output = (std::filesystem::temp_directory_path() /
-              ("ocular_interop_" + std::to_string(::getpid()) + ".gguf")).string();
+              ("ocular_interop_" + std::to_string(::getpid()) + ".gguf"))
+                 .string();
   o.type = "q4_0";
   o.vision = "q8_0";
   o.threads = 2;
@@ -36,8 +37,9 @@ TEST(GgufInterop, WhatOcularWritesIsWhatGgufPyRead) {
   std::ifstream file(o.output, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   EXPECT_EQ(bytes.size(), want["bytes"].get<size_t>());
-  EXPECT_EQ(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())),
-            want["file_crc32"].get<uint64_t>())
+  EXPECT_EQ(
+      crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())),
+      want["file_crc32"].get<uint64_t>())
       << "the writer's output changed: regenerate the fixture if that is intended";
 
   auto g = GgufFile::Open(o.output);

@@ -3,7 +3,6 @@
 // checked with the golden input_ids, pixel_values and aspect_ratio_ids; the processor
 // separately: prompt ids from each case's prompt, pixels from MllamaImageProcessor on 44 images.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,8 +47,10 @@ struct Checkpoint {
 // torch's bf16 run with the avx2 and avx512 kernels; the scalar kernels accumulate some dot
 // products in another order, which flips single bf16 roundings (measured up to 9.2e-5 relative,
 // cross.3.v; greedy tokens identical). 1e-3 leaves room for that, far below the 1e-2 bound.
-constexpr Checkpoint kCheckpoints[] = {{"mllama", 1e-5},       {"mllama-1x", 1e-5},
-                                       {"mllama-bf16", 1e-3},  {"mllama", 1e-5, true},
+constexpr Checkpoint kCheckpoints[] = {{"mllama", 1e-5},
+                                       {"mllama-1x", 1e-5},
+                                       {"mllama-bf16", 1e-3},
+                                       {"mllama", 1e-5, true},
                                        {"mllama-bf16", 1e-3, true}};
 constexpr const char* kProcessorCheckpoints[] = {"mllama", "mllama-1x"};
 
@@ -68,7 +69,8 @@ std::string ToGguf(const std::string& name) {
   QuantizeOptions o;
   o.input = "testdata/tiny/" + name;
   o.output = (fs::temp_directory_path() /
-              ("ocular_golden_" + name + "_" + std::to_string(::getpid()) + ".gguf")).string();
+              ("ocular_golden_" + name + "_" + std::to_string(::getpid()) + ".gguf"))
+                 .string();
   o.type = name.ends_with("bf16") ? "bf16" : "f32";
   auto r = QuantizeModel(o);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -93,9 +95,9 @@ std::unique_ptr<Loaded> Load(const std::string& path) {
   // As the engine's "auto": a bf16 checkpoint runs in bf16 with a bf16 KV cache.
   const bool bf16 = l->m.model->spec().weight_dtype == DType::kBF16;
   l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, bf16 ? KvDType::kBF16 : KvDType::kF32);
-  l->runner = std::make_unique<Runner>(*l->m.model, l->backend,
-                                       bf16 ? Precision::kBF16 : Precision::kF32,
-                                       RunnerLimits{.max_batch = 2, .max_images = 3});
+  l->runner =
+      std::make_unique<Runner>(*l->m.model, l->backend, bf16 ? Precision::kBF16 : Precision::kF32,
+                               RunnerLimits{.max_batch = 2, .max_images = 3});
   return l;
 }
 
@@ -182,8 +184,8 @@ TEST_P(MllamaGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
       ASSERT_EQ(mine->numel(), ref.numel()) << name << ": ocular " << ShapeString(mine->shape)
                                             << " vs reference " << ShapeString(ref.shape);
       const TapDiff d = CompareTensors(mine->view(), ref);
-      table += name + ": rel " + std::to_string(d.rel) + " max_abs " + std::to_string(d.max_abs) +
-               "\n";
+      table +=
+          name + ": rel " + std::to_string(d.rel) + " max_abs " + std::to_string(d.max_abs) + "\n";
       if (!(d.rel <= tolerance) && first_over.empty()) first_over = name;
       ++compared;
     }
@@ -218,7 +220,8 @@ TEST(MllamaCrossKvTest, ComputedOncePerImagePerLayer) {
   auto out = Generate(*m->runner, *m->kv, req, nullptr);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_EQ(out->generated.size(), 12u);
-  const int64_t layers = static_cast<int64_t>(m->model().config().text.cross_attention_layers.size());
+  const int64_t layers =
+      static_cast<int64_t>(m->model().config().text.cross_attention_layers.size());
   EXPECT_EQ(m->model().cross_kv_computed() - before, 3 * layers);  // 3 images
   GenerationRequest text;
   text.ids = {m->m.processor->tokenizer().bos_id(), 100, 101};
@@ -249,8 +252,10 @@ TEST(MllamaBatchTest, MixedBatchEqualsAlone) {
     auto kv = m->kv->Acquire(static_cast<int64_t>(p.prompt.size()) + 8, q == 0 ? 2 : 0);
     ASSERT_TRUE(kv.ok());
     seqs.emplace_back(std::move(p), std::move(*kv), m->runner->vocab());
-    ASSERT_TRUE(m->runner->Prefill(seqs.back(), q == 0 ? features.data() : nullptr,
-                                   q == 0 ? 2 * spec.image_tokens : 0, nullptr).ok());
+    ASSERT_TRUE(m->runner
+                    ->Prefill(seqs.back(), q == 0 ? features.data() : nullptr,
+                              q == 0 ? 2 * spec.image_tokens : 0, nullptr)
+                    .ok());
   }
   std::vector<Sequence*> batch = {&seqs[0], &seqs[1]};
   while (!seqs[0].done() || !seqs[1].done()) m->runner->DecodeStep(batch);
@@ -358,8 +363,8 @@ TEST(MllamaRopeTest, Llama3ScalingBands) {
   c.rope_factor = 0;
   const std::vector<float> plain = mllama::RopeInvFreq(c);
   ASSERT_EQ(scaled.size(), 6u);
-  EXPECT_EQ(scaled[0], plain[0]);                       // wavelength 6.3 < 16: kept
-  EXPECT_GT(scaled[1], plain[1] / 8);                   // 56: between, smoothed
+  EXPECT_EQ(scaled[0], plain[0]);      // wavelength 6.3 < 16: kept
+  EXPECT_GT(scaled[1], plain[1] / 8);  // 56: between, smoothed
   EXPECT_LT(scaled[1], plain[1]);
   for (int k = 2; k < 6; ++k) EXPECT_EQ(scaled[k], plain[k] / 8) << k;  // > 64: divided
 }

@@ -66,11 +66,10 @@ TEST(MllamaGgufTest, EveryTensorHasOneName) {
       EXPECT_TRUE(seen.insert(n.gguf).second) << "duplicate " << n.gguf;
     }
     // llama.cpp's mllama names for the decoder, ocular's (after ollama's) for the vision tower.
-    for (const char* name : {"token_embd.weight", "output.weight", "output_norm.weight",
-                             "blk.0.attn_q.weight", "blk.0.ffn_norm.weight",
-                             "v.patch_embd.weight", "v.tile_position_embd.weight",
-                             "v.global.blk.0.attn_gate", "v.blk.0.attn_output.weight",
-                             "mm.0.weight", "mm.0.bias"}) {
+    for (const char* name :
+         {"token_embd.weight", "output.weight", "output_norm.weight", "blk.0.attn_q.weight",
+          "blk.0.ffn_norm.weight", "v.patch_embd.weight", "v.tile_position_embd.weight",
+          "v.global.blk.0.attn_gate", "v.blk.0.attn_output.weight", "mm.0.weight", "mm.0.bias"}) {
       EXPECT_TRUE(seen.count(name)) << ck << ": " << name;
     }
     const int cross = cfg->text.cross_attention_layers[0];
@@ -101,8 +100,8 @@ TEST(MllamaGgufTest, RecipeKeepsTheImagePathAsStored) {
     EXPECT_EQ(format(f16, name), "f16") << name;
   }
   for (const char* name : {"blk.1.cross_attn_k_proj.weight", "blk.3.cross_attn_v_proj.weight",
-                           "v.blk.0.attn_q.weight", "v.global.blk.1.ffn_up.weight",
-                           "mm.0.weight", "blk.0.attn_norm.weight", "blk.1.cross_attn_attn_gate"}) {
+                           "v.blk.0.attn_q.weight", "v.global.blk.1.ffn_up.weight", "mm.0.weight",
+                           "blk.0.attn_norm.weight", "blk.1.cross_attn_attn_gate"}) {
     EXPECT_EQ(format(f16, name), "f32") << name;
   }
   // --vision q8_0: the image path quantized where its rows fit a block (vision width 32).
@@ -130,8 +129,11 @@ struct Target {
 // Floors for the tiny random checkpoints (widths 36-96: most matrices fall back to f16, and
 // the f16/bf16 rows show how sensitive they are to any rounding); they catch a broken format,
 // kernel or name (which lands near 0 %), not the quality targets (docs/quantization.md).
-constexpr Target kFloors[] = {{"f16", 0.99, 1e-3},  {"bf16", 0.85, 5e-2}, {"q8_0", 0.85, 5e-2},
-                              {"q4_k_m", 0.80, 0.2}, {"q4_0", 0.80, 0.2}};
+constexpr Target kFloors[] = {{"f16", 0.99, 1e-3},
+                              {"bf16", 0.85, 5e-2},
+                              {"q8_0", 0.85, 5e-2},
+                              {"q4_k_m", 0.80, 0.2},
+                              {"q4_0", 0.80, 0.2}};
 
 TEST(MllamaQuantQuality, TopOneAndKlAgainstTheUnquantizedModel) {
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";

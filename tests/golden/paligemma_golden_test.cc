@@ -2,7 +2,6 @@
 // Inputs are locked: input_ids and pixel_values come from the golden file, so this test checks
 // the model alone; the tokenizer and image pipeline have their own reference tests.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -31,9 +30,9 @@ struct Checkpoint {
 // activations at the same points (kernels/bf16_emulation.h) and matches it bit for bit on
 // these shapes. 1e-3 leaves room for an accumulation-order difference flipping a bf16
 // rounding (one bf16 ulp is 2^-8 ≈ 4e-3 relative) — still 10× under the 1e-2.
-constexpr Checkpoint kCheckpoints[] = {
-    {"pg1", 1e-5},       {"pg2", 1e-5},       {"pg2-bf16", 1e-3},
-    {"pg1", 1e-5, true}, {"pg2", 1e-5, true}, {"pg2-bf16", 1e-3, true}};
+constexpr Checkpoint kCheckpoints[] = {{"pg1", 1e-5},       {"pg2", 1e-5},
+                                       {"pg2-bf16", 1e-3},  {"pg1", 1e-5, true},
+                                       {"pg2", 1e-5, true}, {"pg2-bf16", 1e-3, true}};
 
 // The checkpoint as a GGUF file in a temporary folder (float weights as stored).
 std::string ToGguf(const std::string& dir, const std::string& name, bool bf16) {
@@ -41,7 +40,8 @@ std::string ToGguf(const std::string& dir, const std::string& name, bool bf16) {
   o.input = dir;
   // Per process: ctest runs the ISA variants of this test at the same time.
   o.output = (std::filesystem::temp_directory_path() /
-              ("ocular_golden_" + name + "_" + std::to_string(::getpid()) + ".gguf")).string();
+              ("ocular_golden_" + name + "_" + std::to_string(::getpid()) + ".gguf"))
+                 .string();
   o.type = bf16 ? "bf16" : "f32";
   auto r = QuantizeModel(o);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -70,8 +70,9 @@ TEST_P(GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   ASSERT_NE(golden_ck, nullptr) << "no golden fixtures for " << ck.name;
   ASSERT_GE(golden_ck->cases.size(), 9u);
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
-  const std::string model = ck.via_gguf ? ToGguf(golden_ck->model_dir, ck.name, std::string(ck.name) == "pg2-bf16")
-                                        : golden_ck->model_dir;
+  const std::string model =
+      ck.via_gguf ? ToGguf(golden_ck->model_dir, ck.name, std::string(ck.name) == "pg2-bf16")
+                  : golden_ck->model_dir;
   auto h = testing_support::Harness::Load(model);
   if (ck.via_gguf) std::filesystem::remove(model);  // mapped: the data stays until unmapped
   ASSERT_TRUE(h.ok()) << h.status().ToString();
@@ -112,7 +113,8 @@ TEST_P(GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
       ASSERT_EQ(mine->numel(), ref.numel()) << name << ": ocular " << ShapeString(mine->shape)
                                             << " vs reference " << ShapeString(ref.shape);
       TapDiff d = CompareTensors(mine->view(), ref);
-      table += name + ": rel " + std::to_string(d.rel) + " max_abs " + std::to_string(d.max_abs) + "\n";
+      table +=
+          name + ": rel " + std::to_string(d.rel) + " max_abs " + std::to_string(d.max_abs) + "\n";
       if (!(d.rel <= ck.tolerance) && first_over.empty()) first_over = name;
     }
     EXPECT_TRUE(first_over.empty()) << "first diverging tap: " << first_over << "\n" << table;

@@ -21,7 +21,8 @@ using testing_support::Harness;
 std::vector<int32_t> TeacherForcedTop1(Harness& m, const std::vector<int32_t>& prompt,
                                        const std::vector<int32_t>& generated,
                                        const TensorView* pixels) {
-  const std::vector<float> logits = testing_support::TeacherForcedLogits(m, prompt, generated, pixels);
+  const std::vector<float> logits =
+      testing_support::TeacherForcedLogits(m, prompt, generated, pixels);
   const int64_t V = m.model->spec().vocab_size, T = static_cast<int64_t>(prompt.size());
   std::vector<int32_t> top1;
   for (int64_t r = T - 1; r * V < static_cast<int64_t>(logits.size()); ++r) {
@@ -42,7 +43,8 @@ TEST(Precision, Bf16FastAgreesWithTorchBf16OnTop1) {
   auto quick = Harness::Load(ck->model_dir, &fast);
   auto exact = Harness::Load(ck->model_dir, &f32);
   ASSERT_TRUE(faithful.ok() && quick.ok() && exact.ok());
-  int steps = 0, fast_vs_bf16 = 0, fast_vs_ref = 0, bf16_vs_ref = 0, fast_vs_f32 = 0, bf16_vs_f32 = 0;
+  int steps = 0, fast_vs_bf16 = 0, fast_vs_ref = 0, bf16_vs_ref = 0, fast_vs_f32 = 0,
+      bf16_vs_f32 = 0;
   for (const fixture::GoldenCase& c : ck->cases) {
     auto taps = fixture::GoldenTaps::Open(c.path);
     ASSERT_TRUE(taps.ok());
@@ -62,10 +64,11 @@ TEST(Precision, Bf16FastAgreesWithTorchBf16OnTop1) {
       bf16_vs_f32 += a[s] == e[s];
     }
   }
-  std::printf("bf16-fast top-1 agreement over %d golden decode steps: %.1f%% with bf16, %.1f%% "
-              "with transformers' bf16 tokens (bf16: %.1f%%)\n",
-              steps, 100.0 * fast_vs_bf16 / steps, 100.0 * fast_vs_ref / steps,
-              100.0 * bf16_vs_ref / steps);
+  std::printf(
+      "bf16-fast top-1 agreement over %d golden decode steps: %.1f%% with bf16, %.1f%% "
+      "with transformers' bf16 tokens (bf16: %.1f%%)\n",
+      steps, 100.0 * fast_vs_bf16 / steps, 100.0 * fast_vs_ref / steps,
+      100.0 * bf16_vs_ref / steps);
   std::printf("with f32 activations: bf16-fast %.1f%%, bf16 %.1f%%\n", 100.0 * fast_vs_f32 / steps,
               100.0 * bf16_vs_f32 / steps);
   EXPECT_GE(steps, 100);

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "ocular/quantize.h"
 #include "core/file_set.h"
 #include "image/image.h"
 #include "image/preprocess.h"
 #include "models/paligemma/processor.h"
+#include "ocular/quantize.h"
 #include "support/agreement.h"
 #include "support/fixture.h"
 #include "support/harness.h"
@@ -56,8 +56,10 @@ struct Target {
 // the f32 pg2 already loses 6 % top-1 (docs/quantization.md has the table). The floors catch
 // a broken format or kernel (which lands near 0 %), not the targets, which the trained
 // demo model is held to below.
-constexpr Target kTinyFloors[] = {{"f16", 0.99, 1e-3},    {"bf16", 0.90, 2e-2},
-                                  {"q8_0", 0.88, 5e-2},   {"q4_k_m", 0.55, 1.0},
+constexpr Target kTinyFloors[] = {{"f16", 0.99, 1e-3},
+                                  {"bf16", 0.90, 2e-2},
+                                  {"q8_0", 0.88, 5e-2},
+                                  {"q4_k_m", 0.55, 1.0},
                                   {"q4_0", 0.40, 2.0}};
 
 TEST(QuantQuality, TopOneAndKlAgainstTheUnquantizedModel) {
@@ -65,8 +67,8 @@ TEST(QuantQuality, TopOneAndKlAgainstTheUnquantizedModel) {
   auto manifest = fixture::GoldenManifest::Load();
   ASSERT_TRUE(manifest.ok());
   const Precision f32 = Precision::kF32;
-  std::printf("%-9s %-7s %9s %7s %11s %11s %9s\n", "model", "type", "positions", "top-1",
-              "mean KL", "max KL", "fallbacks");
+  std::printf("%-9s %-7s %9s %7s %11s %11s %9s\n", "model", "type", "positions", "top-1", "mean KL",
+              "max KL", "fallbacks");
   for (const char* name : {"pg1", "pg2", "pg2-bf16"}) {
     const fixture::GoldenCheckpoint* ck = manifest->Find(name);
     ASSERT_NE(ck, nullptr);

@@ -3,12 +3,12 @@
 // tools/demo_model/make_reference_answers.py from transformers, f32 eager, greedy)
 // ocular must generate exactly the reference token ids and text, and decode the same masks
 // from `segment` answers (the reference: the mask VQ-VAE in torch, big_vision's placement).
+#include <gtest/gtest.h>
+
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "ocular/detection.h"
 #include "ocular/engine.h"
@@ -38,8 +38,8 @@ TEST(ShapesModel, GreedyAnswersEqualTransformers) {
     ++segment_cases;
     const auto& size = r->image_sizes.at(0);
     std::vector<Detection> boxes = ParseDetections(r->text, size.width, size.height);
-    auto warning = AttachMasks(&boxes, "", ref.at("model").get<std::string>(), size.width,
-                               size.height);
+    auto warning =
+        AttachMasks(&boxes, "", ref.at("model").get<std::string>(), size.width, size.height);
     ASSERT_TRUE(warning.ok()) << warning.status().ToString();
     EXPECT_EQ(*warning, "");
     ASSERT_EQ(boxes.size(), c.at("masks").size());

@@ -32,8 +32,8 @@ struct AnyModel {
     const Precision p = precision ? *precision : bf16 ? Precision::kBF16 : Precision::kF32;
     m->kv = std::make_unique<KvPool>(m->model->spec().kv,
                                      p == Precision::kF32 ? KvDType::kF32 : KvDType::kBF16);
-    m->runner = std::make_unique<Runner>(
-        *m->model, m->backend, p, RunnerLimits{.max_batch = 1, .max_images = max_images});
+    m->runner = std::make_unique<Runner>(*m->model, m->backend, p,
+                                         RunnerLimits{.max_batch = 1, .max_images = max_images});
     return m;
   }
 
@@ -72,8 +72,10 @@ inline std::vector<float> TeacherForced(AnyModel& m, const std::vector<int32_t>&
   m.model->Forward(ex, Batch{std::span<const SeqChunk>(&prefill, 1), T}, x.data(), nullptr);
   m.model->Logits(ex, x.data(), T, logits.data());
   for (int64_t s = 0; s + 1 < G; ++s) {
-    OCULAR_CHECK(m.model->Embed(ex, std::span<const int32_t>(&generated[s], 1), nullptr, 0,
-                                x.data(), nullptr).ok());
+    OCULAR_CHECK(
+        m.model
+            ->Embed(ex, std::span<const int32_t>(&generated[s], 1), nullptr, 0, x.data(), nullptr)
+            .ok());
     const SeqChunk step{cache->cache(), T + s, 1, prefix_len};
     m.model->Forward(ex, Batch{std::span<const SeqChunk>(&step, 1), 1}, x.data(), nullptr);
     m.model->Logits(ex, x.data(), 1, logits.data() + (T + s) * V);

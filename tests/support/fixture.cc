@@ -12,9 +12,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "runtime/parity.h"
-
 #include "core/check.h"
+#include "runtime/parity.h"
 
 namespace ocular::fixture {
 namespace {
@@ -61,8 +60,7 @@ Status ParseShape(const Json& value, const std::string& where, Shape* out) {
 }
 
 Status ParseCase(const std::string& golden_dir, const std::string& checkpoint,
-                 const std::string& name, const Json& entry, const Json& images,
-                 GoldenCase* out) {
+                 const std::string& name, const Json& entry, const Json& images, GoldenCase* out) {
   const std::string where = StrCat("manifest.json: ", checkpoint, "/", name);
   out->checkpoint = checkpoint;
   out->name = name;
@@ -84,8 +82,8 @@ Status ParseCase(const std::string& golden_dir, const std::string& checkpoint,
   return Status::Ok();
 }
 
-Status ParseCheckpoint(const std::string& golden_dir, const std::string& name,
-                       const Json& entry, const Json& images, GoldenCheckpoint* out) {
+Status ParseCheckpoint(const std::string& golden_dir, const std::string& name, const Json& entry,
+                       const Json& images, GoldenCheckpoint* out) {
   const std::string where = "manifest.json: checkpoint " + name;
   out->name = name;
   OCULAR_RETURN_IF_ERROR(GetString(entry, "dir", where, &out->model_dir));

@@ -1,8 +1,6 @@
 // The golden fixtures are readable, complete and self-consistent.
 #include "support/fixture.h"
 
-#include "runtime/parity.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+
+#include "runtime/parity.h"
 
 namespace ocular::fixture {
 namespace {
@@ -81,8 +81,7 @@ TEST(GoldenTaps, EveryCaseMatchesTheManifestAndIsSelfConsistent) {
         const float* row = decode->as<float>() + k * vocab;
         EXPECT_EQ((*gen)[k], std::max_element(row, row + vocab) - row) << "step " << k;
       }
-      TensorView last_row{logits->as<float>() + (logits->dim(0) - 1) * vocab, DType::kF32,
-                          {vocab}};
+      TensorView last_row{logits->as<float>() + (logits->dim(0) - 1) * vocab, DType::kF32, {vocab}};
       EXPECT_EQ(CompareTensors({decode->as<float>(), DType::kF32, {vocab}}, last_row).max_abs, 0.0);
 
       // f32: decoder.embed_scaled = decoder.inputs_embeds * sqrt(H).

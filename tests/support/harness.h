@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "core/check.h"
-
 #include "core/thread_pool.h"
 #include "kernels/exec.h"
 #include "kernels/ops.h"
@@ -26,9 +25,9 @@ struct Harness {
       int max_batch = 1, QuantActivations quant_activations = QuantActivations::kInt8) {
     OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<paligemma::PaliGemma> model,
                             paligemma::PaliGemma::Load(dir));
-    const Precision p = precision ? *precision
+    const Precision p = precision                                    ? *precision
                         : model->spec().weight_dtype == DType::kBF16 ? Precision::kBF16
-                                                                      : Precision::kF32;
+                                                                     : Precision::kF32;
     return std::unique_ptr<Harness>(
         new Harness(std::move(model), p, threads, max_batch, quant_activations));
   }
@@ -80,7 +79,10 @@ inline std::vector<float> TeacherForcedLogits(Harness& m, const std::vector<int3
   m.model->Forward(ex, Batch{std::span<const SeqChunk>(&prefill, 1), T}, x.data(), nullptr);
   m.model->Logits(ex, x.data(), T, logits.data());
   for (int64_t s = 0; s + 1 < G; ++s) {
-    OCULAR_CHECK(m.model->Embed(ex, std::span<const int32_t>(&generated[s], 1), nullptr, 0, x.data(), nullptr).ok());
+    OCULAR_CHECK(
+        m.model
+            ->Embed(ex, std::span<const int32_t>(&generated[s], 1), nullptr, 0, x.data(), nullptr)
+            .ok());
     const SeqChunk step{cache->cache(), T + s, 1, T};
     m.model->Forward(ex, Batch{std::span<const SeqChunk>(&step, 1), 1}, x.data(), nullptr);
     m.model->Logits(ex, x.data(), 1, logits.data() + (T + s) * V);

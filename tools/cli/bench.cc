@@ -119,7 +119,8 @@ void AddEval(CLI::App& app, int* rc) {
 
 void AddBench(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand(
-      "bench", "time vision encode, prefill and decode (encode and prefill after one untimed warm-up)");
+      "bench",
+      "time vision encode, prefill and decode (encode and prefill after one untimed warm-up)");
   auto m = std::make_shared<ModelArgs>();
   auto b = std::make_shared<BenchOptions>();
   auto roofline = std::make_shared<double>(0);

@@ -2,10 +2,9 @@
 // (plus the parity module for `diff`).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "ocular/status.h"
 

@@ -9,7 +9,8 @@
 namespace ocular::cli {
 
 void AddDiff(CLI::App& app, int* rc) {
-  auto* cmd = app.add_subcommand("diff", "compare two activation dumps (A under test, B reference)");
+  auto* cmd =
+      app.add_subcommand("diff", "compare two activation dumps (A under test, B reference)");
   auto a = std::make_shared<std::string>();
   auto b = std::make_shared<std::string>();
   auto tol = std::make_shared<double>(1e-4);

@@ -16,9 +16,10 @@ void AddPanAndScanFlags(CLI::App* cmd, GenerateOptions* gen) {
       "--pan-and-scan", [gen] { gen->pan_and_scan = true; },
       "Gemma 3: also show each elongated image (long side >= 1.2x the short) as 2-4 crops, "
       "as transformers' do_pan_and_scan=True");
-  cmd->add_flag_callback("--no-pan-and-scan", [gen] { gen->pan_and_scan = false; },
-                         "Gemma 3: no pan-and-scan crops, even if preprocessor_config.json "
-                         "asks for them")
+  cmd->add_flag_callback(
+         "--no-pan-and-scan", [gen] { gen->pan_and_scan = false; },
+         "Gemma 3: no pan-and-scan crops, even if preprocessor_config.json "
+         "asks for them")
       ->excludes(on);
 }
 

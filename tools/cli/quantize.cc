@@ -1,4 +1,6 @@
 // ocular quantize: an HF model directory -> one GGUF file with quantized weights.
+#include "ocular/quantize.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,7 +9,6 @@
 #include <memory>
 
 #include "commands.h"
-#include "ocular/quantize.h"
 
 namespace ocular::cli {
 

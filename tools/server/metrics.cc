@@ -128,8 +128,9 @@ std::string RenderEngineStats(const EngineStats& s) {
          s.prefill_chunks);
   Metric(&out, "ocular_scheduler_steps_total", "counter",
          "Scheduler iterations that ran the model.", s.scheduler_steps);
-  out += "# HELP ocular_model_seconds_total Seconds the model spent, by phase.\n"
-         "# TYPE ocular_model_seconds_total counter\n";
+  out +=
+      "# HELP ocular_model_seconds_total Seconds the model spent, by phase.\n"
+      "# TYPE ocular_model_seconds_total counter\n";
   std::snprintf(line, sizeof line,
                 "ocular_model_seconds_total{phase=\"encode\"} %.6f\n"
                 "ocular_model_seconds_total{phase=\"prefill\"} %.6f\n"

@@ -46,7 +46,7 @@ struct ChatRequest {
   // Every message, parts in order (image_url parts as image parts; "developer" as "system"):
   // what a model with a chat template formats (Engine::GenerateChat).
   std::vector<ChatMessage> messages;
-  GenerateOptions options;         // max_tokens, temperature, top_p, seed, stop
+  GenerateOptions options;  // max_tokens, temperature, top_p, seed, stop
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
 };

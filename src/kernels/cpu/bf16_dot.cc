@@ -94,8 +94,8 @@ void Rows(const uint16_t* a, const uint16_t* w, int64_t K, int64_t n0, int64_t n
 
 }  // namespace
 
-void MatMulBF16Dot(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                   int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch) {
+void MatMulBF16Dot(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                   int64_t n1, float* out, int64_t ldo, float* scratch) {
   OCULAR_CHECK(w.format == WFormat::kBF16 && M >= 1 && M <= 8);
   // Activations as bf16, rows of K (scratch holds 24 * K floats = 48 * K bf16).
   uint16_t* ab = reinterpret_cast<uint16_t*>(scratch);
@@ -104,14 +104,22 @@ void MatMulBF16Dot(const float* a, int64_t M, int64_t K, int64_t lda, const Matr
   }
   const uint16_t* wb = reinterpret_cast<const uint16_t*>(w.data);
   switch (M) {
-    case 1: return Rows<1>(ab, wb, K, n0, n1, out, ldo);
-    case 2: return Rows<2>(ab, wb, K, n0, n1, out, ldo);
-    case 3: return Rows<3>(ab, wb, K, n0, n1, out, ldo);
-    case 4: return Rows<4>(ab, wb, K, n0, n1, out, ldo);
-    case 5: return Rows<5>(ab, wb, K, n0, n1, out, ldo);
-    case 6: return Rows<6>(ab, wb, K, n0, n1, out, ldo);
-    case 7: return Rows<7>(ab, wb, K, n0, n1, out, ldo);
-    default: return Rows<8>(ab, wb, K, n0, n1, out, ldo);
+    case 1:
+      return Rows<1>(ab, wb, K, n0, n1, out, ldo);
+    case 2:
+      return Rows<2>(ab, wb, K, n0, n1, out, ldo);
+    case 3:
+      return Rows<3>(ab, wb, K, n0, n1, out, ldo);
+    case 4:
+      return Rows<4>(ab, wb, K, n0, n1, out, ldo);
+    case 5:
+      return Rows<5>(ab, wb, K, n0, n1, out, ldo);
+    case 6:
+      return Rows<6>(ab, wb, K, n0, n1, out, ldo);
+    case 7:
+      return Rows<7>(ab, wb, K, n0, n1, out, ldo);
+    default:
+      return Rows<8>(ab, wb, K, n0, n1, out, ldo);
   }
 }
 

@@ -18,7 +18,7 @@ bool Bf16DotSupported();
 // The MatMulFn contract (kernels/kernel_table.h) for bf16 weights and M <= 8 rows; the
 // activations are rounded to bf16 (round to nearest even) in `scratch`.
 // REQUIRES: Bf16DotSupported(), w.format == kBF16, 1 <= M <= 8.
-void MatMulBF16Dot(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                   int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch);
+void MatMulBF16Dot(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                   int64_t n1, float* out, int64_t ldo, float* scratch);
 
 }  // namespace ocular::cpu

@@ -102,8 +102,7 @@ inline const char* Padded(const ATile& a, int64_t offset, int64_t bytes, char* p
 // One C tile pass over pairs [p0, p0 + pairs): `pairs / 16` steps, then the remaining pairs
 // (fewer than 16, the end of the rows) from zero-padded copies.
 template <int kN, int kG>
-OCULAR_AMX_TARGET void Pass(const ATile a[2], const uint32_t* const b[2], int64_t pairs,
-                            float* c) {
+OCULAR_AMX_TARGET void Pass(const ATile a[2], const uint32_t* const b[2], int64_t pairs, float* c) {
   ZeroC<kN, kG>();
   const int64_t full = pairs / kStep, rest = pairs % kStep;
   alignas(64) char pad[2][1024];

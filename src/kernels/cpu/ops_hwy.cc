@@ -108,7 +108,8 @@ HWY_INLINE void DotTile(const float* HWY_RESTRICT a, int64_t lda, const W* HWY_R
       for (size_t n = 0; n < kN; ++n) {
         const auto wv = LoadWeights(dh, w + n * ldw + k);
         for (size_t m = 0; m < kM; ++m) {
-          sums[m][n] += hn::GetLane(hn::SumOfLanes(dh, hn::Mul(hn::LoadU(dh, a + m * lda + k), wv)));
+          sums[m][n] +=
+              hn::GetLane(hn::SumOfLanes(dh, hn::Mul(hn::LoadU(dh, a + m * lda + k), wv)));
         }
       }
       k += 8;
@@ -144,14 +145,22 @@ constexpr int64_t kGemvRows = 8;
 template <class F>
 HWY_INLINE void WithRows(size_t m, const F& f) {
   switch (m) {
-    case 1: return f(std::integral_constant<size_t, 1>());
-    case 2: return f(std::integral_constant<size_t, 2>());
-    case 3: return f(std::integral_constant<size_t, 3>());
-    case 4: return f(std::integral_constant<size_t, 4>());
-    case 5: return f(std::integral_constant<size_t, 5>());
-    case 6: return f(std::integral_constant<size_t, 6>());
-    case 7: return f(std::integral_constant<size_t, 7>());
-    default: return f(std::integral_constant<size_t, 8>());
+    case 1:
+      return f(std::integral_constant<size_t, 1>());
+    case 2:
+      return f(std::integral_constant<size_t, 2>());
+    case 3:
+      return f(std::integral_constant<size_t, 3>());
+    case 4:
+      return f(std::integral_constant<size_t, 4>());
+    case 5:
+      return f(std::integral_constant<size_t, 5>());
+    case 6:
+      return f(std::integral_constant<size_t, 6>());
+    case 7:
+      return f(std::integral_constant<size_t, 7>());
+    default:
+      return f(std::integral_constant<size_t, 8>());
   }
 }
 
@@ -591,10 +600,14 @@ template <class KV>
 void ScoreRowsN(int64_t nq, const float* q, int64_t ldq, const KV* k, int64_t ldk, int64_t nt,
                 int64_t d, float* s, int64_t ls) {
   switch (nq) {
-    case 1: return ScoreRows<1>(q, ldq, k, ldk, nt, d, s, ls);
-    case 2: return ScoreRows<2>(q, ldq, k, ldk, nt, d, s, ls);
-    case 3: return ScoreRows<3>(q, ldq, k, ldk, nt, d, s, ls);
-    default: return ScoreRows<4>(q, ldq, k, ldk, nt, d, s, ls);
+    case 1:
+      return ScoreRows<1>(q, ldq, k, ldk, nt, d, s, ls);
+    case 2:
+      return ScoreRows<2>(q, ldq, k, ldk, nt, d, s, ls);
+    case 3:
+      return ScoreRows<3>(q, ldq, k, ldk, nt, d, s, ls);
+    default:
+      return ScoreRows<4>(q, ldq, k, ldk, nt, d, s, ls);
   }
 }
 
@@ -602,10 +615,14 @@ template <class KV>
 void WeightedSumRowsN(int64_t nq, const float* probs, int64_t ls, const KV* v, int64_t ldv,
                       int64_t nt, int64_t d, bool accumulate, float* out, int64_t ldo) {
   switch (nq) {
-    case 1: return WeightedSumRows<1>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
-    case 2: return WeightedSumRows<2>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
-    case 3: return WeightedSumRows<3>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
-    default: return WeightedSumRows<4>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
+    case 1:
+      return WeightedSumRows<1>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
+    case 2:
+      return WeightedSumRows<2>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
+    case 3:
+      return WeightedSumRows<3>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
+    default:
+      return WeightedSumRows<4>(probs, ls, v, ldv, nt, d, accumulate, out, ldo);
   }
 }
 
@@ -781,8 +798,8 @@ void AttentionDotBlock(const kernels::AttentionArgs& p, const kernels::Attention
     for (int64_t j = 0; j < p.d; ++j) queries[qi * p.d + j] = Bf16Bits(q[j]);
   }
   const int64_t key_group = p.d / 2 * 16;  // words per packed group of 16 keys
-  cpu::GemmBf16T(dot.keys + kvh * dot.keys_head_stride + b0 / 16 * key_group, key_group, span,
-                 p.d, queries, p.d, 0, nq, s, width);
+  cpu::GemmBf16T(dot.keys + kvh * dot.keys_head_stride + b0 / 16 * key_group, key_group, span, p.d,
+                 queries, p.d, 0, nq, s, width);
   for (int64_t qi = 0; qi < nq; ++qi) {
     float* sr = s + qi * width;
     uint16_t* pr = probs + qi * width;
@@ -854,7 +871,7 @@ const kernels::KernelTable kTable = {
     {MatMulFormat<float>, MatMulFormat<BF16>, MatMulFormat<hwy::float16_t>, nullptr, nullptr,
      nullptr, nullptr},
     {RowToF32<float>, RowToF32<BF16>, RowToF32<hwy::float16_t>, nullptr, nullptr, nullptr, nullptr},
-    {},  // matmul_f32_act: set by ops.cc (cpu/quant_matmul.h)
+    {},       // matmul_f32_act: set by ops.cc (cpu/quant_matmul.h)
     nullptr,  // set by ops.cc on AVX512_BF16 CPUs (cpu/bf16_dot.h)
     RmsNorm,
     LayerNorm,

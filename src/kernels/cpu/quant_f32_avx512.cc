@@ -19,7 +19,8 @@
 // Every function below is compiled for these features (GCC: target pragma; clang, which
 // ignores it, e.g. in the fuzz build: an attribute applied to each function).
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw"))), \
+                             apply_to = function)
 #else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")
@@ -35,9 +36,9 @@ struct Isa {
   // DequantizeRow's operations), looked up by vpermps / vpermt2ps.
   static constexpr bool kTables = true;
   static V Iota(int start) {
-    return _mm512_cvtepi32_ps(_mm512_add_epi32(
-        _mm512_set1_epi32(start),
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)));
+    return _mm512_cvtepi32_ps(
+        _mm512_add_epi32(_mm512_set1_epi32(start),
+                         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)));
   }
   static V Lookup16(__m128i index, V table) {
     return _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(index), table);

@@ -47,9 +47,9 @@ inline __m128i HighNibbles(__m128i x) {
 
 // Byte j = 0x10 where bit j of `bits` (16 bits) is set, else 0 (Q5_0's fifth bits).
 inline __m128i FifthBits(uint32_t bits) {
-  const __m128i spread = _mm_shuffle_epi8(
-      _mm_cvtsi32_si128(static_cast<int>(bits)),
-      _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+  const __m128i spread =
+      _mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<int>(bits)),
+                       _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
   const __m128i bit = _mm_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(spread, bit), bit), _mm_set1_epi8(0x10));
 }
@@ -185,9 +185,8 @@ inline void Chunk(const std::byte* blk, int c, const Scales<kF>& s, V* w) {
     for (int i = 0; i < 2; ++i) {
       const __m128i l = _mm_srli_epi16(Load128(ql + 16 * i), 4 * (sub >> 1));
       const __m128i hb = _mm_srli_epi16(Load128(qh + 16 * i), 2 * sub);
-      const __m128i q = _mm_or_si128(
-          _mm_and_si128(l, _mm_set1_epi8(0x0F)),
-          _mm_slli_epi16(_mm_and_si128(hb, _mm_set1_epi8(0x03)), 4));
+      const __m128i q = _mm_or_si128(_mm_and_si128(l, _mm_set1_epi8(0x0F)),
+                                     _mm_slli_epi16(_mm_and_si128(hb, _mm_set1_epi8(0x03)), 4));
       Isa::I8ToF32(_mm_sub_epi8(q, _mm_set1_epi8(32)), w + kHalfVecs * i);
       const V dl = Isa::Set1(s.dl[2 * c + i]);
       for (int v = 0; v < kHalfVecs; ++v) w[kHalfVecs * i + v] = Isa::Mul(dl, w[kHalfVecs * i + v]);

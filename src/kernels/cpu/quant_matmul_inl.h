@@ -35,7 +35,6 @@ inline float LoadF16(const std::byte* p) {
 
 constexpr int kPrefetchBytes = 512;
 
-
 inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 inline int32_t HSumI32(__m128i v) {
@@ -302,8 +301,8 @@ void Rows(const std::byte* rows, int64_t row_bytes, int64_t i0, int64_t K, const
 // Every row of a quantized chunk of `count` rows against weight rows [n0, n1): weight strips of
 // 64 rows, so that a strip stays in L1/L2 while the chunk's rows pass over it in tiles of 4.
 template <WFormat kF, int kN>
-void ChunkRows(const std::byte* rows, int64_t row_bytes, int64_t count, int64_t K,
-               const Matrix& w, int64_t n0, int64_t n1, float* out, int64_t ldo) {
+void ChunkRows(const std::byte* rows, int64_t row_bytes, int64_t count, int64_t K, const Matrix& w,
+               int64_t n0, int64_t n1, float* out, int64_t ldo) {
   for (int64_t s0 = n0; s0 < n1; s0 += 64) {
     const int64_t s1 = std::min(n1, s0 + 64);
     int64_t i = 0;

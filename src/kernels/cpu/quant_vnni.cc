@@ -16,7 +16,9 @@
 // Every function below is compiled for these features (GCC: target pragma; clang, which
 // ignores it, e.g. in the fuzz build: an attribute applied to each function).
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni"))), apply_to = function)
+#pragma clang attribute push(                                                      \
+    __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni"))), \
+    apply_to = function)
 #else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")

@@ -27,7 +27,9 @@ namespace {
 float RowElement(const Matrix& w, int64_t r, int64_t i) {
   OCULAR_CHECK(w.format == WFormat::kF32 || w.format == WFormat::kBF16 || w.format == WFormat::kF16,
                "HINT: the scalar table has no kernel for this format");
-  const DType t = w.format == WFormat::kF32 ? DType::kF32 : w.format == WFormat::kBF16 ? DType::kBF16 : DType::kF16;
+  const DType t = w.format == WFormat::kF32    ? DType::kF32
+                  : w.format == WFormat::kBF16 ? DType::kBF16
+                                               : DType::kF16;
   return ElementAsF32(w.row(r), t, i);
 }
 inline float R(float x) { return BF16ToF32(F32ToBF16(x)); }
@@ -38,7 +40,8 @@ void MatMulBlock(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = n0; n < n1; ++n) {
       double sum = 0.0;
-      for (int64_t k = 0; k < K; ++k) sum += static_cast<double>(a[m * lda + k]) * RowElement(w, n, k);
+      for (int64_t k = 0; k < K; ++k)
+        sum += static_cast<double>(a[m * lda + k]) * RowElement(w, n, k);
       out[m * ldo + n] = static_cast<float>(sum);
     }
   }
@@ -203,7 +206,8 @@ void AttentionOne(const kernels::AttentionArgs& p, int64_t i, int64_t h, int64_t
   float max_score = -INFINITY;
   for (int64_t t = t0; t < t1; ++t) {
     double dot = 0.0;
-    for (int64_t j = 0; j < p.d; ++j) dot += static_cast<double>(qi[j]) * KvElement(p, p.k, p.ldk, t, kvh * p.d + j);
+    for (int64_t j = 0; j < p.d; ++j)
+      dot += static_cast<double>(qi[j]) * KvElement(p, p.k, p.ldk, t, kvh * p.d + j);
     float s;
     if (bf) {
       s = R(R(static_cast<float>(dot)) * p.scale);

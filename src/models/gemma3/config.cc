@@ -19,8 +19,8 @@ using config_internal::kMaxPositions;
 using config_internal::kMaxScalar;
 using config_internal::kMaxVocab;
 using config_internal::Section;
-using config_internal::TokenId;
 using config_internal::Shown;
+using config_internal::TokenId;
 
 // Gemma3TextConfig (configuration_gemma3.py), defaults as its __init__.
 Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* c) {
@@ -155,7 +155,8 @@ Status Gemma3TextConfig::Validate() const {
   }
   for (int id : eos_token_ids) {
     if (id < 0 || id >= gemma.vocab_size) {
-      return fail("eos_token_id (", id, ") must be a token id below vocab_size (", gemma.vocab_size, ")");
+      return fail("eos_token_id (", id, ") must be a token id below vocab_size (", gemma.vocab_size,
+                  ")");
     }
   }
   return Status::Ok();
@@ -220,7 +221,8 @@ StatusOr<Gemma3Config> ParseGemma3Config(const std::string& json_text, const std
     }
     // The top-level ids (Gemma3Config kwargs) override nothing in the text model; EOS is
     // read from there when present, as generate() does.
-    OCULAR_RETURN_IF_ERROR(TokenId(top, "eos_token_id", &c.text.eos_token_id, &c.text.eos_token_ids));
+    OCULAR_RETURN_IF_ERROR(
+        TokenId(top, "eos_token_id", &c.text.eos_token_id, &c.text.eos_token_ids));
     OCULAR_RETURN_IF_ERROR(TokenId(top, "bos_token_id", &c.text.bos_token_id));
   } else {
     return top.Fail(StatusCode::kUnimplemented, "model_type '", c.model_type.substr(0, 40),

@@ -54,8 +54,9 @@ void SelfAttention(const Exec& ex, const Gemma3TextConfig& cfg, const Gemma3Laye
   int64_t* pos = ex.arena.Alloc<int64_t>(rows);
   int32_t* begin = ex.arena.Alloc<int32_t>(rows);
   int32_t* end = ex.arena.Alloc<int32_t>(rows);
-  ops::MatMuls(ex, x, rows, H, H,
-               {{&l.q_w, nullptr, q, qdim}, {&l.k_w, nullptr, k, kvdim}, {&l.v_w, nullptr, v, kvdim}});
+  ops::MatMuls(
+      ex, x, rows, H, H,
+      {{&l.q_w, nullptr, q, qdim}, {&l.k_w, nullptr, k, kvdim}, {&l.v_w, nullptr, v, kvdim}});
   // query_states = self.q_norm(query_states); key_states = self.k_norm(key_states)
   ops::RmsNorm(ex, q, rows * hq, d, w.q_norm, c.rms_norm_eps, /*add_one=*/true, q);
   ops::RmsNorm(ex, k, rows * hkv, d, w.k_norm, c.rms_norm_eps, /*add_one=*/true, k);

@@ -287,8 +287,8 @@ Status Gemma3::Embed(const Exec& ex, std::span<const int32_t> ids, const float* 
   return Status::Ok();
 }
 
-void Gemma3::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer,
-                           int begin, int end) const {
+void Gemma3::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
+                           int end) const {
   const GemmaTextConfig& c = cfg_.text.gemma;
   const int64_t H = c.hidden_size;
   OCULAR_CHECK(0 <= begin && begin <= end && end <= c.num_hidden_layers);

@@ -46,8 +46,8 @@ StatusOr<std::vector<CropRect>> PanAndScanCrops(int width, int height, const Pan
       const int x = crop_w * j, y = crop_h * i;
       if (x >= width || y >= height) {
         return Error(StatusCode::kInvalidArgument, "image", "pan-and-scan of a ", width, "x",
-                     height, " image into ", num_w, "x", num_h, " crops of ", crop_w, "x",
-                     crop_h, " leaves an empty crop (lower pan_and_scan_max_num_crops or raise "
+                     height, " image into ", num_w, "x", num_h, " crops of ", crop_w, "x", crop_h,
+                     " leaves an empty crop (lower pan_and_scan_max_num_crops or raise "
                      "pan_and_scan_min_crop_size)");
       }
       out.push_back({x, y, std::min(crop_w, width - x), std::min(crop_h, height - y)});

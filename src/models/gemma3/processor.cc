@@ -1,7 +1,6 @@
 #include "models/gemma3/processor.h"
 
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
@@ -33,8 +32,9 @@ Status Gemma3Processor::ReadPanAndScan(const nlohmann::json& j, const std::strin
     if (!it->is_boolean()) return bad("do_pan_and_scan", "true, false or null");
     p->pan_and_scan_default_ = it->get<bool>();
   }
-  for (auto [key, field] : {std::pair{"pan_and_scan_min_crop_size", &p->pan_and_scan_.min_crop_size},
-                            std::pair{"pan_and_scan_max_num_crops", &p->pan_and_scan_.max_num_crops}}) {
+  for (auto [key, field] :
+       {std::pair{"pan_and_scan_min_crop_size", &p->pan_and_scan_.min_crop_size},
+        std::pair{"pan_and_scan_max_num_crops", &p->pan_and_scan_.max_num_crops}}) {
     if (auto it = j.find(key); it != j.end() && !it->is_null()) {
       if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 65536) {
         return bad(key, "an integer in 1..65536 or null");

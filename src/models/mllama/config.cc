@@ -19,8 +19,8 @@ using config_internal::kMaxPositions;
 using config_internal::kMaxScalar;
 using config_internal::kMaxVocab;
 using config_internal::Section;
-using config_internal::TokenId;
 using config_internal::Shown;
+using config_internal::TokenId;
 
 constexpr int kMaxTiles = 64;
 
@@ -29,7 +29,8 @@ Status IntList(const Section& s, const char* key, int lo, int hi, std::vector<in
   const Json* v = s.Find(key);
   if (v == nullptr) return Status::Ok();
   if (!v->is_array() || v->size() > static_cast<size_t>(kMaxLayers)) {
-    return s.Fail(StatusCode::kDataLoss, s.Key(key), " must be a list of integers, got ", Shown(*v));
+    return s.Fail(StatusCode::kDataLoss, s.Key(key), " must be a list of integers, got ",
+                  Shown(*v));
   }
   out->clear();
   for (const Json& e : *v) {
@@ -58,14 +59,13 @@ Status ParseVision(const Section& s, VisionConfig* c) {
   OCULAR_RETURN_IF_ERROR(s.Int("attention_heads", 1, kMaxHeads, &c->num_attention_heads));
   OCULAR_RETURN_IF_ERROR(s.Int("num_channels", 1, 16, &c->num_channels));
   OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &c->intermediate_size));
-  OCULAR_RETURN_IF_ERROR(
-      s.Int("vision_output_dim", 1, kMaxHidden * 64, &c->vision_output_dim));
+  OCULAR_RETURN_IF_ERROR(s.Int("vision_output_dim", 1, kMaxHidden * 64, &c->vision_output_dim));
   OCULAR_RETURN_IF_ERROR(s.Int("image_size", 1, kMaxImageSize, &c->image_size));
   OCULAR_RETURN_IF_ERROR(s.Int("patch_size", 1, kMaxImageSize, &c->patch_size));
   OCULAR_RETURN_IF_ERROR(s.Float("norm_eps", 0, true, 1, &c->norm_eps));
   OCULAR_RETURN_IF_ERROR(s.Int("max_num_tiles", 1, kMaxTiles, &c->max_num_tiles));
-  OCULAR_RETURN_IF_ERROR(IntList(s, "intermediate_layers_indices", 0, kMaxLayers,
-                                 &c->intermediate_layers_indices));
+  OCULAR_RETURN_IF_ERROR(
+      IntList(s, "intermediate_layers_indices", 0, kMaxLayers, &c->intermediate_layers_indices));
   c->supported_aspect_ratios = SupportedAspectRatios(c->max_num_tiles);
   if (const Json* v = s.Find("supported_aspect_ratios")) {
     std::vector<std::pair<int, int>> given;
@@ -210,15 +210,16 @@ Status TextConfig::Validate() const {
                   " layers");
     }
   }
-  for (auto [name, id] : {std::pair{"bos_token_id", bos_token_id},
-                          std::pair{"eos_token_id", eos_token_id}}) {
+  for (auto [name, id] :
+       {std::pair{"bos_token_id", bos_token_id}, std::pair{"eos_token_id", eos_token_id}}) {
     if (id >= vocab_size + 8) {
       return fail(name, " (", id, ") is past the embedding table (", vocab_size + 8, " rows)");
     }
   }
   for (int id : eos_token_ids) {
     if (id >= vocab_size + 8) {
-      return fail("eos_token_id (", id, ") is past the embedding table (", vocab_size + 8, " rows)");
+      return fail("eos_token_id (", id, ") is past the embedding table (", vocab_size + 8,
+                  " rows)");
     }
   }
   return Status::Ok();
@@ -250,9 +251,11 @@ StatusOr<MllamaConfig> ParseMllamaConfig(const std::string& json_text, const std
   OCULAR_RETURN_IF_ERROR(top.Int("image_token_index", 0, kMaxVocab, &c.image_token_index));
   const Json empty = Json::object();
   OCULAR_ASSIGN_OR_RETURN(const Json* vc, top.Object("vision_config"));
-  OCULAR_RETURN_IF_ERROR(ParseVision(Section(vc ? *vc : empty, source, "vision_config"), &c.vision));
+  OCULAR_RETURN_IF_ERROR(
+      ParseVision(Section(vc ? *vc : empty, source, "vision_config"), &c.vision));
   OCULAR_ASSIGN_OR_RETURN(const Json* tc, top.Object("text_config"));
-  OCULAR_RETURN_IF_ERROR(ParseText(Section(tc ? *tc : empty, source, "text_config"), source, &c.text));
+  OCULAR_RETURN_IF_ERROR(
+      ParseText(Section(tc ? *tc : empty, source, "text_config"), source, &c.text));
   Status valid = c.Validate();
   if (!valid.ok()) return Fail(source, valid);
   return c;

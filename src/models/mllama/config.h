@@ -16,9 +16,9 @@ namespace ocular::mllama {
 struct VisionConfig {
   int hidden_size = 1280;
   Activation hidden_act = Activation::kGeluErf;  // "gelu"
-  int num_hidden_layers = 32;                     // local encoder
-  int num_global_layers = 8;                      // gated global encoder
-  int num_attention_heads = 16;                   // saved as "attention_heads" too
+  int num_hidden_layers = 32;                    // local encoder
+  int num_global_layers = 8;                     // gated global encoder
+  int num_attention_heads = 16;                  // saved as "attention_heads" too
   int num_channels = 3;
   int intermediate_size = 5120;
   int vision_output_dim = 7680;  // hidden_size * (1 + intermediate_layers_indices.size())
@@ -30,8 +30,8 @@ struct VisionConfig {
   std::vector<std::pair<int, int>> supported_aspect_ratios;  // (tiles high, tiles wide)
 
   int grid() const { return image_size / patch_size; }
-  int patches() const { return grid() * grid() + 1; }               // + class token
-  int padded_patches() const { return (patches() + 7) / 8 * 8; }    // MllamaVisionModel pads to 8
+  int patches() const { return grid() * grid() + 1; }             // + class token
+  int padded_patches() const { return (patches() + 7) / 8 * 8; }  // MllamaVisionModel pads to 8
   int head_dim() const { return hidden_size / num_attention_heads; }
   int max_aspect_ratio_id() const { return static_cast<int>(supported_aspect_ratios.size()); }
   Status Validate() const;

@@ -7,8 +7,8 @@
 #include "core/check.h"
 #include "core/half.h"
 #include "kernels/ops.h"
-#include "models/mllama/gates.h"
 #include "models/kv_cache.h"
+#include "models/mllama/gates.h"
 #include "models/mllama/vision.h"
 
 namespace ocular::mllama {
@@ -34,8 +34,8 @@ void SwiGlu(const Exec& ex, const TextConfig& c, const TextLayerWeights& l, cons
 
 }  // namespace
 
-void LlamaRmsNorm(const Exec& ex, const TensorView& ones, const float* x, int64_t rows,
-                  int64_t dim, const TensorView& w, float eps, float* y) {
+void LlamaRmsNorm(const Exec& ex, const TensorView& ones, const float* x, int64_t rows, int64_t dim,
+                  const TensorView& w, float eps, float* y) {
   if (!ex.round_bf16()) {
     ops::RmsNorm(ex, x, rows, dim, w, eps, /*add_one=*/false, y);
     return;
@@ -80,8 +80,8 @@ size_t CrossKeyRangesBytes(int64_t images) {
 }
 
 void CrossKeyRanges(Arena& arena, const int32_t* ids, int64_t count, int32_t image_token,
-                    const int* tiles, int64_t n, int64_t P, int64_t T, int32_t* begin,
-                    int32_t* end, uint8_t* sees_image) {
+                    const int* tiles, int64_t n, int64_t P, int64_t T, int32_t* begin, int32_t* end,
+                    uint8_t* sees_image) {
   ArenaScope scope(arena);
   int64_t* locs = arena.Alloc<int64_t>(n + 1);
   int64_t found = 0;
@@ -145,8 +145,9 @@ void SelfAttentionLayer(const Exec& ex, const DecoderContext& dc, int layer, con
     int32_t* end = ex.arena.Alloc<int32_t>(rows);
     // hidden = input_layernorm(x); q/k/v projections; RoPE at position_ids = cache_position
     LlamaRmsNorm(ex, *dc.ones, x, rows, H, l.input_norm, eps, h);
-    ops::MatMuls(ex, h, rows, H, H,
-                 {{&l.q_w, nullptr, q, qdim}, {&l.k_w, nullptr, k, kvdim}, {&l.v_w, nullptr, v, kvdim}});
+    ops::MatMuls(
+        ex, h, rows, H, H,
+        {{&l.q_w, nullptr, q, qdim}, {&l.k_w, nullptr, k, kvdim}, {&l.v_w, nullptr, v, kvdim}});
     int64_t r = 0;
     for (const SeqChunk& s : batch.seqs) {
       for (int64_t t = 0; t < s.count; ++t) pos[r + t] = s.start + t;
@@ -184,7 +185,8 @@ namespace {
 int64_t ImageTiles(const MllamaConfig& cfg, const SeqChunk& s, int* tiles) {
   const int64_t H = cfg.text.hidden_size, T = cfg.vision.max_num_tiles, P = cfg.vision.patches();
   const int64_t per_image = ImageFeatureRows(cfg.vision), n = s.feature_rows / per_image;
-  for (int64_t i = 0; i < n; ++i) tiles[i] = static_cast<int>(s.features[(i * per_image + T * P) * H]);
+  for (int64_t i = 0; i < n; ++i)
+    tiles[i] = static_cast<int>(s.features[(i * per_image + T * P) * H]);
   return n;
 }
 
@@ -310,7 +312,8 @@ size_t LayerBytes(const MllamaConfig& cfg, int64_t rows, int64_t context, int64_
                   int threads) {
   const TextConfig& c = cfg.text;
   const int64_t H = c.hidden_size, d = c.head_dim(), I = c.intermediate_size;
-  const int64_t qdim = int64_t{c.num_attention_heads} * d, kvdim = int64_t{c.num_key_value_heads} * d;
+  const int64_t qdim = int64_t{c.num_attention_heads} * d,
+                kvdim = int64_t{c.num_key_value_heads} * d;
   const int64_t keys = images * cfg.vision.max_num_tiles * cfg.vision.patches();
   const size_t ints = 4 * Arena::Rounded(static_cast<size_t>(rows) * sizeof(int64_t));
   const size_t attention = 2 * Floats(rows * qdim) + 2 * Floats(rows * kvdim) + ints +

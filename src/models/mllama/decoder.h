@@ -29,21 +29,21 @@ std::vector<float> RopeInvFreq(const TextConfig& c);
 // tiles[i]: image i's tile count (n images); P: rows per tile; T: max tiles. Scratch from
 // `arena` (CrossKeyRangesBytes).
 void CrossKeyRanges(Arena& arena, const int32_t* ids, int64_t count, int32_t image_token,
-                    const int* tiles, int64_t n, int64_t P, int64_t T, int32_t* begin,
-                    int32_t* end, uint8_t* sees_image);
+                    const int* tiles, int64_t n, int64_t P, int64_t T, int32_t* begin, int32_t* end,
+                    uint8_t* sees_image);
 size_t CrossKeyRangesBytes(int64_t images);
 
 // MllamaTextRMSNorm: weight * (x * rsqrt(mean(x^2) + eps)).to(dtype). Under bf16 the
 // normalized value is rounded before the weight multiplies it (Llama's order; Gemma's norm
 // multiplies in f32 first). `ones`: an F32 view of >= dim ones. y may equal x.
-void LlamaRmsNorm(const Exec& ex, const TensorView& ones, const float* x, int64_t rows,
-                  int64_t dim, const TensorView& w, float eps, float* y);
+void LlamaRmsNorm(const Exec& ex, const TensorView& ones, const float* x, int64_t rows, int64_t dim,
+                  const TensorView& w, float eps, float* y);
 
 struct DecoderContext {
   const MllamaConfig* cfg;
   const Weights* w;
   const TensorView* ones;             // F32 ones, max(hidden, head_dim) of them
-  const float* inv_freq;             // [d / 2]
+  const float* inv_freq;              // [d / 2]
   std::atomic<int64_t>* kv_computed;  // counts cross K/V computations (one per image and layer)
   Tracer* tracer;                     // taps cross.{layer}.k / .v [images * T * P, Hkv * d]
 };

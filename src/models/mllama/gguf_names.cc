@@ -81,7 +81,8 @@ std::string RenameLayer(const std::string& hf, const char* prefix, const char* o
   if (dot == std::string::npos) return "";
   const std::string index = hf.substr(from, dot - from), rest = hf.substr(dot + 1);
   for (const Rename* r = begin; r != end; ++r) {
-    if (StartsWith(rest, r->hf)) return out + index + "." + r->gguf + rest.substr(std::strlen(r->hf));
+    if (StartsWith(rest, r->hf))
+      return out + index + "." + r->gguf + rest.substr(std::strlen(r->hf));
   }
   return "";
 }
@@ -92,8 +93,8 @@ std::string GgufTensorName(const std::string& hf) {
   for (const Rename& r : kWhole) {
     if (StartsWith(hf, r.hf)) return r.gguf + hf.substr(std::strlen(r.hf));
   }
-  if (std::string s = RenameLayer(hf, "language_model.model.layers.", "blk.", std::begin(kTextLayer),
-                                  std::end(kTextLayer));
+  if (std::string s = RenameLayer(hf, "language_model.model.layers.", "blk.",
+                                  std::begin(kTextLayer), std::end(kTextLayer));
       !s.empty()) {
     return s;
   }

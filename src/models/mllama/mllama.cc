@@ -31,63 +31,73 @@ struct Item {
 
 Status VisitItems(const std::string& prefix, std::initializer_list<Item> items,
                   const TensorVisitor& fn) {
-  for (const Item& it : items) OCULAR_RETURN_IF_ERROR(fn(prefix + it.name, it.shape, it.slot, true));
+  for (const Item& it : items)
+    OCULAR_RETURN_IF_ERROR(fn(prefix + it.name, it.shape, it.slot, true));
   return Status::Ok();
 }
 
 Status VisitVisionLayer(const VisionConfig& c, const std::string& p, bool gated,
                         VisionLayerWeights* l, const TensorVisitor& fn) {
   const int64_t D = c.hidden_size, Iv = c.intermediate_size;
-  OCULAR_RETURN_IF_ERROR(VisitItems(p, {
-      {"self_attn.q_proj.weight", Mat(&l->q_w), {D, D}},
-      {"self_attn.k_proj.weight", Mat(&l->k_w), {D, D}},
-      {"self_attn.v_proj.weight", Mat(&l->v_w), {D, D}},
-      {"self_attn.o_proj.weight", Mat(&l->o_w), {D, D}},
-      {"mlp.fc1.weight", Mat(&l->fc1_w), {Iv, D}},
-      {"mlp.fc1.bias", Vec(&l->fc1_b), {Iv}},
-      {"mlp.fc2.weight", Mat(&l->fc2_w), {D, Iv}},
-      {"mlp.fc2.bias", Vec(&l->fc2_b), {D}},
-      {"input_layernorm.weight", Vec(&l->ln1_w), {D}},
-      {"input_layernorm.bias", Vec(&l->ln1_b), {D}},
-      {"post_attention_layernorm.weight", Vec(&l->ln2_w), {D}},
-      {"post_attention_layernorm.bias", Vec(&l->ln2_b), {D}},
-  }, fn));
+  OCULAR_RETURN_IF_ERROR(VisitItems(p,
+                                    {
+                                        {"self_attn.q_proj.weight", Mat(&l->q_w), {D, D}},
+                                        {"self_attn.k_proj.weight", Mat(&l->k_w), {D, D}},
+                                        {"self_attn.v_proj.weight", Mat(&l->v_w), {D, D}},
+                                        {"self_attn.o_proj.weight", Mat(&l->o_w), {D, D}},
+                                        {"mlp.fc1.weight", Mat(&l->fc1_w), {Iv, D}},
+                                        {"mlp.fc1.bias", Vec(&l->fc1_b), {Iv}},
+                                        {"mlp.fc2.weight", Mat(&l->fc2_w), {D, Iv}},
+                                        {"mlp.fc2.bias", Vec(&l->fc2_b), {D}},
+                                        {"input_layernorm.weight", Vec(&l->ln1_w), {D}},
+                                        {"input_layernorm.bias", Vec(&l->ln1_b), {D}},
+                                        {"post_attention_layernorm.weight", Vec(&l->ln2_w), {D}},
+                                        {"post_attention_layernorm.bias", Vec(&l->ln2_b), {D}},
+                                    },
+                                    fn));
   if (!gated) return Status::Ok();
-  return VisitItems(p, {{"gate_attn", Vec(&l->gate_attn), {1}},
-                        {"gate_ffn", Vec(&l->gate_ffn), {1}}}, fn);
+  return VisitItems(
+      p, {{"gate_attn", Vec(&l->gate_attn), {1}}, {"gate_ffn", Vec(&l->gate_ffn), {1}}}, fn);
 }
 
 Status VisitVision(const VisionConfig& c, VisionWeights* w, const TensorVisitor& fn) {
   const int64_t D = c.hidden_size, p = c.patch_size, P = c.patches(), T = c.max_num_tiles;
   const int64_t ids = c.max_aspect_ratio_id() + 1;
   const std::string v = "vision_model.";
-  OCULAR_RETURN_IF_ERROR(VisitItems(v, {
-      {"patch_embedding.weight", Mat(&w->patch_w), {D, c.num_channels, p, p}},
-      {"class_embedding", Vec(&w->class_embedding), {D}},
-      {"gated_positional_embedding.embedding", Vec(&w->pos_embedding), {P, D}},
-      {"gated_positional_embedding.gate", Vec(&w->pos_gate), {1}},
-      {"gated_positional_embedding.tile_embedding.weight", Vec(&w->tile_pos_embedding),
-       {ids, T * P * D}},
-      {"pre_tile_positional_embedding.embedding.weight", Vec(&w->pre_tile_embedding), {ids, T * D}},
-      {"pre_tile_positional_embedding.gate", Vec(&w->pre_tile_gate), {1}},
-      {"post_tile_positional_embedding.embedding.weight", Vec(&w->post_tile_embedding),
-       {ids, T * D}},
-      {"post_tile_positional_embedding.gate", Vec(&w->post_tile_gate), {1}},
-      {"layernorm_pre.weight", Vec(&w->ln_pre_w), {D}},
-      {"layernorm_pre.bias", Vec(&w->ln_pre_b), {D}},
-      {"layernorm_post.weight", Vec(&w->ln_post_w), {D}},
-      {"layernorm_post.bias", Vec(&w->ln_post_b), {D}},
-  }, fn));
+  OCULAR_RETURN_IF_ERROR(
+      VisitItems(v,
+                 {
+                     {"patch_embedding.weight", Mat(&w->patch_w), {D, c.num_channels, p, p}},
+                     {"class_embedding", Vec(&w->class_embedding), {D}},
+                     {"gated_positional_embedding.embedding", Vec(&w->pos_embedding), {P, D}},
+                     {"gated_positional_embedding.gate", Vec(&w->pos_gate), {1}},
+                     {"gated_positional_embedding.tile_embedding.weight",
+                      Vec(&w->tile_pos_embedding),
+                      {ids, T * P * D}},
+                     {"pre_tile_positional_embedding.embedding.weight",
+                      Vec(&w->pre_tile_embedding),
+                      {ids, T * D}},
+                     {"pre_tile_positional_embedding.gate", Vec(&w->pre_tile_gate), {1}},
+                     {"post_tile_positional_embedding.embedding.weight",
+                      Vec(&w->post_tile_embedding),
+                      {ids, T * D}},
+                     {"post_tile_positional_embedding.gate", Vec(&w->post_tile_gate), {1}},
+                     {"layernorm_pre.weight", Vec(&w->ln_pre_w), {D}},
+                     {"layernorm_pre.bias", Vec(&w->ln_pre_b), {D}},
+                     {"layernorm_post.weight", Vec(&w->ln_post_w), {D}},
+                     {"layernorm_post.bias", Vec(&w->ln_post_b), {D}},
+                 },
+                 fn));
   w->layers.resize(c.num_hidden_layers);
   for (int i = 0; i < c.num_hidden_layers; ++i) {
-    OCULAR_RETURN_IF_ERROR(VisitVisionLayer(
-        c, v + "transformer.layers." + std::to_string(i) + ".", false, &w->layers[i], fn));
+    OCULAR_RETURN_IF_ERROR(VisitVisionLayer(c, v + "transformer.layers." + std::to_string(i) + ".",
+                                            false, &w->layers[i], fn));
   }
   w->global_layers.resize(c.num_global_layers);
   for (int i = 0; i < c.num_global_layers; ++i) {
-    OCULAR_RETURN_IF_ERROR(VisitVisionLayer(
-        c, v + "global_transformer.layers." + std::to_string(i) + ".", true, &w->global_layers[i],
-        fn));
+    OCULAR_RETURN_IF_ERROR(
+        VisitVisionLayer(c, v + "global_transformer.layers." + std::to_string(i) + ".", true,
+                         &w->global_layers[i], fn));
   }
   return Status::Ok();
 }
@@ -103,26 +113,33 @@ Status VisitText(const TextConfig& c, Weights* w, const TensorVisitor& fn) {
     l.cross = c.IsCross(i);
     const std::string p = m + "layers." + std::to_string(i) + ".";
     const std::string a = l.cross ? "cross_attn." : "self_attn.";
-    OCULAR_RETURN_IF_ERROR(VisitItems(p, {
-        {"input_layernorm.weight", Vec(&l.input_norm), {H}},
-        {"post_attention_layernorm.weight", Vec(&l.post_attn_norm), {H}},
-        {"mlp.gate_proj.weight", Mat(&l.gate_w), {I, H}},
-        {"mlp.up_proj.weight", Mat(&l.up_w), {I, H}},
-        {"mlp.down_proj.weight", Mat(&l.down_w), {H, I}},
-    }, fn));
-    OCULAR_RETURN_IF_ERROR(VisitItems(p + a, {
-        {"q_proj.weight", Mat(&l.q_w), {q, H}},
-        {"k_proj.weight", Mat(&l.k_w), {kv, H}},
-        {"v_proj.weight", Mat(&l.v_w), {kv, H}},
-        {"o_proj.weight", Mat(&l.o_w), {H, q}},
-    }, fn));
+    OCULAR_RETURN_IF_ERROR(
+        VisitItems(p,
+                   {
+                       {"input_layernorm.weight", Vec(&l.input_norm), {H}},
+                       {"post_attention_layernorm.weight", Vec(&l.post_attn_norm), {H}},
+                       {"mlp.gate_proj.weight", Mat(&l.gate_w), {I, H}},
+                       {"mlp.up_proj.weight", Mat(&l.up_w), {I, H}},
+                       {"mlp.down_proj.weight", Mat(&l.down_w), {H, I}},
+                   },
+                   fn));
+    OCULAR_RETURN_IF_ERROR(VisitItems(p + a,
+                                      {
+                                          {"q_proj.weight", Mat(&l.q_w), {q, H}},
+                                          {"k_proj.weight", Mat(&l.k_w), {kv, H}},
+                                          {"v_proj.weight", Mat(&l.v_w), {kv, H}},
+                                          {"o_proj.weight", Mat(&l.o_w), {H, q}},
+                                      },
+                                      fn));
     if (l.cross) {
-      OCULAR_RETURN_IF_ERROR(VisitItems(p, {
-          {"cross_attn.q_norm.weight", Vec(&l.q_norm), {d}},
-          {"cross_attn.k_norm.weight", Vec(&l.k_norm), {d}},
-          {"cross_attn_attn_gate", Vec(&l.attn_gate), {1}},
-          {"cross_attn_mlp_gate", Vec(&l.mlp_gate), {1}},
-      }, fn));
+      OCULAR_RETURN_IF_ERROR(VisitItems(p,
+                                        {
+                                            {"cross_attn.q_norm.weight", Vec(&l.q_norm), {d}},
+                                            {"cross_attn.k_norm.weight", Vec(&l.k_norm), {d}},
+                                            {"cross_attn_attn_gate", Vec(&l.attn_gate), {1}},
+                                            {"cross_attn_mlp_gate", Vec(&l.mlp_gate), {1}},
+                                        },
+                                        fn));
     }
   }
   OCULAR_RETURN_IF_ERROR(fn(m + "norm.weight", {H}, Vec(&w->final_norm), true));
@@ -293,8 +310,8 @@ Status Mllama::Embed(const Exec& ex, std::span<const int32_t> ids, const float* 
   return Status::Ok();
 }
 
-void Mllama::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer,
-                           int begin, int end) const {
+void Mllama::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
+                           int end) const {
   const TextConfig& t = cfg_.text;
   const int64_t H = t.hidden_size;
   OCULAR_CHECK(0 <= begin && begin <= end && end <= t.num_hidden_layers);
@@ -324,14 +341,14 @@ void Mllama::Logits(const Exec& ex, const float* hidden, int64_t rows, float* lo
 
 Status Mllama::ForEachWeight(const WeightVisitor& fn) const {
   Weights w = w_;  // views; the visitor below only reads them
-  return ForEachTensor(cfg_, &w, [&](const std::string& name, const Shape& shape, WeightSlot slot,
-                                     bool) -> Status {
-    const std::string gguf = GgufTensorName(name);
-    if (gguf.empty()) {
-      return Error(StatusCode::kInternal, "mllama", "no GGUF name for tensor '", name, "'");
-    }
-    return fn(gguf, shape, slot.matrix, slot.vector);
-  });
+  return ForEachTensor(
+      cfg_, &w, [&](const std::string& name, const Shape& shape, WeightSlot slot, bool) -> Status {
+        const std::string gguf = GgufTensorName(name);
+        if (gguf.empty()) {
+          return Error(StatusCode::kInternal, "mllama", "no GGUF name for tensor '", name, "'");
+        }
+        return fn(gguf, shape, slot.matrix, slot.vector);
+      });
 }
 
 }  // namespace ocular::mllama

@@ -21,7 +21,8 @@ const std::vector<uint64_t> kKnownTemplates = {0x955c6b5c72a96f18ull};
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) {
+  for (size_t at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + what.size())) {
     ++n;
   }
   return n;
@@ -98,7 +99,8 @@ TiledImage TileImage(const Image& image, const TileConfig& config) {
     for (int j = 0; j < nw; ++j) {
       for (int c = 0; c < 3; ++c) {
         for (int y = 0; y < tile; ++y) {
-          const float* src = px.data.data() + (int64_t{c} * canvas_h + i * tile + y) * canvas_w + j * tile;
+          const float* src =
+              px.data.data() + (int64_t{c} * canvas_h + i * tile + y) * canvas_w + j * tile;
           dst = std::copy_n(src, tile, dst);
         }
       }
@@ -122,8 +124,9 @@ StatusOr<std::unique_ptr<MllamaProcessor>> MllamaProcessor::Load(const FileSet& 
   p->image_token_id_ = config.image_token_index;
   const int32_t tok_image = p->tok_->TokenToId(kImageToken);
   if (tok_image != p->image_token_id_) {
-    return Error(StatusCode::kDataLoss, "mllama", files.origin(), ": config.json image_token_index is ",
-                 p->image_token_id_, " but the tokenizer's ", kImageToken, " is ", tok_image);
+    return Error(StatusCode::kDataLoss, "mllama", files.origin(),
+                 ": config.json image_token_index is ", p->image_token_id_, " but the tokenizer's ",
+                 kImageToken, " is ", tok_image);
   }
   if (p->tok_->TokenToId(kBosToken) < 0) {
     return Error(StatusCode::kDataLoss, "mllama", files.origin(), ": the tokenizer has no ",
@@ -152,8 +155,8 @@ StatusOr<std::unique_ptr<MllamaProcessor>> MllamaProcessor::Load(const FileSet& 
   const TileConfig& t = p->tiles_;
   if (t.pp.height != t.pp.width || t.pp.height != config.vision.image_size ||
       t.max_image_tiles != config.vision.max_num_tiles) {
-    return Error(StatusCode::kDataLoss, "image", where, ": tiles of ", t.pp.width, "x",
-                 t.pp.height, ", at most ", t.max_image_tiles, ", but config.json's vision model takes ",
+    return Error(StatusCode::kDataLoss, "image", where, ": tiles of ", t.pp.width, "x", t.pp.height,
+                 ", at most ", t.max_image_tiles, ", but config.json's vision model takes ",
                  config.vision.image_size, "x", config.vision.image_size, ", at most ",
                  config.vision.max_num_tiles);
   }

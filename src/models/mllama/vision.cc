@@ -136,8 +136,8 @@ void Embed(const Exec& ex, const VisionConfig& c, const VisionWeights& w, const 
   ops::MatMul(ex, patches, T * G * G, K, K, w.patch_w, nullptr, emb, D);
   float* scratch = ex.arena.Floats(std::max(T * D, P * D));
   // hidden_state = pre_tile_positional_embedding(hidden_state, aspect_ratio_ids)
-  AddTileEmbedding(ex, w.pre_tile_embedding, aspect_id, Tanh(ex, w.pre_tile_gate), T, G * G, D,
-                   emb, scratch);
+  AddTileEmbedding(ex, w.pre_tile_embedding, aspect_id, Tanh(ex, w.pre_tile_gate), T, G * G, D, emb,
+                   scratch);
   // apply_class_embedding: [class, patches...] per tile
   std::fill_n(x, T * Pp * D, 0.0f);
   for (int64_t t = 0; t < T; ++t) {
@@ -174,8 +174,8 @@ size_t EncodeBytes(const MllamaConfig& cfg, int64_t n, int threads) {
   const int64_t k = static_cast<int64_t>(c.intermediate_layers_indices.size());
   const int64_t Dv = c.vision_output_dim, H = cfg.text.hidden_size, K = 3 * p * p;
   const size_t held = Floats(n * rows * D) * (1 + k) + 3 * Arena::Rounded(rows * sizeof(int32_t)) +
-                      2 * Arena::Rounded(n * sizeof(int)) +
-                      Floats(n * T * P * Dv) + Floats(n * T * P * H) + Floats(n * T * P * D);
+                      2 * Arena::Rounded(n * sizeof(int)) + Floats(n * T * P * Dv) +
+                      Floats(n * T * P * H) + Floats(n * T * P * D);
   const size_t embed = Floats(T * G * G * K) + Floats(T * G * G * D) + Floats(std::max(T, P) * D);
   const size_t layer = 2 * Floats(rows * D) + std::max(6 * Floats(rows * D), Floats(rows * Iv));
   const int64_t M = std::max({T * G * G, rows, n * T * P});  // rows of the largest matmul
@@ -228,8 +228,8 @@ void EncodeImages(const Exec& ex, const MllamaConfig& cfg, const Weights& w, con
   for (int64_t i = 0; i < n; ++i) {
     ArenaScope s(ex.arena);
     float* scratch = ex.arena.Floats(T * D);
-    AddTileEmbedding(ex, w.vision.post_tile_embedding, ids[i], Tanh(ex, w.vision.post_tile_gate),
-                     T, Pp, D, x + i * rows * D, scratch);
+    AddTileEmbedding(ex, w.vision.post_tile_embedding, ids[i], Tanh(ex, w.vision.post_tile_gate), T,
+                     Pp, D, x + i * rows * D, scratch);
   }
   for (int li = 0; li < c.num_global_layers; ++li) {
     for (int64_t i = 0; i < n; ++i) {

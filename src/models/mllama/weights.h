@@ -14,27 +14,27 @@
 namespace ocular::mllama {
 
 struct VisionLayerWeights {
-  TensorView ln1_w, ln1_b;    // [D] input_layernorm
-  Matrix q_w, k_w, v_w, o_w;  // [D, D], no biases
-  TensorView ln2_w, ln2_b;    // [D] post_attention_layernorm
-  Matrix fc1_w;               // [Iv, D]
-  TensorView fc1_b;           // [Iv]
-  Matrix fc2_w;               // [D, Iv]
-  TensorView fc2_b;           // [D]
+  TensorView ln1_w, ln1_b;         // [D] input_layernorm
+  Matrix q_w, k_w, v_w, o_w;       // [D, D], no biases
+  TensorView ln2_w, ln2_b;         // [D] post_attention_layernorm
+  Matrix fc1_w;                    // [Iv, D]
+  TensorView fc1_b;                // [Iv]
+  Matrix fc2_w;                    // [D, Iv]
+  TensorView fc2_b;                // [D]
   TensorView gate_attn, gate_ffn;  // [1] global layers only (tanh gates)
 };
 
 struct VisionWeights {
-  Matrix patch_w;                // [D, 3, p, p] Conv2d without bias, as [D, 3*p*p]
-  TensorView class_embedding;    // [D]
-  TensorView pos_embedding;      // [P, D] gated_positional_embedding.embedding
-  TensorView pos_gate;           // [1]
-  TensorView tile_pos_embedding; // [R + 1, T*P*D] gated_positional_embedding.tile_embedding
-  TensorView pre_tile_embedding, post_tile_embedding;  // [R + 1, T*D]
-  TensorView pre_tile_gate, post_tile_gate;            // [1]
-  TensorView ln_pre_w, ln_pre_b, ln_post_w, ln_post_b; // [D]
-  std::vector<VisionLayerWeights> layers;         // local encoder
-  std::vector<VisionLayerWeights> global_layers;  // gated global encoder
+  Matrix patch_w;                 // [D, 3, p, p] Conv2d without bias, as [D, 3*p*p]
+  TensorView class_embedding;     // [D]
+  TensorView pos_embedding;       // [P, D] gated_positional_embedding.embedding
+  TensorView pos_gate;            // [1]
+  TensorView tile_pos_embedding;  // [R + 1, T*P*D] gated_positional_embedding.tile_embedding
+  TensorView pre_tile_embedding, post_tile_embedding;   // [R + 1, T*D]
+  TensorView pre_tile_gate, post_tile_gate;             // [1]
+  TensorView ln_pre_w, ln_pre_b, ln_post_w, ln_post_b;  // [D]
+  std::vector<VisionLayerWeights> layers;               // local encoder
+  std::vector<VisionLayerWeights> global_layers;        // gated global encoder
 };
 
 struct TextLayerWeights {

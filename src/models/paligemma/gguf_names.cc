@@ -16,14 +16,10 @@ struct Rename {
 
 // Within a decoder layer: llama.cpp's llm_tensor names (gguf-py's TensorNameMap).
 constexpr Rename kGemmaLayer[] = {
-    {"input_layernorm.weight", "attn_norm.weight"},
-    {"self_attn.q_proj.weight", "attn_q.weight"},
-    {"self_attn.k_proj.weight", "attn_k.weight"},
-    {"self_attn.v_proj.weight", "attn_v.weight"},
-    {"self_attn.o_proj.weight", "attn_output.weight"},
-    {"mlp.gate_proj.weight", "ffn_gate.weight"},
-    {"mlp.up_proj.weight", "ffn_up.weight"},
-    {"mlp.down_proj.weight", "ffn_down.weight"},
+    {"input_layernorm.weight", "attn_norm.weight"},    {"self_attn.q_proj.weight", "attn_q.weight"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},      {"self_attn.v_proj.weight", "attn_v.weight"},
+    {"self_attn.o_proj.weight", "attn_output.weight"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
+    {"mlp.up_proj.weight", "ffn_up.weight"},           {"mlp.down_proj.weight", "ffn_down.weight"},
 };
 // Gemma's post_attention_layernorm is the norm before the MLP (llama.cpp: ffn_norm); Gemma 2
 // has four norms per layer.
@@ -35,10 +31,10 @@ constexpr Rename kGemma2Norms[] = {
 };
 // Within a SigLIP encoder layer (ocular's names, after llama.cpp's clip conventions).
 constexpr Rename kSiglipLayer[] = {
-    {"layer_norm1.", "ln1."},          {"layer_norm2.", "ln2."},
-    {"self_attn.q_proj.", "attn_q."},  {"self_attn.k_proj.", "attn_k."},
-    {"self_attn.v_proj.", "attn_v."},  {"self_attn.out_proj.", "attn_out."},
-    {"mlp.fc1.", "ffn_up."},           {"mlp.fc2.", "ffn_down."},
+    {"layer_norm1.", "ln1."},         {"layer_norm2.", "ln2."},
+    {"self_attn.q_proj.", "attn_q."}, {"self_attn.k_proj.", "attn_k."},
+    {"self_attn.v_proj.", "attn_v."}, {"self_attn.out_proj.", "attn_out."},
+    {"mlp.fc1.", "ffn_up."},          {"mlp.fc2.", "ffn_down."},
 };
 constexpr Rename kWhole[] = {
     {"language_model.model.embed_tokens.weight", "token_embd.weight"},
@@ -63,7 +59,9 @@ std::string RenameLayer(const std::string& hf, const std::string& prefix, const 
   const std::string index = hf.substr(prefix.size(), dot - prefix.size());
   const std::string rest = hf.substr(dot + 1);
   auto apply = [&](const Rename& r) -> std::string {
-    return StartsWith(rest, r.hf) ? out_prefix + index + "." + r.gguf + rest.substr(std::strlen(r.hf)) : "";
+    return StartsWith(rest, r.hf)
+               ? out_prefix + index + "." + r.gguf + rest.substr(std::strlen(r.hf))
+               : "";
   };
   for (const Rename& r : table) {
     if (std::string out = apply(r); !out.empty()) return out;
@@ -80,8 +78,8 @@ std::string GgufTensorName(const std::string& hf, bool gemma2) {
   for (const Rename& r : kWhole) {
     if (StartsWith(hf, r.hf)) return r.gguf + hf.substr(std::strlen(r.hf));
   }
-  const std::span<const Rename> norms = gemma2 ? std::span<const Rename>(kGemma2Norms)
-                                               : std::span<const Rename>(kGemma1Norms);
+  const std::span<const Rename> norms =
+      gemma2 ? std::span<const Rename>(kGemma2Norms) : std::span<const Rename>(kGemma1Norms);
   if (std::string out = RenameLayer(hf, "language_model.model.layers.", "blk.", kGemmaLayer, norms);
       !out.empty()) {
     return out;

@@ -8,9 +8,9 @@
 #include "core/half.h"
 #include "io/checkpoint.h"
 #include "io/gguf_source.h"
-#include "models/paligemma/gguf_names.h"
 #include "kernels/ops.h"
 #include "models/layers.h"
+#include "models/paligemma/gguf_names.h"
 #include "models/siglip.h"
 
 namespace ocular::paligemma {
@@ -33,7 +33,8 @@ std::vector<std::string> NameCandidates(const std::string& name) {
   };
   for (const Alias& a : kAliases) {
     const std::string legacy = a.legacy;
-    if (name.compare(0, legacy.size(), legacy) == 0) out.push_back(a.current + name.substr(legacy.size()));
+    if (name.compare(0, legacy.size(), legacy) == 0)
+      out.push_back(a.current + name.substr(legacy.size()));
   }
   return out;
 }
@@ -71,7 +72,9 @@ Status PaliGemma::BindWeights() {
   BindRules rules;
   rules.candidates = NameCandidates;
   // What a decode step streams: the decoder and the output projection.
-  rules.is_text = [](const std::string& name) { return name.compare(0, 15, "language_model.") == 0; };
+  rules.is_text = [](const std::string& name) {
+    return name.compare(0, 15, "language_model.") == 0;
+  };
   rules.tag = "paligemma";
   rules.model = "PaliGemma (" + cfg_.text.model_type + ")";
   OCULAR_ASSIGN_OR_RETURN(BoundWeights bound,
@@ -96,11 +99,12 @@ Status PaliGemma::BindWeights() {
 Status PaliGemma::ForEachWeight(const WeightVisitor& fn) const {
   PaliGemmaWeights w = w_;  // views; the visitor below only reads them
   const bool gemma2 = cfg_.text.is_gemma2();
-  return ForEachTensor(cfg_, &w, [&](const std::string& name, const Shape& shape, WeightSlot slot,
-                                     bool required) -> Status {
-    if (!required && tied_output_) return Status::Ok();
-    return fn(GgufTensorName(name, gemma2), shape, slot.matrix, slot.vector);
-  });
+  return ForEachTensor(
+      cfg_, &w,
+      [&](const std::string& name, const Shape& shape, WeightSlot slot, bool required) -> Status {
+        if (!required && tied_output_) return Status::Ok();
+        return fn(GgufTensorName(name, gemma2), shape, slot.matrix, slot.vector);
+      });
 }
 
 void PaliGemma::BuildSpec() {
@@ -126,8 +130,9 @@ void PaliGemma::BuildSpec() {
     const double I = cfg_.vision.intermediate_size;
     const double K = 3.0 * cfg_.vision.patch_size * cfg_.vision.patch_size;
     const double per_layer = 2 * N * (4 * D * D + 2 * D * I) + 2 * 2 * N * N * D;
-    spec_.image_gflop = (2 * N * K * D + cfg_.vision.num_hidden_layers * per_layer +
-                         2 * N * D * t.hidden_size) / 1e9;
+    spec_.image_gflop =
+        (2 * N * K * D + cfg_.vision.num_hidden_layers * per_layer + 2 * N * D * t.hidden_size) /
+        1e9;
   }
   spec_.eos_ids = {cfg_.eos_token_id};
 }
@@ -136,10 +141,10 @@ size_t PaliGemma::WorkspaceBytes(const WorkspaceShape& s) const {
   const int64_t N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
   const int64_t H = cfg_.text.hidden_size;
   const size_t projector = Floats(ops::MatMulArenaFloats(s.threads, s.images * N, D));
-  const size_t encode =
-      s.images > 0 ? Floats(s.images * N * D) +
-                         std::max(SiglipBytes(cfg_.vision, s.images, s.threads), projector)
-                   : 0;
+  const size_t encode = s.images > 0
+                            ? Floats(s.images * N * D) +
+                                  std::max(SiglipBytes(cfg_.vision, s.images, s.threads), projector)
+                            : 0;
   const size_t forward = DecoderLayerBytes(cfg_.text, s.rows, s.context, s.threads);
   const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, s.rows, H));
   return std::max({encode, forward, logits});
@@ -169,8 +174,8 @@ Status PaliGemma::Embed(const Exec& ex, std::span<const int32_t> ids, const floa
     if (id == image_id && features) {
       ++n_image_tokens;
     } else if (id < 0 || id >= V) {
-      return Error(StatusCode::kInvalidArgument, "paligemma", "token id ", id, " at position ",
-                   t, " is outside the vocabulary [0, ", V, ")");
+      return Error(StatusCode::kInvalidArgument, "paligemma", "token id ", id, " at position ", t,
+                   " is outside the vocabulary [0, ", V, ")");
     }
   }
   if (features && n_image_tokens != feature_rows) {

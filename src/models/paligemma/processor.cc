@@ -16,8 +16,9 @@ StatusOr<std::unique_ptr<PaliGemmaProcessor>> PaliGemmaProcessor::Load(
   p->image_token_id_ = config.image_token_index;
   const int32_t tok_image = p->tok_->TokenToId("<image>");
   if (tok_image >= 0 && tok_image != p->image_token_id_) {
-    return Error(StatusCode::kDataLoss, "paligemma", files.origin(), ": config.json image_token_index is ",
-                 p->image_token_id_, " but the tokenizer's <image> token is ", tok_image);
+    return Error(StatusCode::kDataLoss, "paligemma", files.origin(),
+                 ": config.json image_token_index is ", p->image_token_id_,
+                 " but the tokenizer's <image> token is ", tok_image);
   }
   return p;
 }
@@ -28,7 +29,8 @@ StatusOr<Prompt> PaliGemmaProcessor::BuildPrompt(int n_images, const std::string
                                                  const PromptOptions& options) const {
   Prompt p;
   p.ids.assign(static_cast<size_t>(n_images) * image_tokens_, image_token_id_);
-  if (tok_->bos_id() < 0) return Error(StatusCode::kInvalidArgument, "prompt", "tokenizer has no BOS token");
+  if (tok_->bos_id() < 0)
+    return Error(StatusCode::kInvalidArgument, "prompt", "tokenizer has no BOS token");
   p.ids.push_back(tok_->bos_id());
   OCULAR_ASSIGN_OR_RETURN(std::vector<int32_t> body,
                           tok_->Encode(options.separate_newline ? text : text + "\n"));
