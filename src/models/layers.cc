@@ -2,102 +2,60 @@
 
 #include <algorithm>
 
-#include "core/arena.h"
-#include "core/check.h"
-#include "kernels/ops.h"
-
 namespace ocular {
 
-void KeyRanges(const SeqChunk& s, int window, int32_t* begin, int32_t* end) {
-  for (int64_t t = 0; t < s.count; ++t) {
-    const int64_t i = s.start + t;
-    if (i < s.prefix_len) {
-      begin[t] = 0;
-      end[t] = static_cast<int32_t>(s.prefix_len);
-    } else {
-      begin[t] = static_cast<int32_t>(window > 0 ? std::max<int64_t>(0, i - window + 1) : 0);
-      end[t] = static_cast<int32_t>(i + 1);
-    }
-  }
+blocks::DecoderLayerSpec GemmaLayerSpec(const GemmaTextConfig& c, const LayerSpec& layer) {
+  blocks::DecoderLayerSpec s;
+  s.norm = blocks::NormKind::kGemmaRms;  // x * rsqrt(mean(x^2) + eps) * (1 + w)
+  s.eps = c.rms_norm_eps;
+  s.sandwich = c.is_gemma2();  // Gemma 2: post_attention_ and pre/post_feedforward_layernorm
+  s.position_offset = 1;       // position_ids = cache_position + 1 (modeling_paligemma.py)
+  blocks::AttentionSpec& a = s.attn;
+  a.hidden = c.hidden_size;
+  a.heads = c.num_attention_heads;
+  a.kv_heads = c.num_key_value_heads;
+  a.head_dim = c.head_dim;
+  a.scale = c.attention_scale();  // query_pre_attn_scalar^-0.5 (Gemma 1: head_dim^-0.5)
+  a.softcap = c.attn_logit_softcapping;
+  a.rope.theta = layer.rope_theta;
+  a.window = layer.window;
+  a.bidirectional = blocks::Bidirectional::kPrefix;
+  a.prompt_reads_fresh = true;
+  s.mlp = {c.hidden_size, c.intermediate_size, blocks::ToMlpAct(c.hidden_act), /*gated=*/true};
+  return s;
 }
 
-namespace {
-size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
-}  // namespace
-
-size_t DecoderLayerBytes(const GemmaTextConfig& c, int64_t rows, int64_t context, int threads) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size;
-  const int64_t qdim = int64_t{c.num_attention_heads} * c.head_dim;
-  const int64_t kvdim = int64_t{c.num_key_value_heads} * c.head_dim;
-  const size_t layer = 2 * Floats(rows * H);  // h, o
-  const size_t attention = 2 * Floats(rows * qdim) + 2 * Floats(rows * kvdim) +
-                           Arena::Rounded(rows * sizeof(int64_t)) +
-                           2 * Arena::Rounded(rows * sizeof(int32_t));
-  const size_t mlp = 2 * Floats(rows * I);
-  // The scratch of the op running innermost (never two at once).
-  const size_t op = std::max(
-      {Floats(ops::AttentionArenaFloats(threads, context, c.num_key_value_heads, c.head_dim)),
-       Floats(ops::RopeArenaFloats(c.head_dim)),
-       Floats(ops::MatMulArenaFloats(threads, rows, std::max({H, qdim, I})))});
-  return layer + std::max(attention, mlp) + op;
+blocks::DecoderLayerWeights GemmaLayerView(const blocks::DecoderLayerSpec& s,
+                                           const GemmaLayerWeights& l, const TensorView* q_norm,
+                                           const TensorView* k_norm) {
+  blocks::DecoderLayerWeights w;
+  w.attn = {&l.q_w, &l.k_w, &l.v_w, &l.o_w, nullptr, nullptr, nullptr, nullptr, q_norm, k_norm};
+  w.mlp = {&l.gate_w, nullptr, &l.up_w, &l.down_w, nullptr};
+  w.attn_norm = &l.input_norm;
+  if (s.sandwich) {  // Gemma 2, 3
+    w.attn_post_norm = &l.post_attn_norm;
+    w.ffn_norm = &l.pre_ffw_norm;
+    w.ffn_post_norm = &l.post_ffw_norm;
+  } else {  // Gemma 1: HF's post_attention_layernorm is the pre-FFW norm
+    w.ffn_norm = &l.post_attn_norm;
+  }
+  return w;
 }
 
-void SelfAttention(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l,
-                   const LayerSpec& spec, int layer, const Batch& batch, const float* x,
-                   float* out) {
-  const int64_t H = c.hidden_size, d = c.head_dim, hq = c.num_attention_heads;
-  const int64_t hkv = c.num_key_value_heads, qdim = hq * d, kvdim = hkv * d;
-  const int64_t rows = batch.rows;
-  ArenaScope scope(ex.arena);
-  float* q = ex.arena.Floats(rows * qdim);
-  float* k = ex.arena.Floats(rows * kvdim);
-  float* v = ex.arena.Floats(rows * kvdim);
-  float* ctx = ex.arena.Floats(rows * qdim);
-  int64_t* pos = ex.arena.Alloc<int64_t>(rows);
-  int32_t* begin = ex.arena.Alloc<int32_t>(rows);
-  int32_t* end = ex.arena.Alloc<int32_t>(rows);
-  ops::MatMuls(
-      ex, x, rows, H, H,
-      {{&l.q_w, nullptr, q, qdim}, {&l.k_w, nullptr, k, kvdim}, {&l.v_w, nullptr, v, kvdim}});
-  int64_t r = 0;
-  for (const SeqChunk& s : batch.seqs) {
-    for (int64_t t = 0; t < s.count; ++t)
-      pos[r + t] = s.start + t + 1;  // 1-indexed (modeling_paligemma.py)
-    r += s.count;
-  }
-  OCULAR_CHECK(r == rows);
-  ops::Rope(ex, q, rows, hq, d, qdim, pos, spec.rope_theta);
-  ops::Rope(ex, k, rows, hkv, d, kvdim, pos, spec.rope_theta);
-  r = 0;
-  for (const SeqChunk& s : batch.seqs) {
-    // The whole prefix block must be in one pass before any of it attends (no causal chunks).
-    OCULAR_CHECK(s.start >= s.prefix_len || s.start + s.count >= s.prefix_len);
-    s.cache->Store(layer, s.start, s.count, k + r * kvdim, v + r * kvdim, kvdim);
-    KeyRanges(s, spec.window, begin + r, end + r);
-    const ops::KvRows kv =
-        s.start == 0 ? ops::KvRows{k + r * kvdim, v + r * kvdim, false, 0, s.count, kvdim, kvdim}
-                     : s.cache->Rows(layer, s.start + s.count);
-    ops::Attention(ex, q + r * qdim, s.count, hq, qdim, kv, hkv, d, c.attention_scale(),
-                   c.attn_logit_softcapping, begin + r, end + r, ctx + r * qdim, qdim);
-    r += s.count;
-  }
-  ops::MatMul(ex, ctx, rows, qdim, qdim, l.o_w, nullptr, out, H);
+void GemmaLayer(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l,
+                const LayerSpec& spec, int layer, const Batch& batch, float* x, Tracer* tracer) {
+  const blocks::DecoderLayerSpec s = GemmaLayerSpec(c, spec);
+  blocks::DecoderLayer(ex, s, GemmaLayerView(s, l), layer, batch, x,
+                       {tracer, "decoder.layers.", layer});
 }
 
-void GeGluMlp(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l, const float* x,
-              int64_t rows, float* out) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size, n = rows * I;
-  ArenaScope scope(ex.arena);
-  float* gate = ex.arena.Floats(n);
-  float* up = ex.arena.Floats(n);
-  ops::MatMuls(ex, x, rows, H, H, {{&l.gate_w, nullptr, gate, I}, {&l.up_w, nullptr, up, I}});
-  if (c.hidden_act == Activation::kGeluTanh) {
-    ops::GeluTanh(ex, gate, n);
-  } else {
-    ops::GeluErf(ex, gate, n);
+size_t GemmaLayersBytes(const GemmaTextConfig& c, std::span<const LayerSpec> layers, int64_t rows,
+                        int64_t context, int threads) {
+  size_t most = 0;
+  for (const LayerSpec& l : layers) {
+    most = std::max(most, blocks::DecoderLayerBytes(GemmaLayerSpec(c, l), rows, context, threads));
   }
-  ops::Mul(ex, gate, up, gate, n);
-  ops::MatMul(ex, gate, rows, I, I, l.down_w, nullptr, out, H);
+  return most;
 }
 
 }  // namespace ocular

@@ -1,45 +1,41 @@
-// Blocks shared by the Gemma-family decoders (gemma.cc, gemma2.cc), over a batch of sequences.
-// Weights are read once per call for every row of the batch; attention runs per sequence
-// against that sequence's own cache.
+// The Gemma decoder layers (Gemma 1 and 2 for PaliGemma; Gemma 3 builds on the same
+// declaration, gemma3/decoder.h) as declarations over the block kit (models/blocks/).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "kernels/exec.h"
+#include "models/blocks/decoder_layer.h"
 #include "models/config.h"
 #include "models/model.h"
+#include "models/tracer.h"
 #include "models/weights.h"
 
 namespace ocular {
 
-// Per-query key ranges [begin, end) for cache positions start..start+count-1 of one sequence:
-// inside the prefix block: the whole block (HF applies no sliding window there — its 4D
-// prefix mask replaces the sliding mask, modeling_paligemma.py _update_causal_mask);
-// after it: causal, limited to the last `window` keys when window > 0 (HF's sliding cache
-// keeps window-1 past tokens, cache_utils.py DynamicSlidingWindowLayer).
-void KeyRanges(const SeqChunk& s, int window, int32_t* begin, int32_t* end);
+// A Gemma layer as data (modeling_gemma.py GemmaDecoderLayer, modeling_gemma2.py
+// Gemma2DecoderLayer): Gemma RMSNorm (1 + w), GeGLU MLP, GQA attention with split-half RoPE
+// at the layer's base, scale attention_scale(), attn_logit_softcapping, the layer's sliding
+// window; Gemma 2 adds the sandwich norms. PaliGemma's prefix block attends bidirectionally
+// (HF applies no sliding window there: its 4-D prefix mask replaces the sliding mask,
+// modeling_paligemma.py _update_causal_mask) and positions are 1-indexed.
+blocks::DecoderLayerSpec GemmaLayerSpec(const GemmaTextConfig& c, const LayerSpec& layer);
+// The kit's view of a Gemma layer's weights for a layer of spec s (q_norm/k_norm: Gemma 3's,
+// or null).
+blocks::DecoderLayerWeights GemmaLayerView(const blocks::DecoderLayerSpec& s,
+                                           const GemmaLayerWeights& l,
+                                           const TensorView* q_norm = nullptr,
+                                           const TensorView* k_norm = nullptr);
 
-// Self-attention of one decoder layer on normed input x[rows, H] (modeling_gemma2.py
-// Gemma2Attention): q/k/v projections, split-half RoPE at positions cache position + 1 (HF
-// PaliGemma is 1-indexed), K/V stored in each sequence's cache, GQA attention with scale and
-// optional softcap, o_proj. A sequence starting at position 0 attends to its fresh K/V (so a
-// prefix longer than a sliding window still sees all of itself); later chunks read the cache.
-// Writes out[rows, H].
-void SelfAttention(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l,
-                   const LayerSpec& spec, int layer, const Batch& batch, const float* x,
-                   float* out);
-
-// GeGLU MLP: down(act(gate(x)) * up(x)); x[rows, H] -> out[rows, H].
-void GeGluMlp(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l, const float* x,
-              int64_t rows, float* out);
-
-// One decoder layer in place on x[batch.rows, H].
+// One PaliGemma decoder layer (Gemma 1 or 2 by c.model_type) in place on x[batch.rows, H];
+// sub-taps "decoder.layers.{layer}.*" (blocks/decoder_layer.h).
 void GemmaLayer(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l,
-                const LayerSpec& spec, int layer, const Batch& batch, float* x);
-void Gemma2Layer(const Exec& ex, const GemmaTextConfig& c, const GemmaLayerWeights& l,
-                 const LayerSpec& spec, int layer, const Batch& batch, float* x);
+                const LayerSpec& spec, int layer, const Batch& batch, float* x, Tracer* tracer);
 
-// Arena bytes one decoder layer takes for `rows` rows and `context` keys.
-size_t DecoderLayerBytes(const GemmaTextConfig& c, int64_t rows, int64_t context, int threads);
+// Arena bytes the largest of `layers` takes for `rows` rows and `context` keys.
+size_t GemmaLayersBytes(const GemmaTextConfig& c, std::span<const LayerSpec> layers, int64_t rows,
+                        int64_t context, int threads);
 
 }  // namespace ocular

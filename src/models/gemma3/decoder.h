@@ -3,11 +3,14 @@
 // Gemma3Attention) and masking_utils.py (create_causal_mask, create_sliding_window_causal_mask).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "kernels/exec.h"
 #include "models/gemma3/config.h"
 #include "models/model.h"
+#include "models/tracer.h"
 #include "models/weights.h"
 
 namespace ocular::gemma3 {
@@ -28,22 +31,20 @@ struct LayerAttention {
   int32_t image_token_id = -1;
 };
 
-// Per-query key ranges [begin, end) for rows start..start+count-1 of one sequence, as HF's
-// masks allow them (masking_utils.py; modeling_gemma3.py Gemma3Model.forward):
-//   causal:           keys [0, i]; a sliding layer only the last `window` of them (i - W, i]
-//   image block:      a query inside a run of image tokens [bs, be) (token_type_ids == 1,
-//                     one group per run) also sees the whole run: the or_mask_function
-//                     token_type_ids_mask_function is OR-ed with the causal and the sliding
-//                     mask alike, so a block longer than the window still sees all of itself.
-// `ids` are the chunk's token ids (null: no image blocks, e.g. a decode step, where HF passes
-// no or_mask either: is_prefill is false).
-void KeyRanges(const SeqChunk& s, const LayerAttention& a, int32_t* begin, int32_t* end);
-
-// One decoder layer in place on x[batch.rows, H]:
-//   x = x + post_attention_layernorm(self_attn(input_layernorm(x)))
-//   x = x + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(x)))
-// with q_norm/k_norm before RoPE at 0-indexed positions (position_ids = cache_position).
+// One decoder layer in place on x[batch.rows, H], the Gemma 2 layer of models/layers.h with
+//   q_norm/k_norm (Gemma RMSNorm per head) before RoPE, at 0-indexed positions
+//   (position_ids = cache_position, Gemma3TextModel.forward);
+//   the layer's RoPE base and linear-scaling divisor;
+//   the mask of masking_utils.py: causal (sliding on sliding layers), OR-ed with each run of
+//   image tokens attending to all of itself (token_type_ids_mask_function; ids are null on a
+//   decode step, where HF passes no or_mask either).
+// Sub-taps "decoder.layers.{layer}.*" (blocks/decoder_layer.h).
 void Gemma3Layer(const Exec& ex, const Gemma3TextConfig& c, const Gemma3LayerWeights& l,
-                 const LayerAttention& a, int layer, const Batch& batch, float* x);
+                 const LayerAttention& a, int layer, const Batch& batch, float* x, Tracer* tracer);
+
+// Arena bytes the largest of the layers `attention` describes takes for `rows` rows and
+// `context` keys.
+size_t Gemma3LayersBytes(const Gemma3TextConfig& c, std::span<const LayerAttention> attention,
+                         int64_t rows, int64_t context, int threads);
 
 }  // namespace ocular::gemma3

@@ -206,7 +206,7 @@ size_t Gemma3::WorkspaceBytes(const WorkspaceShape& s) const {
     encode = Floats(s.images * N * D) +
              std::max(SiglipBytes(cfg_.vision, s.images, s.threads), projector);
   }
-  const size_t forward = DecoderLayerBytes(cfg_.text.gemma, s.rows, s.context, s.threads);
+  const size_t forward = Gemma3LayersBytes(cfg_.text, attention_, s.rows, s.context, s.threads);
   const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, s.rows, H));
   return std::max({encode, forward, logits});
 }
@@ -293,7 +293,7 @@ void Gemma3::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer*
   const int64_t H = c.hidden_size;
   OCULAR_CHECK(0 <= begin && begin <= end && end <= c.num_hidden_layers);
   for (int i = begin; i < end; ++i) {
-    Gemma3Layer(ex, cfg_.text, w_.layers[i], attention_[i], i, batch, x);
+    Gemma3Layer(ex, cfg_.text, w_.layers[i], attention_[i], i, batch, x, tracer);
     TapIndexed(tracer, "decoder.layers.", i, x, {batch.rows, H});
   }
   if (end < c.num_hidden_layers) return;

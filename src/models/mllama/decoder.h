@@ -11,6 +11,7 @@
 
 #include "core/arena.h"
 #include "kernels/exec.h"
+#include "models/blocks/norm.h"
 #include "models/mllama/config.h"
 #include "models/mllama/weights.h"
 #include "models/model.h"
@@ -18,8 +19,12 @@
 
 namespace ocular::mllama {
 
-// inv_freq [head_dim / 2] of MllamaRotaryEmbedding (default, or llama3-scaled), in f32 as HF.
+// inv_freq [head_dim / 2] of MllamaRotaryEmbedding (default, or llama3-scaled), in f32 as HF
+// (blocks::RopeInvFreq with the config's rope_scaling).
 std::vector<float> RopeInvFreq(const TextConfig& c);
+
+// MllamaTextRMSNorm with weight w (blocks::NormKind::kLlamaRms).
+blocks::Norm TextNorm(const TextConfig& c, const TensorView* w);
 
 // Per-row cross-attention key ranges of a prompt, in the key order the cross layers store
 // (every image's real tiles first, image by image, then every padding tile):
@@ -33,16 +38,9 @@ void CrossKeyRanges(Arena& arena, const int32_t* ids, int64_t count, int32_t ima
                     uint8_t* sees_image);
 size_t CrossKeyRangesBytes(int64_t images);
 
-// MllamaTextRMSNorm: weight * (x * rsqrt(mean(x^2) + eps)).to(dtype). Under bf16 the
-// normalized value is rounded before the weight multiplies it (Llama's order; Gemma's norm
-// multiplies in f32 first). `ones`: an F32 view of >= dim ones. y may equal x.
-void LlamaRmsNorm(const Exec& ex, const TensorView& ones, const float* x, int64_t rows, int64_t dim,
-                  const TensorView& w, float eps, float* y);
-
 struct DecoderContext {
   const MllamaConfig* cfg;
   const Weights* w;
-  const TensorView* ones;             // F32 ones, max(hidden, head_dim) of them
   const float* inv_freq;              // [d / 2]
   std::atomic<int64_t>* kv_computed;  // counts cross K/V computations (one per image and layer)
   Tracer* tracer;                     // taps cross.{layer}.k / .v [images * T * P, Hkv * d]

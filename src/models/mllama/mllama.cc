@@ -184,8 +184,6 @@ StatusOr<std::unique_ptr<Mllama>> Mllama::Load(const ModelFiles& files) {
   m->cfg_ = std::move(cfg);
   OCULAR_RETURN_IF_ERROR(m->BindWeights());
   m->inv_freq_ = RopeInvFreq(m->cfg_.text);
-  m->ones_.assign(std::max(m->cfg_.text.hidden_size, m->cfg_.text.head_dim()), 1.0f);
-  m->ones_view_ = TensorView{m->ones_.data(), DType::kF32, {static_cast<int64_t>(m->ones_.size())}};
   m->BuildSpec();
   return m;
 }
@@ -319,7 +317,7 @@ void Mllama::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer*
   for (const SeqChunk& s : batch.seqs) {
     images = images || s.features != nullptr || s.cache->cross_state().keys > 0;
   }
-  const DecoderContext dc{&cfg_, &w_, &ones_view_, inv_freq_.data(), &kv_computed_, tracer};
+  const DecoderContext dc{&cfg_, &w_, inv_freq_.data(), &kv_computed_, tracer};
   for (int i = begin; i < end; ++i) {
     if (w_.layers[i].cross) {
       if (!images) continue;
@@ -330,7 +328,7 @@ void Mllama::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer*
     TapIndexed(tracer, "decoder.layers.", i, x, {batch.rows, H});
   }
   if (end < t.num_hidden_layers) return;
-  LlamaRmsNorm(ex, ones_view_, x, batch.rows, H, w_.final_norm, t.rms_norm_eps, x);
+  blocks::ApplyNorm(ex, TextNorm(t, &w_.final_norm), x, batch.rows, H, x);
   Tap(tracer, "decoder.norm", x, {batch.rows, H});
 }
 

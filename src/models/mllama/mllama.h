@@ -59,8 +59,6 @@ class Mllama final : public VlModel {
   std::unique_ptr<TensorSource> source_;
   Weights w_;
   std::vector<float> inv_freq_;
-  std::vector<float> ones_;  // the unit weight of LlamaRmsNorm's bf16 path
-  TensorView ones_view_;
   ModelSpec spec_;
   mutable std::atomic<int64_t> kv_computed_{0};
 };

@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/half.h"
 #include "kernels/ops.h"
+#include "models/blocks/encoder_layer.h"
 #include "models/mllama/gates.h"
 #include "models/mllama/processor.h"
 
@@ -68,47 +69,28 @@ VisionMask BuildMask(Arena& arena, const VisionConfig& c, int tiles) {
 // MllamaVisionEncoderLayer on one image's rows x[rows, D] in place:
 //   x = x + [tanh(gate_attn) *] o_proj(attn(input_layernorm(x)))
 //   x = x + [tanh(gate_ffn) *] fc2(gelu(fc1(post_attention_layernorm(x))))
+// with head_dim ** -0.5, no biases in the attention, keys as the image's mask orders them.
+blocks::EncoderLayerSpec EncoderSpec(const VisionConfig& c) {
+  return blocks::VitLayerSpec(c.hidden_size, c.num_attention_heads, c.intermediate_size,
+                              blocks::ToMlpAct(c.hidden_act), c.norm_eps);
+}
+
+blocks::EncoderLayerWeights LayerView(const Exec& ex, const VisionLayerWeights& l, bool gated) {
+  blocks::EncoderLayerWeights w = blocks::VitLayerView(
+      {&l.ln1_w, &l.ln1_b, &l.ln2_w, &l.ln2_b, &l.q_w, &l.k_w, &l.v_w, &l.o_w, nullptr, nullptr,
+       nullptr, nullptr, &l.fc1_w, &l.fc1_b, &l.fc2_w, &l.fc2_b});
+  w.gated = gated;
+  if (gated) {  // tanh(gate) of the global layers
+    w.attn_gate = Tanh(ex, l.gate_attn);
+    w.ffn_gate = Tanh(ex, l.gate_ffn);
+  }
+  return w;
+}
+
 void EncoderLayer(const Exec& ex, const VisionConfig& c, const VisionLayerWeights& l, bool gated,
                   const VisionMask& mask, float* x, int64_t rows) {
-  const int64_t D = c.hidden_size, Iv = c.intermediate_size, nh = c.num_attention_heads;
-  const int64_t hd = c.head_dim(), n = rows * D;
-  ArenaScope scope(ex.arena);
-  float* h = ex.arena.Floats(n);
-  float* o = ex.arena.Floats(n);
-  {
-    ArenaScope attention_scope(ex.arena);
-    float* q = ex.arena.Floats(n);
-    float* k = ex.arena.Floats(n);
-    float* v = ex.arena.Floats(n);
-    float* ks = ex.arena.Floats(n);
-    float* vs = ex.arena.Floats(n);
-    float* ctx = ex.arena.Floats(n);
-    ops::LayerNorm(ex, x, rows, D, l.ln1_w, l.ln1_b, c.norm_eps, h);
-    ops::MatMul(ex, h, rows, D, D, l.q_w, nullptr, q, D);
-    ops::MatMul(ex, h, rows, D, D, l.k_w, nullptr, k, D);
-    ops::MatMul(ex, h, rows, D, D, l.v_w, nullptr, v, D);
-    for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(ks + r * D, k + int64_t{mask.order[r]} * D, D * sizeof(float));
-      std::memcpy(vs + r * D, v + int64_t{mask.order[r]} * D, D * sizeof(float));
-    }
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));  // head_dim ** -0.5
-    const ops::KvRows kv{ks, vs, false, 0, rows, D, D};
-    ops::Attention(ex, q, rows, nh, D, kv, nh, hd, scale, 0.0f, mask.begin, mask.end, ctx, D);
-    ops::MatMul(ex, ctx, rows, D, D, l.o_w, nullptr, o, D);
-  }
-  if (gated) ops::Scale(ex, o, n, Tanh(ex, l.gate_attn));
-  ops::Add(ex, x, o, x, n);
-  float* f = ex.arena.Floats(rows * Iv);
-  ops::LayerNorm(ex, x, rows, D, l.ln2_w, l.ln2_b, c.norm_eps, h);
-  ops::MatMul(ex, h, rows, D, D, l.fc1_w, &l.fc1_b, f, Iv);
-  if (c.hidden_act == Activation::kGeluTanh) {
-    ops::GeluTanh(ex, f, rows * Iv);
-  } else {
-    ops::GeluErf(ex, f, rows * Iv);
-  }
-  ops::MatMul(ex, f, rows, Iv, Iv, l.fc2_w, &l.fc2_b, o, D);
-  if (gated) ops::Scale(ex, o, n, Tanh(ex, l.gate_ffn));
-  ops::Add(ex, x, o, x, n);
+  blocks::EncoderLayer(ex, EncoderSpec(c), LayerView(ex, l, gated), x, rows,
+                       {mask.begin, mask.end, mask.order});
 }
 
 // Patch conv + class token + gated position / tile embeddings + layernorm_pre for one image,
@@ -170,19 +152,17 @@ int64_t ImageFeatureRows(const VisionConfig& v) {
 size_t EncodeBytes(const MllamaConfig& cfg, int64_t n, int threads) {
   const VisionConfig& c = cfg.vision;
   const int64_t T = c.max_num_tiles, G = c.grid(), p = c.patch_size, P = c.patches();
-  const int64_t rows = T * c.padded_patches(), D = c.hidden_size, Iv = c.intermediate_size;
+  const int64_t rows = T * c.padded_patches(), D = c.hidden_size;
   const int64_t k = static_cast<int64_t>(c.intermediate_layers_indices.size());
   const int64_t Dv = c.vision_output_dim, H = cfg.text.hidden_size, K = 3 * p * p;
   const size_t held = Floats(n * rows * D) * (1 + k) + 3 * Arena::Rounded(rows * sizeof(int32_t)) +
                       2 * Arena::Rounded(n * sizeof(int)) + Floats(n * T * P * Dv) +
                       Floats(n * T * P * H) + Floats(n * T * P * D);
   const size_t embed = Floats(T * G * G * K) + Floats(T * G * G * D) + Floats(std::max(T, P) * D);
-  const size_t layer = 2 * Floats(rows * D) + std::max(6 * Floats(rows * D), Floats(rows * Iv));
-  const int64_t M = std::max({T * G * G, rows, n * T * P});  // rows of the largest matmul
-  const size_t op = std::max(
-      Floats(ops::AttentionArenaFloats(threads, rows, c.num_attention_heads, c.head_dim())),
-      Floats(ops::MatMulArenaFloats(threads, M, std::max({K, D, Iv, Dv}))));
-  return held + std::max(embed, layer) + op;
+  const size_t layer = blocks::EncoderLayerBytes(EncoderSpec(c), rows, /*key_order=*/true, threads);
+  const int64_t M = std::max({T * G * G, n * T * P});  // rows of the embedding / projector matmul
+  const size_t op = Floats(ops::MatMulArenaFloats(threads, M, std::max({K, D, Dv})));
+  return held + std::max(embed + op, layer);
 }
 
 void EncodeImages(const Exec& ex, const MllamaConfig& cfg, const Weights& w, const float* pixels,

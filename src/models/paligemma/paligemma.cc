@@ -145,7 +145,7 @@ size_t PaliGemma::WorkspaceBytes(const WorkspaceShape& s) const {
                             ? Floats(s.images * N * D) +
                                   std::max(SiglipBytes(cfg_.vision, s.images, s.threads), projector)
                             : 0;
-  const size_t forward = DecoderLayerBytes(cfg_.text, s.rows, s.context, s.threads);
+  const size_t forward = GemmaLayersBytes(cfg_.text, spec_.layers, s.rows, s.context, s.threads);
   const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, s.rows, H));
   return std::max({encode, forward, logits});
 }
@@ -206,11 +206,7 @@ void PaliGemma::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Trac
   const int64_t H = c.hidden_size;
   OCULAR_CHECK(0 <= begin && begin <= end && end <= c.num_hidden_layers);
   for (int i = begin; i < end; ++i) {
-    if (c.is_gemma2()) {
-      Gemma2Layer(ex, c, w_.text.layers[i], spec_.layers[i], i, batch, x);
-    } else {
-      GemmaLayer(ex, c, w_.text.layers[i], spec_.layers[i], i, batch, x);
-    }
+    GemmaLayer(ex, c, w_.text.layers[i], spec_.layers[i], i, batch, x, tracer);  // 1 or 2
     TapIndexed(tracer, "decoder.layers.", i, x, {batch.rows, H});
   }
   if (end < c.num_hidden_layers) return;
