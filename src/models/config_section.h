@@ -129,6 +129,12 @@ class Section {
     return Status::Ok();
   }
 
+  // rope_scaling's type: "rope_type", or the backward-compatible "type" ("" if neither).
+  Status RopeType(std::string* type) const {
+    OCULAR_RETURN_IF_ERROR(String("rope_type", type));
+    return type->empty() ? String("type", type) : Status::Ok();
+  }
+
   // A nested object (null or absent: false). Anything else is a corrupt file.
   StatusOr<const Json*> Object(const char* key) const {
     const Json* v = Find(key);

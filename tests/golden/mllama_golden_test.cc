@@ -29,6 +29,7 @@
 #include "runtime/recorder.h"
 #include "runtime/runner.h"
 #include "support/fixture.h"
+#include "support/golden.h"
 #include "support/harness.h"
 
 namespace ocular {
@@ -174,23 +175,8 @@ TEST_P(MllamaGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     tracer.Add("decode_logits", out->decode_logits);
 
-    std::string table, first_over;
-    int compared = 0;
-    for (const std::string& name : taps->TapNames()) {
-      const TensorView& ref = *golden->Find(name);
-      if (ref.dtype != DType::kF32 || name == "pixel_values") continue;
-      const Tensor* mine = tracer.Find(name);
-      ASSERT_NE(mine, nullptr) << "ocular recorded no tap '" << name << "'";
-      ASSERT_EQ(mine->numel(), ref.numel()) << name << ": ocular " << ShapeString(mine->shape)
-                                            << " vs reference " << ShapeString(ref.shape);
-      const TapDiff d = CompareTensors(mine->view(), ref);
-      table +=
-          name + ": rel " + std::to_string(d.rel) + " max_abs " + std::to_string(d.max_abs) + "\n";
-      if (!(d.rel <= tolerance) && first_over.empty()) first_over = name;
-      ++compared;
-    }
-    if (std::getenv("OCULAR_PRINT_TAPS")) std::printf("%s\n%s", file.c_str(), table.c_str());
-    EXPECT_TRUE(first_over.empty()) << "first diverging tap: " << first_over << "\n" << table;
+    if (std::getenv("OCULAR_PRINT_TAPS")) std::printf("%s\n", file.c_str());
+    const int compared = testing_support::ExpectEveryTapWithin(*taps, tracer, tolerance);
     EXPECT_GE(compared, pv ? 15 : 6);
     EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
   }

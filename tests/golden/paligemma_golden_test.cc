@@ -13,6 +13,7 @@
 #include "runtime/parity.h"
 #include "runtime/recorder.h"
 #include "support/fixture.h"
+#include "support/golden.h"
 #include "support/harness.h"
 
 namespace ocular {
@@ -100,25 +101,7 @@ TEST_P(GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
     tracer.Add("decode_logits", out->decode_logits);
 
     // Every float tap the reference recorded, in forward order: report the first divergence.
-    std::vector<std::string> names;
-    for (const std::string& name : taps->TapNames()) {
-      if (golden->Find(name)->dtype == DType::kF32 && name != "pixel_values") names.push_back(name);
-    }
-    std::string table;  // every tap's error, printed if any tap fails
-    std::string first_over;
-    for (const std::string& name : names) {
-      const Tensor* mine = tracer.Find(name);
-      ASSERT_NE(mine, nullptr) << "ocular recorded no tap '" << name << "'";
-      const TensorView& ref = *golden->Find(name);
-      ASSERT_EQ(mine->numel(), ref.numel()) << name << ": ocular " << ShapeString(mine->shape)
-                                            << " vs reference " << ShapeString(ref.shape);
-      TapDiff d = CompareTensors(mine->view(), ref);
-      table +=
-          name + ": rel " + std::to_string(d.rel) + " max_abs " + std::to_string(d.max_abs) + "\n";
-      if (!(d.rel <= ck.tolerance) && first_over.empty()) first_over = name;
-    }
-    EXPECT_TRUE(first_over.empty()) << "first diverging tap: " << first_over << "\n" << table;
-    const int compared = static_cast<int>(names.size());
+    const int compared = testing_support::ExpectEveryTapWithin(*taps, tracer, ck.tolerance);
     EXPECT_GE(compared, 10);
     std::vector<int32_t> want = Ids(*gen);
     EXPECT_EQ(out->generated, want) << "greedy continuation differs";

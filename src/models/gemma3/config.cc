@@ -22,6 +22,57 @@ using config_internal::Section;
 using config_internal::Shown;
 using config_internal::TokenId;
 
+// rope_scaling: null, {"rope_type": "default"} or {"rope_type": "linear", "factor": f}
+// (Gemma 3 4B/12B/27B: linear, factor 8). Other types change the frequencies otherwise.
+Status ParseRopeScaling(const Section& s, const std::string& source, Gemma3TextConfig* c) {
+  OCULAR_ASSIGN_OR_RETURN(const Json* rs, s.Object("rope_scaling"));
+  if (rs != nullptr) {
+    const Section r(*rs, source, s.Key("rope_scaling"));
+    std::string type;
+    OCULAR_RETURN_IF_ERROR(r.RopeType(&type));
+    if (type == "linear") {
+      float factor = 0;
+      OCULAR_RETURN_IF_ERROR(r.Float("factor", 0, true, kMaxScalar, &factor));
+      if (!(factor > 0)) {
+        return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling"), " = ", Shown(*rs),
+                      ": linear scaling needs a factor > 0");
+      }
+      c->rope_scaling_factor = factor;
+    } else if (type != "default") {
+      return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), " = ", Shown(*rs),
+                    " is not supported (null, default or linear)");
+    }
+  }
+  return Status::Ok();
+}
+
+// layer_types, else the sliding_window_pattern rule (configuration_gemma3.py: sliding unless
+// (i + 1) % pattern == 0; pattern 6 by default).
+Status ParseLayerTypes(const Section& s, GemmaTextConfig* tp) {
+  GemmaTextConfig& t = *tp;
+  t.layer_is_sliding.assign(t.num_hidden_layers, false);
+  if (const Json* lt = s.Find("layer_types")) {
+    if (!lt->is_array() || lt->size() != static_cast<size_t>(t.num_hidden_layers)) {
+      return s.Fail(StatusCode::kDataLoss, s.Key("layer_types"), " = ", Shown(*lt),
+                    " must list one type per layer (num_hidden_layers = ", t.num_hidden_layers,
+                    ")");
+    }
+    for (int i = 0; i < t.num_hidden_layers; ++i) {
+      const Json& e = (*lt)[i];
+      if (!e.is_string() || (e != "sliding_attention" && e != "full_attention")) {
+        return s.Fail(StatusCode::kUnimplemented, s.Key("layer_types"), "[", i, "] = ", Shown(e),
+                      " is not supported (sliding_attention, full_attention)");
+      }
+      t.layer_is_sliding[i] = e == "sliding_attention";
+    }
+  } else {
+    int pattern = 6;
+    OCULAR_RETURN_IF_ERROR(s.Int("sliding_window_pattern", 1, kMaxLayers, &pattern));
+    for (int i = 0; i < t.num_hidden_layers; ++i) t.layer_is_sliding[i] = (i + 1) % pattern != 0;
+  }
+  return Status::Ok();
+}
+
 // Gemma3TextConfig (configuration_gemma3.py), defaults as its __init__.
 Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* c) {
   GemmaTextConfig& t = c->gemma;
@@ -74,51 +125,8 @@ Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* 
   OCULAR_RETURN_IF_ERROR(TokenId(s, "bos_token_id", &c->bos_token_id));
   OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id, &c->eos_token_ids));
 
-  // rope_scaling: null, {"rope_type": "default"} or {"rope_type": "linear", "factor": f}
-  // (Gemma 3 4B/12B/27B: linear, factor 8). Other types change the frequencies otherwise.
-  OCULAR_ASSIGN_OR_RETURN(const Json* rs, s.Object("rope_scaling"));
-  if (rs != nullptr) {
-    const Section r(*rs, source, s.Key("rope_scaling"));
-    std::string type;
-    OCULAR_RETURN_IF_ERROR(r.String("rope_type", &type));
-    if (type.empty()) OCULAR_RETURN_IF_ERROR(r.String("type", &type));  // BC spelling
-    if (type == "linear") {
-      float factor = 0;
-      OCULAR_RETURN_IF_ERROR(r.Float("factor", 0, true, kMaxScalar, &factor));
-      if (!(factor > 0)) {
-        return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling"), " = ", Shown(*rs),
-                      ": linear scaling needs a factor > 0");
-      }
-      c->rope_scaling_factor = factor;
-    } else if (type != "default") {
-      return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), " = ", Shown(*rs),
-                    " is not supported (null, default or linear)");
-    }
-  }
-
-  // layer_types, else the sliding_window_pattern rule (configuration_gemma3.py: sliding unless
-  // (i + 1) % pattern == 0; pattern 6 by default).
-  t.layer_is_sliding.assign(t.num_hidden_layers, false);
-  if (const Json* lt = s.Find("layer_types")) {
-    if (!lt->is_array() || lt->size() != static_cast<size_t>(t.num_hidden_layers)) {
-      return s.Fail(StatusCode::kDataLoss, s.Key("layer_types"), " = ", Shown(*lt),
-                    " must list one type per layer (num_hidden_layers = ", t.num_hidden_layers,
-                    ")");
-    }
-    for (int i = 0; i < t.num_hidden_layers; ++i) {
-      const Json& e = (*lt)[i];
-      if (!e.is_string() || (e != "sliding_attention" && e != "full_attention")) {
-        return s.Fail(StatusCode::kUnimplemented, s.Key("layer_types"), "[", i, "] = ", Shown(e),
-                      " is not supported (sliding_attention, full_attention)");
-      }
-      t.layer_is_sliding[i] = e == "sliding_attention";
-    }
-  } else {
-    int pattern = 6;
-    OCULAR_RETURN_IF_ERROR(s.Int("sliding_window_pattern", 1, kMaxLayers, &pattern));
-    for (int i = 0; i < t.num_hidden_layers; ++i) t.layer_is_sliding[i] = (i + 1) % pattern != 0;
-  }
-  return Status::Ok();
+  OCULAR_RETURN_IF_ERROR(ParseRopeScaling(s, source, c));
+  return ParseLayerTypes(s, &t);
 }
 
 Status Fail(const std::string& source, const Status& rule) {

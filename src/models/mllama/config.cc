@@ -120,8 +120,7 @@ Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
   if (rs != nullptr) {
     const Section r(*rs, source, s.Key("rope_scaling"));
     std::string type;
-    OCULAR_RETURN_IF_ERROR(r.String("rope_type", &type));
-    if (type.empty()) OCULAR_RETURN_IF_ERROR(r.String("type", &type));  // BC spelling
+    OCULAR_RETURN_IF_ERROR(r.RopeType(&type));
     if (type == "llama3") {
       c->rope_factor = 8;
       OCULAR_RETURN_IF_ERROR(r.Float("factor", 0, true, kMaxScalar, &c->rope_factor));

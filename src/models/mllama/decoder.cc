@@ -61,15 +61,32 @@ blocks::Norm TextNorm(const TextConfig& c, const TensorView* w) {
   return {blocks::NormKind::kLlamaRms, w, nullptr, c.rms_norm_eps};
 }
 
+namespace {
+
+struct CrossRangeBuffers {
+  CrossRangeBuffers(Scratch& s, int64_t images)
+      : locs(s.Take<int64_t>(images + 1)),
+        from(s.Take<int64_t>(images + 1)),
+        to(s.Take<int64_t>(images + 1)),
+        offset(s.Take<int64_t>(images + 1)) {}
+  int64_t* locs;  // the image tokens' rows
+  int64_t* from;  // image i covers rows [from[i], to[i])
+  int64_t* to;
+  int64_t* offset;  // image i's real keys start at offset[i]
+};
+
+}  // namespace
+
 size_t CrossKeyRangesBytes(int64_t images) {
-  return 4 * Arena::Rounded(static_cast<size_t>(images + 1) * sizeof(int64_t));
+  return blocks::BuffersBytes<CrossRangeBuffers>(images);
 }
 
 void CrossKeyRanges(Arena& arena, const int32_t* ids, int64_t count, int32_t image_token,
                     const int* tiles, int64_t n, int64_t P, int64_t T, int32_t* begin, int32_t* end,
                     uint8_t* sees_image) {
-  ArenaScope scope(arena);
-  int64_t* locs = arena.Alloc<int64_t>(n + 1);
+  Scratch scratch(arena);
+  CrossRangeBuffers b(scratch, n);
+  int64_t* locs = b.locs;
   int64_t found = 0;
   for (int64_t t = 0; t < count; ++t) {
     if (ids[t] == image_token) {
@@ -80,8 +97,8 @@ void CrossKeyRanges(Arena& arena, const int32_t* ids, int64_t count, int32_t ima
   OCULAR_CHECK(found == n);
   // get_cross_attention_token_mask: image i covers [loc_i, loc_{i+1}), the last to the end;
   // a run of consecutive image tokens all cover up to the end of the run's successor's range.
-  int64_t* from = arena.Alloc<int64_t>(n + 1);
-  int64_t* to = arena.Alloc<int64_t>(n + 1);
+  int64_t* from = b.from;
+  int64_t* to = b.to;
   for (int64_t i = 0; i < n; ++i) {
     from[i] = locs[i];
     to[i] = i + 1 < n ? locs[i + 1] : count;
@@ -91,7 +108,7 @@ void CrossKeyRanges(Arena& arena, const int32_t* ids, int64_t count, int32_t ima
     if (from[i] == to[i] - 1) to[i] = last_end;
     last_end = to[i];
   }
-  int64_t* offset = arena.Alloc<int64_t>(n + 1);  // image i's real keys start at offset[i]
+  int64_t* offset = b.offset;
   offset[0] = 0;
   for (int64_t i = 0; i < n; ++i) offset[i + 1] = offset[i] + tiles[i] * P;
   for (int64_t t = 0; t < count; ++t) {
