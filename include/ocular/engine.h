@@ -124,6 +124,14 @@ struct GenerateOptions {
   // Generation also ends when the answer text contains one of these strings (finish_reason
   // "stop"); the answer is cut before it. Empty strings are ignored.
   std::vector<std::string> stop;
+  // Structured output (docs/structured-output.md), at most one of the three: the answer is
+  // constrained, token by token, to JSON that `json_schema` (a JSON Schema's text) accepts,
+  // to any JSON object (`json_object`), or to text that `regex` matches as a whole. EOS is
+  // allowed exactly when the answer is complete. A schema or regex outside the supported
+  // subset is refused (kInvalidArgument naming the keyword), never ignored.
+  std::string json_schema;
+  bool json_object = false;
+  std::string regex;
   ProgressCallback on_progress;  // optional; see ProgressCallback
 };
 
@@ -219,6 +227,11 @@ struct BenchResult {
   size_t workspace_bytes = 0;     // the planned activation arena
   size_t peak_rss_bytes = 0;
 };
+
+// Compiles GenerateOptions' structured-output fields (json_schema / json_object / regex)
+// without a model: the error Generate would return for them (kInvalidArgument), found before
+// anything loads.
+Status CheckStructuredOutput(const GenerateOptions& options);
 
 class Engine {
  public:

@@ -15,6 +15,7 @@
 #include "models/chat.h"
 #include "models/registry.h"
 #include "runtime/generator.h"
+#include "runtime/grammar_constraint.h"
 #include "runtime/recorder.h"
 #include "runtime/runner.h"
 #include "runtime/scheduler.h"
@@ -508,6 +509,7 @@ class EngineImpl : public Engine {
     auto is_eos = [&](int32_t id) {
       return std::find(req.eos_ids.begin(), req.eos_ids.end(), id) != req.eos_ids.end();
     };
+    OCULAR_ASSIGN_OR_RETURN(req.constraint, MakeGrammarConstraint(o, GrammarVocab(), req.eos_ids));
     req.record_prompt_logits = tracer != nullptr;
     req.record_decode_logits = tracer != nullptr;
     req.progress = o.on_progress ? &o.on_progress : nullptr;
@@ -566,9 +568,19 @@ class EngineImpl : public Engine {
     return r;
   }
 
+  // The vocabulary's bytes for constrained decoding, built at the first request that asks.
+  std::shared_ptr<const grammar::TokenVocabulary> GrammarVocab() {
+    std::call_once(grammar_vocab_once_, [&] {
+      grammar_vocab_ = GrammarVocabulary(processor_->tokenizer(), runner_.vocab());
+    });
+    return grammar_vocab_;
+  }
+
   std::unique_ptr<VlModel> model_;
   std::unique_ptr<Processor> processor_;
   const EngineOptions opts_;
+  std::once_flag grammar_vocab_once_;
+  std::shared_ptr<const grammar::TokenVocabulary> grammar_vocab_;
   ThreadPool pool_;
   Backend backend_;
   const Precision precision_;

@@ -55,6 +55,7 @@ StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const Generation
   p.max_new_tokens = req.max_new_tokens;
   p.sampling = req.sampling;
   p.eos_ids = req.eos_ids;
+  p.constraint = req.constraint;
   const int64_t images = spec.image_tokens > 0 ? feature_rows / spec.image_tokens : 0;
   OCULAR_ASSIGN_OR_RETURN(KvHandle cache, kv.Acquire(capacity, images));
   Sequence seq(std::move(p), std::move(cache), runner.vocab());
@@ -72,7 +73,9 @@ StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const Generation
   Sequence* batch[] = {&seq};
   // Each iteration hands out the latest token; a failed step adds none.
   Report(req.progress, Stage::kDecode, 0, req.max_new_tokens, t0);
-  while (!seq.generated().empty() && seq.finish_reason() != FinishReason::kFailed) {
+  size_t reported = 0;  // a sequence whose constraint allows nothing more ends without a token
+  while (seq.generated().size() > reported && seq.finish_reason() != FinishReason::kFailed) {
+    reported = seq.generated().size();
     if (req.record_decode_logits) {
       decode_logits.insert(decode_logits.end(), runner.last_logits(0), runner.last_logits(0) + V);
     }

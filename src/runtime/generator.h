@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/tensor.h"
@@ -21,7 +22,9 @@ struct GenerationRequest {
   const Tensor* features = nullptr;      // or image features computed before (a cache)
   int max_new_tokens = 16;
   SamplingParams sampling;
-  std::vector<int32_t> eos_ids;       // stop after emitting any of these; empty: never early
+  std::vector<int32_t> eos_ids;  // stop after emitting any of these; empty: never early
+  // Constrained decoding (SequenceParams::constraint); one per request, never shared.
+  std::shared_ptr<TokenConstraint> constraint;
   bool record_prompt_logits = false;  // logits of every prompt position (tracing)
   bool record_decode_logits = false;  // the logits row that chose each generated token
   // Told when the encode, prefill and decode stages begin and end, and after each generated

@@ -13,16 +13,31 @@ void Sampler::Reserve(int32_t vocab) {
   prob_.reserve(static_cast<size_t>(vocab));
 }
 
-int32_t Sampler::Next(const float* logits, int32_t vocab) {
+namespace {
+bool Allowed(const uint32_t* allowed, int32_t id) { return (allowed[id >> 5] >> (id & 31)) & 1; }
+}  // namespace
+
+int32_t Sampler::Next(const float* logits, int32_t vocab, const uint32_t* allowed) {
   const int32_t n = p_.suppress_from >= 0 ? std::min(vocab, std::max(1, p_.suppress_from)) : vocab;
-  if (p_.temperature <= 0.0f) {
+  if (p_.temperature <= 0.0f && allowed == nullptr) {
     return static_cast<int32_t>(std::max_element(logits, logits + n) - logits);
+  }
+  if (p_.temperature <= 0.0f) {  // argmax over the allowed ids (ties: the lowest id)
+    int32_t best = -1;
+    for (int32_t id = 0; id < n; ++id) {
+      if (Allowed(allowed, id) && (best < 0 || logits[id] > logits[best])) best = id;
+    }
+    return best;
   }
   // Candidates sorted by logit (descending, ties by id), cut by top-k.
   std::vector<int32_t>& ids = ids_;
-  ids.resize(n);
-  std::iota(ids.begin(), ids.end(), 0);
-  const int32_t k = (p_.top_k > 0 && p_.top_k < n) ? p_.top_k : n;
+  ids.clear();
+  for (int32_t id = 0; id < n; ++id) {
+    if (allowed == nullptr || Allowed(allowed, id)) ids.push_back(id);
+  }
+  if (ids.empty()) return -1;
+  const int32_t m = static_cast<int32_t>(ids.size());
+  const int32_t k = (p_.top_k > 0 && p_.top_k < m) ? p_.top_k : m;
   auto by_logit = [&](int32_t a, int32_t b) {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   };

@@ -17,13 +17,29 @@ struct SamplingParams {
   int32_t suppress_from = -1;
 };
 
+// Restricts the tokens one sequence may sample next (constrained decoding: a grammar, a JSON
+// schema). Each sequence owns its own; the runner calls it on the decode thread only.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // The ids allowed next as a bitmask: bit (id % 32) of word (id / 32), (vocab + 31) / 32
+  // words. Valid until the next call. All zero: nothing may follow (see complete()).
+  virtual const uint32_t* Mask() = 0;
+  // The sampled id (always one Mask allowed) is now part of the text.
+  virtual void Accept(int32_t id) = 0;
+  // The text so far is a whole answer (an EOS would be allowed, if the sequence has one).
+  virtual bool complete() const = 0;
+};
+
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {}
   // Reserves the scratch of sampling over `vocab` logits, so Next never allocates.
   void Reserve(int32_t vocab);
-  // REQUIRES: vocab > 0. Deterministic for a given seed and logits sequence.
-  int32_t Next(const float* logits, int32_t vocab);
+  // REQUIRES: vocab > 0. Deterministic for a given seed and logits sequence. With `allowed`
+  // (a TokenConstraint mask), the other ids are removed before greedy / temperature / top-k /
+  // top-p selection; returns -1 when no id is allowed.
+  int32_t Next(const float* logits, int32_t vocab, const uint32_t* allowed = nullptr);
   const SamplingParams& params() const { return p_; }
 
  private:

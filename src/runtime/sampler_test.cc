@@ -65,5 +65,27 @@ TEST(Sampler, SameSeedSameSequenceAndFrequenciesFollowSoftmax) {
   EXPECT_NEAR(ones / 4000.0, 0.75, 0.03);
 }
 
+// A constraint mask removes ids before selection: greedy takes the best allowed id, top-k
+// counts allowed ids only, and nothing allowed returns -1.
+TEST(Sampler, MaskRemovesIdsBeforeSelection) {
+  std::vector<float> l = {5.0f, 1.0f, 4.0f, 3.0f, 2.0f};
+  const uint32_t odd = 0b01010, none = 0, three = 0b01000;
+  SamplingParams greedy;
+  EXPECT_EQ(Sampler(greedy).Next(l.data(), 5, &odd), 3);
+  EXPECT_EQ(Sampler(greedy).Next(l.data(), 5, &none), -1);
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 1;
+  Sampler top1(p);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(top1.Next(l.data(), 5, &odd), 3);
+  p.top_k = 0;
+  Sampler any(p);
+  std::map<int, int> seen;
+  for (int i = 0; i < 400; ++i) ++seen[any.Next(l.data(), 5, &odd)];
+  EXPECT_EQ(seen.size(), 2u);
+  EXPECT_GT(seen[1], 0);
+  EXPECT_EQ(Sampler(p).Next(l.data(), 5, &three), 3);
+}
+
 }  // namespace
 }  // namespace ocular

@@ -309,6 +309,7 @@ bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
   p.max_new_tokens = g.max_new_tokens;
   p.sampling = g.sampling;
   p.eos_ids = g.eos_ids;
+  p.constraint = g.constraint;
   // With room for each image's cross-attention K/V where the layout has them (mllama).
   StatusOr<KvHandle> cache = kv_.Acquire(T + g.max_new_tokens, spec.image_tokens > 0 ? n : 0);
   if (!cache.ok()) {
@@ -398,8 +399,9 @@ void Scheduler::Step() {
       continue;
     }
     {
+      // A sequence whose constraint allows nothing more ends without a token.
       std::lock_guard<std::mutex> lock(job.mu);
-      job.tokens.push_back(seq.last_token());
+      if (job.tokens.size() < seq.generated().size()) job.tokens.push_back(seq.last_token());
     }
     job.cv.notify_all();
     if (seq.done()) {

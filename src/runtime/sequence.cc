@@ -44,7 +44,13 @@ int32_t Sequence::SampleAndAppend(const float* logits, int32_t vocab) {
     finish_ = FinishReason::kFailed;
     return -1;
   }
-  const int32_t id = sampler_.Next(logits, vocab);
+  TokenConstraint* c = p_.constraint.get();
+  const int32_t id = sampler_.Next(logits, vocab, c ? c->Mask() : nullptr);
+  if (id < 0) {  // the constraint allows nothing more
+    finish_ = c->complete() ? FinishReason::kEos : FinishReason::kFailed;
+    return -1;
+  }
+  if (c) c->Accept(id);
   generated_.push_back(id);
   if (std::find(p_.eos_ids.begin(), p_.eos_ids.end(), id) != p_.eos_ids.end()) {
     finish_ = FinishReason::kEos;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "runtime/kv_pool.h"
@@ -21,6 +22,9 @@ struct SequenceParams {
   int max_new_tokens = 16;
   SamplingParams sampling;
   std::vector<int32_t> eos_ids;  // finishes after emitting any of these; empty: never early
+  // Constrained decoding: only the ids it allows are sampled (null: any). When it allows
+  // none, the sequence ends: kEos if its text is complete, else kFailed.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 class Sequence {

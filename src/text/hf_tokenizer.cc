@@ -83,6 +83,7 @@ class HfTokenizer final : public Tokenizer {
   std::string Decode(std::span<const int32_t> ids, bool skip_special) const override;
   int32_t TokenToId(std::string_view piece) const override;
   std::string IdToPiece(int32_t id) const override;
+  std::optional<std::string> TokenBytes(int32_t id) const override;
   bool IsSpecial(int32_t id) const override {
     auto it = added_by_id_.find(id);
     return it != added_by_id_.end() && added_[it->second].special;
@@ -101,7 +102,41 @@ class HfTokenizer final : public Tokenizer {
   TokenTrie raw_trie_;         // normalized == false, matched on the input
   TokenTrie normalized_trie_;  // normalized == true, matched on normalized text
   std::optional<Regex> word_char_;
+  bool byte_level_ = false;  // the decoder has a ByteLevel step (GPT-2 byte characters)
 };
+
+// Whether a decoder (or a step of a Sequence) is ByteLevel.
+bool HasByteLevelDecoder(const json& j) {
+  if (!j.is_object()) return false;
+  if (j.value("type", "") == "ByteLevel") return true;
+  auto parts = j.find("decoders");
+  if (parts == j.end() || !parts->is_array()) return false;
+  return std::any_of(parts->begin(), parts->end(), HasByteLevelDecoder);
+}
+
+// "<0x0A>" -> 0x0A (the byte-fallback spelling); -1 for anything else.
+int ByteFallbackValue(std::string_view piece) {
+  if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return -1;
+  int v = 0;
+  for (char c : piece.substr(3, 2)) {
+    const int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                  : (c >= 'A' && c <= 'F')                    ? c - 'A' + 10
+                                                              : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+// The byte each GPT-2 byte-level character stands for (the inverse of ByteLevelChar).
+const std::unordered_map<std::string, uint8_t>& ByteLevelBytes() {
+  static const auto* table = [] {
+    auto* t = new std::unordered_map<std::string, uint8_t>();
+    for (int b = 0; b < 256; ++b) (*t)[ByteLevelChar(static_cast<unsigned char>(b))] = b;
+    return t;
+  }();
+  return *table;
+}
 
 StatusOr<AddedToken> ParseAddedToken(const json& j, size_t index) {
   auto bad = [&](std::string_view detail) {
@@ -175,6 +210,7 @@ StatusOr<std::unique_ptr<Tokenizer>> HfTokenizer::Create(const json& root, const
   OCULAR_ASSIGN_OR_RETURN(tok->normalizer_, ParseNormalizer(member("normalizer")));
   OCULAR_ASSIGN_OR_RETURN(tok->pre_tokenizer_, ParsePreTokenizer(member("pre_tokenizer")));
   OCULAR_ASSIGN_OR_RETURN(tok->decoder_, ParseDecoder(member("decoder")));
+  tok->byte_level_ = HasByteLevelDecoder(member("decoder"));
 
   const json& added = member("added_tokens");
   if (!added.is_null() && !added.is_array()) {
@@ -354,6 +390,35 @@ std::string HfTokenizer::IdToPiece(int32_t id) const {
   if (it != added_by_id_.end()) return added_[it->second].content;
   const std::string* token = model_->IdToToken(id);
   return token ? *token : std::string();
+}
+
+std::optional<std::string> HfTokenizer::TokenBytes(int32_t id) const {
+  auto it = added_by_id_.find(id);
+  if (it != added_by_id_.end() && added_[it->second].special) return std::nullopt;
+  const std::string* token =
+      it != added_by_id_.end() ? &added_[it->second].content : model_->IdToToken(id);
+  if (token == nullptr || token->empty()) return std::nullopt;
+  if (const int b = ByteFallbackValue(*token); b >= 0) return std::string(1, static_cast<char>(b));
+  if (byte_level_) {
+    std::string out;
+    const auto& table = ByteLevelBytes();
+    for (size_t pos = 0; pos < token->size();) {
+      const size_t len =
+          std::max<size_t>(1, Utf8SequenceLength(static_cast<uint8_t>((*token)[pos])));
+      auto b = table.find(token->substr(pos, len));
+      if (b == table.end()) return std::nullopt;
+      out += static_cast<char>(b->second);
+      pos += len;
+    }
+    return out;
+  }
+  // Replace / ByteFallback / Fuse decoders over one token (a Strip step would strip every
+  // token; no supported family has one).
+  std::vector<std::string> one{*token};
+  if (decoder_) decoder_->DecodeChain(&one);
+  std::string out;
+  for (const auto& t : one) out += t;
+  return out;
 }
 
 // Syntax errors carry line and column; deep nesting is refused before parsing.

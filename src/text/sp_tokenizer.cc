@@ -92,6 +92,18 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string IdToPiece(int32_t id) const override {
     return id < 0 || id >= vocab_size_ ? std::string() : sp_.IdToPiece(id);
   }
+  std::optional<std::string> TokenBytes(int32_t id) const override {
+    if (id < 0 || id >= vocab_size_ || sp_.IsControl(id) || sp_.IsUnknown(id)) return std::nullopt;
+    std::string piece = sp_.IdToPiece(id);
+    if (sp_.IsByte(id) && piece.size() == 6) {  // "<0x0A>"
+      return std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));
+    }
+    for (size_t pos = piece.find("\xe2\x96\x81"); pos != std::string::npos;
+         pos = piece.find("\xe2\x96\x81")) {
+      piece.replace(pos, 3, " ");
+    }
+    return piece.empty() ? std::nullopt : std::optional<std::string>(piece);
+  }
   bool IsSpecial(int32_t id) const override {
     return id >= 0 && id < vocab_size_ && sp_.IsControl(id);
   }

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -76,6 +77,11 @@ class Tokenizer {
   // One more than the largest id (model vocabulary and added tokens).
   int32_t vocab_size() const { return vocab_size_; }
   virtual bool IsSpecial(int32_t id) const = 0;
+  // The bytes token `id` adds to decoded text, for constrained decoding (text/grammar): a
+  // byte-fallback piece "<0x0A>" is that one byte, a byte-level piece its raw bytes (possibly
+  // half a UTF-8 character), "▁" a space. nullopt for special / control tokens, the unknown
+  // piece and ids out of range (they are never allowed by a grammar).
+  virtual std::optional<std::string> TokenBytes(int32_t id) const = 0;
 
   // For `ocular tokenize`: the pieces of `ids` (IdToPiece of each).
   std::vector<std::string> Pieces(std::span<const int32_t> ids) const;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -34,7 +35,29 @@ struct RunArgs {
   bool quiet = false;
   bool progress = false;
   bool stats = false;
+  std::string json_schema;  // --json-schema: a file or the schema's text
 };
+
+// --json-schema's value: the schema itself when it looks like JSON, else a file to read.
+// Then the structured-output options are compiled, before the model loads.
+Status ResolveStructuredOutput(RunArgs* a) {
+  if (!a->json_schema.empty()) {
+    const size_t first = a->json_schema.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && a->json_schema[first] == '{') {
+      a->gen.json_schema = a->json_schema;
+    } else {
+      std::ifstream in(a->json_schema, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (!in || text.str().empty()) {
+        return Error(StatusCode::kInvalidArgument, "cli", "--json-schema ", a->json_schema,
+                     ": not a schema ('{...}') and not a readable, non-empty file");
+      }
+      a->gen.json_schema = text.str();
+    }
+  }
+  return CheckStructuredOutput(a->gen);
+}
 
 constexpr char kChatHelp[] =
     "Type a prompt (e.g. \"caption en\", \"detect cat\") and press Enter. Commands:\n"
@@ -263,6 +286,15 @@ void AddRun(CLI::App& app, int* rc) {
   cmd->add_option("--top-p", a->gen.top_p, "nucleus sampling mass (1 = off)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--seed", a->gen.seed, "sampling seed");
+  auto* schema = cmd->add_option("--json-schema", a->json_schema,
+                                 "constrain the answer to JSON this JSON Schema accepts: a file, "
+                                 "or the schema itself (docs/structured-output.md)");
+  auto* regex = cmd->add_option("--regex", a->gen.regex,
+                                "constrain the answer to text this regular expression matches");
+  cmd->add_flag("--json-object", a->gen.json_object, "constrain the answer to a JSON object")
+      ->excludes(schema)
+      ->excludes(regex);
+  schema->excludes(regex);
   cmd->add_flag("--separate-newline", a->gen.separate_newline,
                 "tokenize the prompt's trailing \\n separately (big_vision style)");
   AddPanAndScanFlags(cmd, &a->gen);
@@ -290,6 +322,10 @@ void AddRun(CLI::App& app, int* rc) {
       cmd->get_footer());
   cmd->callback([=] {
     if (Status s = CheckRunArgs(*a, prompt->count() > 0); !s.ok()) {
+      *rc = Fail(s);
+      return;
+    }
+    if (Status s = ResolveStructuredOutput(a.get()); !s.ok()) {
       *rc = Fail(s);
       return;
     }

@@ -1,0 +1,191 @@
+#include "text/grammar_matcher.h"
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_set>
+
+#include "core/check.h"
+
+namespace ocular::grammar {
+namespace {
+// Deeper stacks are dropped: only a left-recursive grammar (which the compilers refuse)
+// would nest this far without reading a byte.
+constexpr int32_t kMaxStackDepth = 4096;
+}  // namespace
+
+TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& bytes)
+    : size_(static_cast<int32_t>(bytes.size())), bytes_(bytes.size()) {
+  std::vector<int32_t> order;
+  for (int32_t id = 0; id < size_; ++id) {
+    if (bytes[id] && !bytes[id]->empty() && bytes[id]->size() < 65535) {
+      bytes_[id] = *bytes[id];
+      order.push_back(id);
+    }
+  }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return bytes_[a] != bytes_[b] ? bytes_[a] < bytes_[b] : a < b;
+  });
+  // Sorted strings build the preorder trie directly: each string shares its longest common
+  // prefix with the path of the previous one.
+  std::vector<int32_t> path;  // node index at each depth - 1
+  std::string prev;
+  auto close_to = [&](size_t depth) {
+    while (path.size() > depth) {
+      end_[path.back()] = static_cast<int32_t>(byte_.size());
+      path.pop_back();
+    }
+  };
+  for (int32_t id : order) {
+    const std::string& s = bytes_[id];
+    size_t lcp = 0;
+    while (lcp < std::min(s.size(), path.size()) && s[lcp] == prev[lcp]) ++lcp;
+    close_to(lcp);
+    for (size_t d = lcp; d < s.size(); ++d) {
+      path.push_back(static_cast<int32_t>(byte_.size()));
+      byte_.push_back(static_cast<uint8_t>(s[d]));
+      depth_.push_back(static_cast<uint16_t>(d + 1));
+      end_.push_back(0);
+      tok_begin_.push_back(static_cast<int32_t>(tokens_.size()));
+      max_depth_ = std::max(max_depth_, static_cast<int>(d + 1));
+    }
+    tokens_.push_back(id);  // belongs to path.back(): ranges stay contiguous (sorted input)
+    prev = s;
+  }
+  close_to(0);
+  tok_begin_.push_back(static_cast<int32_t>(tokens_.size()));
+}
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar,
+                               std::shared_ptr<const TokenVocabulary> vocab,
+                               std::vector<int32_t> eos_ids)
+    : g_(std::move(grammar)), vocab_(std::move(vocab)), eos_(std::move(eos_ids)) {
+  walk_.resize(static_cast<size_t>(vocab_->max_depth_) + 1);
+  state_ = MakeState({Push(g_->rule_start[g_->root], -1)});
+}
+
+int32_t GrammarMatcher::Push(int32_t node, int32_t parent) {
+  const uint64_t key =
+      (static_cast<uint64_t>(static_cast<uint32_t>(node)) << 32) | static_cast<uint32_t>(parent);
+  auto [it, fresh] = stack_ids_.try_emplace(key, static_cast<int32_t>(stacks_.size()));
+  if (fresh) stacks_.push_back({node, parent, parent < 0 ? 1 : stacks_[parent].depth + 1});
+  return it->second;
+}
+
+// The eps / call / return closure of `seeds` as a DFA state (kDead when nothing is left).
+int32_t GrammarMatcher::MakeState(std::vector<int32_t> work) {
+  std::unordered_set<int32_t> seen;
+  State st;
+  while (!work.empty()) {
+    const int32_t s = work.back();
+    work.pop_back();
+    if (!seen.insert(s).second) continue;
+    const StackNode top = stacks_[s];
+    const Grammar::Node& n = g_->nodes[top.node];
+    if (!n.bytes.empty()) st.stacks.push_back(s);
+    for (int32_t e : n.eps) work.push_back(Push(e, top.parent));
+    if (top.depth < kMaxStackDepth) {
+      for (const auto& c : n.calls)
+        work.push_back(Push(g_->rule_start[c.rule], Push(c.ret, top.parent)));
+    }
+    if (n.accept) {
+      if (top.parent < 0) {
+        st.complete = true;
+      } else {
+        work.push_back(top.parent);
+      }
+    }
+  }
+  if (st.stacks.empty() && !st.complete) return kDead;
+  std::sort(st.stacks.begin(), st.stacks.end());
+  std::string key(1, st.complete ? '\1' : '\0');
+  key.append(reinterpret_cast<const char*>(st.stacks.data()), st.stacks.size() * sizeof(int32_t));
+  auto [it, fresh] = state_ids_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
+  if (fresh) {
+    states_.push_back(std::move(st));
+    next_.resize(next_.size() + 256, kUnknown);
+    ++stats_.states;
+  }
+  return it->second;
+}
+
+int32_t GrammarMatcher::StepSlow(int32_t state, uint8_t byte) {
+  std::vector<int32_t> seeds;
+  for (int32_t s : states_[state].stacks) {
+    const StackNode top = stacks_[s];
+    for (const auto& e : g_->nodes[top.node].bytes) {
+      if (byte >= e.lo && byte <= e.hi) seeds.push_back(Push(e.to, top.parent));
+    }
+  }
+  const int32_t to = seeds.empty() ? kDead : MakeState(std::move(seeds));
+  next_[static_cast<size_t>(state) * 256 + byte] = to;
+  return to;
+}
+
+inline int32_t GrammarMatcher::Step(int32_t state, uint8_t byte) {
+  const int32_t to = next_[static_cast<size_t>(state) * 256 + byte];
+  return to != kUnknown ? to : StepSlow(state, byte);
+}
+
+void GrammarMatcher::ComputeMask(int32_t state, std::vector<uint32_t>* bits) {
+  const TokenVocabulary& v = *vocab_;
+  bits->assign((static_cast<size_t>(v.size_) + 31) / 32, 0);
+  walk_[0] = state;
+  const int32_t n = static_cast<int32_t>(v.byte_.size());
+  for (int32_t i = 0; i < n;) {
+    const int32_t to = Step(walk_[v.depth_[i] - 1], v.byte_[i]);
+    if (to == kDead) {
+      i = v.end_[i];  // no token with this prefix can continue the text
+      continue;
+    }
+    walk_[v.depth_[i]] = to;
+    for (int32_t t = v.tok_begin_[i]; t < v.tok_begin_[i + 1]; ++t) {
+      const int32_t id = v.tokens_[t];
+      (*bits)[id >> 5] |= 1u << (id & 31);
+    }
+    ++i;
+  }
+  if (states_[state].complete) {
+    for (int32_t id : eos_) (*bits)[id >> 5] |= 1u << (id & 31);
+  }
+}
+
+const std::vector<uint32_t>& GrammarMatcher::NextMask() {
+  if (finished_ || state_ < 0) {
+    masks_[-1].assign((static_cast<size_t>(vocab_->size()) + 31) / 32, 0);
+    return masks_[-1];
+  }
+  auto [it, fresh] = masks_.try_emplace(state_);
+  if (fresh) {
+    ComputeMask(state_, &it->second);
+    ++stats_.masks_computed;
+  } else {
+    ++stats_.mask_hits;
+  }
+  return it->second;
+}
+
+bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
+  if (finished_) return false;
+  int32_t s = state_;
+  for (char c : bytes) {
+    s = Step(s, static_cast<uint8_t>(c));
+    if (s == kDead) return false;
+  }
+  state_ = s;
+  return true;
+}
+
+bool GrammarMatcher::Accept(int32_t id) {
+  if (finished_ || id < 0 || id >= vocab_->size()) return false;
+  if (std::find(eos_.begin(), eos_.end(), id) != eos_.end()) {
+    if (!complete()) return false;
+    finished_ = true;
+    return true;
+  }
+  const std::string& b = vocab_->bytes(id);
+  return !b.empty() && AcceptBytes(b);
+}
+
+bool GrammarMatcher::complete() const { return state_ >= 0 && states_[state_].complete; }
+
+}  // namespace ocular::grammar

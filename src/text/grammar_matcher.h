@@ -1,0 +1,110 @@
+// Runs a grammar (text/grammar.h) over the bytes of generated tokens and computes which
+// tokens may come next.
+//
+// How a step stays cheap (docs/structured-output.md):
+//  * The pushdown automaton's configurations (a set of stacks, each a path in a hash-consed
+//    stack tree, XGrammar's "persistent stack") are numbered as they are met: a lazily built
+//    DFA over bytes whose transitions are memoized, as RE2 builds its DFA. A byte step is then
+//    one table lookup.
+//  * The vocabulary is a byte trie laid out in preorder with subtree-skip links; a mask walks
+//    it once from the current state, skipping every subtree whose prefix the grammar rejects.
+//  * Masks are cached per DFA state (XGrammar's adaptive token-mask cache, keyed here on the
+//    whole configuration, so no token needs a stack check at run time): inside a string, a
+//    number or after a key, steps come back to states seen before and cost a lookup.
+// Thread-safety: a TokenVocabulary is immutable and may be shared. A GrammarMatcher is one
+// sequence's state; it is not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "text/grammar.h"
+
+namespace ocular::grammar {
+
+class TokenVocabulary {
+ public:
+  // bytes[id]: what token id adds to the text (Tokenizer::TokenBytes); nullopt or empty: the
+  // token is never allowed (special, control), except as one of a matcher's eos ids.
+  explicit TokenVocabulary(const std::vector<std::optional<std::string>>& bytes);
+
+  int32_t size() const { return size_; }
+  const std::string& bytes(int32_t id) const { return bytes_[id]; }
+
+ private:
+  friend class GrammarMatcher;
+  int32_t size_ = 0;
+  std::vector<std::string> bytes_;
+  // The trie in preorder (the root excluded): node i reads byte_[i] at depth_[i] (1 = the
+  // first byte), its subtree ends before end_[i], and tokens_[tok_begin_[i], tok_begin_[i+1])
+  // are the ids spelled by the path to it.
+  std::vector<uint8_t> byte_;
+  std::vector<uint16_t> depth_;
+  std::vector<int32_t> end_;
+  std::vector<int32_t> tok_begin_;
+  std::vector<int32_t> tokens_;
+  int max_depth_ = 0;
+};
+
+class GrammarMatcher {
+ public:
+  // REQUIRES: eos ids < vocab->size(). The eos ids are allowed exactly when the text so far
+  // is complete (the root rule has ended).
+  GrammarMatcher(std::shared_ptr<const Grammar> grammar,
+                 std::shared_ptr<const TokenVocabulary> vocab, std::vector<int32_t> eos_ids);
+
+  // The tokens allowed next: bit (id % 32) of word (id / 32), (vocab size + 31) / 32 words.
+  // Valid until the next call of any method.
+  const std::vector<uint32_t>& NextMask();
+  // Advances over token `id`. False (and no change) when the grammar does not allow it.
+  bool Accept(int32_t id);
+  // Advances over raw bytes (tests, the fuzz target). False (no change) if rejected.
+  bool AcceptBytes(std::string_view bytes);
+  // The text so far is a complete output; an eos token was accepted.
+  bool complete() const;
+  bool finished() const { return finished_; }
+
+  // Counters for docs and benchmarks: DFA states built, masks computed (cache misses),
+  // masks served from the cache.
+  struct Stats {
+    int64_t states = 0, masks_computed = 0, mask_hits = 0;
+  };
+  Stats stats() const { return stats_; }
+
+ private:
+  static constexpr int32_t kDead = -1, kUnknown = -2;
+  struct StackNode {
+    int32_t node, parent, depth;
+  };
+  struct State {
+    std::vector<int32_t> stacks;  // stacks whose top node reads a byte
+    bool complete = false;
+  };
+
+  int32_t Push(int32_t node, int32_t parent);
+  int32_t MakeState(std::vector<int32_t> seeds);
+  int32_t Step(int32_t state, uint8_t byte);
+  int32_t StepSlow(int32_t state, uint8_t byte);
+  void ComputeMask(int32_t state, std::vector<uint32_t>* bits);
+
+  std::shared_ptr<const Grammar> g_;
+  std::shared_ptr<const TokenVocabulary> vocab_;
+  std::vector<int32_t> eos_;
+  std::vector<StackNode> stacks_;
+  std::unordered_map<uint64_t, int32_t> stack_ids_;
+  std::vector<State> states_;
+  std::unordered_map<std::string, int32_t> state_ids_;
+  std::vector<int32_t> next_;  // [state * 256 + byte]: kUnknown, kDead or a state
+  std::unordered_map<int32_t, std::vector<uint32_t>> masks_;
+  std::vector<int32_t> walk_;  // scratch: the state at each trie depth
+  int32_t state_ = kDead;
+  bool finished_ = false;
+  Stats stats_;
+};
+
+}  // namespace ocular::grammar

@@ -1,0 +1,293 @@
+// The grammar compilers and matcher: regexes against PCRE2 (an independent engine) on many
+// strings, UTF-8 range splitting against the encoder, masks against token-by-token Accept,
+// and the schema compiler's refusals. Schema answers are validated against Python's
+// `jsonschema` end to end (tests/structured_output).
+#include "text/grammar.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "text/grammar_matcher.h"
+#include "text/json_schema.h"
+#include "text/regex.h"
+#include "text/tokenizer.h"
+#include "text/utf8.h"
+
+namespace ocular::grammar {
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A vocabulary of every single byte (so any text can be fed byte by byte) plus a few
+// multi-byte tokens, and id 0 as EOS.
+std::shared_ptr<const TokenVocabulary> ByteVocab() {
+  std::vector<std::optional<std::string>> v(1);  // 0: EOS (no bytes)
+  for (int b = 0; b < 256; ++b) v.push_back(std::string(1, static_cast<char>(b)));
+  for (const char* t : {"{\"", "\":", "\",", "ab", "abc", "12", "true", " \"", "\xC3\xA9"})
+    v.push_back(t);
+  return std::make_shared<TokenVocabulary>(v);
+}
+
+bool Matches(const std::shared_ptr<const Grammar>& g, std::string_view text) {
+  GrammarMatcher m(g, ByteVocab(), {0});
+  return m.AcceptBytes(text) && m.complete();
+}
+
+TEST(GrammarTest, Utf8SequencesCoverExactlyTheRange) {
+  const std::pair<char32_t, char32_t> ranges[] = {{0x41, 0x5A},      {0x70, 0x90},
+                                                  {0x7FF, 0x801},    {0xD700, 0xE100},
+                                                  {0xFFF0, 0x10010}, {0x20, 0x10FFFF}};
+  for (auto [lo, hi] : ranges) {
+    const auto seqs = Utf8Sequences(lo, hi);
+    for (char32_t cp = 0; cp <= 0x10FFFF; cp += (cp < 0x11000 ? 1 : 97)) {
+      if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+      std::string enc;
+      text::AppendUtf8(&enc, cp);
+      bool covered = false;
+      for (const auto& s : seqs) {
+        bool all = s.size() == enc.size();
+        for (size_t i = 0; all && i < s.size(); ++i) {
+          all = static_cast<uint8_t>(enc[i]) >= s[i].first &&
+                static_cast<uint8_t>(enc[i]) <= s[i].second;
+        }
+        covered |= all;
+      }
+      EXPECT_EQ(covered, cp >= lo && cp <= hi)
+          << std::hex << static_cast<uint32_t>(cp) << " in [" << static_cast<uint32_t>(lo) << ", "
+          << static_cast<uint32_t>(hi) << "]";
+    }
+  }
+}
+
+TEST(GrammarTest, RegexAgreesWithPcre2) {
+  const char* patterns[] = {"a(b|c)*d",
+                            "[a-f0-9]{2,4}",
+                            "x?y+z*",
+                            "(ab|a)(bc|c)",
+                            "[^abc]+",
+                            "\\d{3}-\\d{4}",
+                            "[\\w.]+@[a-z]+\\.(com|org)",
+                            "(?:ha){2,}",
+                            "a.c",
+                            "[-+]?[0-9]*\\.?[0-9]+",
+                            "\\s*[^ ]+",
+                            "[\\]\\-]x",
+                            "é+|ü",
+                            "a{0,2}b{3}"};
+  std::mt19937 rng(7);
+  const std::string alphabet = "abcdxyz0123456789.-+@ _]\\ \xC3\xA9\xC3\xBC";
+  for (const char* p : patterns) {
+    auto g = RegexGrammar(p);
+    ASSERT_TRUE(g.ok()) << p << ": " << g.status().message();
+    auto grammar = std::make_shared<const Grammar>(std::move(*g));
+    auto pcre = text::Regex::Compile(std::string("^(?:") + p + ")$");
+    ASSERT_TRUE(pcre.ok());
+    int positives = 0;
+    for (int trial = 0; trial < 1000; ++trial) {
+      std::string s;
+      const int len = 1 + static_cast<int>(rng() % 9);
+      for (int i = 0; i < len; ++i) {
+        const char c = alphabet[rng() % alphabet.size()];
+        s += c;
+        if (static_cast<uint8_t>(c) >= 0xC0) s += alphabet[alphabet.find(c) + 1];  // whole é / ü
+      }
+      if (text::FindInvalidUtf8(s) != std::string_view::npos) continue;
+      const bool want = !pcre->FindAll(s).empty();
+      positives += want;
+      EXPECT_EQ(Matches(grammar, s), want) << p << " on '" << s << "'";
+    }
+    // And texts drawn from the grammar itself (a random walk over allowed bytes) all match.
+    auto vocab = ByteVocab();
+    for (int walk = 0; walk < 200; ++walk) {
+      GrammarMatcher m(grammar, vocab, {0});
+      std::string s;
+      while (s.size() < 40 && !(m.complete() && rng() % 3 == 0)) {
+        const auto& mask = m.NextMask();
+        std::vector<int32_t> bytes;
+        for (int32_t id = 1; id <= 256; ++id) {
+          if ((mask[id >> 5] >> (id & 31)) & 1) bytes.push_back(id);
+        }
+        if (bytes.empty()) break;
+        const int32_t id = bytes[rng() % bytes.size()];
+        ASSERT_TRUE(m.Accept(id));
+        s += vocab->bytes(id);
+      }
+      if (!m.complete() || text::FindInvalidUtf8(s) != std::string_view::npos) continue;
+      ++positives;
+      EXPECT_FALSE(pcre->FindAll(s).empty()) << p << " generated '" << s << "'";
+    }
+    EXPECT_GT(positives, 20) << p;
+  }
+}
+
+// \S is the ASCII complement of \s here (Python's and PCRE2's are Unicode-wide): a subset.
+TEST(GrammarTest, RegexClassComplementsAreAscii) {
+  auto g = std::make_shared<const Grammar>(std::move(RegexGrammar("\\S\\W\\D").value()));
+  EXPECT_TRUE(Matches(g, "a.b"));
+  EXPECT_FALSE(Matches(g, "\xC3\xA9.b"));
+}
+
+TEST(GrammarTest, RegexRefusesWhatItDoesNotImplement) {
+  for (const char* p : {"(?=a)b", "(a)\\1", "\\bword", "a**", "(ab", "a^b", "[z-a]"}) {
+    EXPECT_FALSE(RegexGrammar(p).ok()) << p;
+  }
+}
+
+// Every token the mask allows is accepted by Accept, and no other one is (checked over the
+// byte vocabulary along a JSON text).
+TEST(GrammarTest, MaskAgreesWithAccept) {
+  auto g = JsonSchemaGrammar(R"({"type":"object","properties":{"a":{"type":"string"},
+      "n":{"type":"integer","minimum":-5,"maximum":120}},"required":["n"]})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto grammar = std::make_shared<const Grammar>(std::move(*g));
+  auto vocab = ByteVocab();
+  GrammarMatcher m(grammar, vocab, {0});
+  const std::string text = "{\"a\": \"x\xC3\xA9\", \"n\": 117}";
+  for (size_t i = 0; i <= text.size(); ++i) {
+    const std::vector<uint32_t> mask = m.NextMask();
+    for (int32_t id = 0; id < vocab->size(); ++id) {
+      GrammarMatcher probe = m;
+      const bool allowed = (mask[id >> 5] >> (id & 31)) & 1;
+      EXPECT_EQ(probe.Accept(id), allowed) << "at " << i << " token " << id;
+    }
+    if (i < text.size()) {
+      ASSERT_TRUE(m.AcceptBytes(text.substr(i, 1))) << i;
+    }
+  }
+  EXPECT_TRUE(m.complete());
+  EXPECT_TRUE(m.Accept(0));
+  EXPECT_TRUE(m.finished());
+}
+
+TEST(GrammarTest, SchemaBoundsAndShapes) {
+  struct Case {
+    const char* schema;
+    std::vector<std::string> yes, no;
+  };
+  const Case cases[] = {
+      {R"({"type":"integer","minimum":-12,"maximum":305})",
+       {"-12", "-1", "0", "9", "10", "99", "100", "299", "305"},
+       {"-13", "-0", "306", "400", "01", "1000", "1.0"}},
+      {R"({"type":"integer","exclusiveMinimum":0})", {"1", "42", "1000000"}, {"0", "-1"}},
+      {R"({"type":"number","minimum":0,"maximum":1})",
+       {"0", "0.5", "1", "1.0", "1.000"},
+       {"1.01", "-0.5", "2"}},
+      {R"({"type":"number","exclusiveMinimum":0,"exclusiveMaximum":10})",
+       {"0.001", "5", "9.99"},
+       {"0", "0.0", "10", "-1"}},
+      {R"({"type":"number","minimum":-3,"maximum":-1})",
+       {"-3", "-2.5", "-1", "-1.00"},
+       {"-0.5", "-3.5", "0", "1"}},
+      {R"({"type":"array","items":{"type":"boolean"},"minItems":1,"maxItems":2})",
+       {"[true]", "[ false , true ]"},
+       {"[]", "[true,true,true]", "[true,]"}},
+      {R"({"type":"object","properties":{"a":{"type":"null"},"b":{"const":7},"c":{"enum":["x",2]}},"required":["b"]})",
+       {R"({"b":7})", R"({"a":null,"b":7})", R"({"b":7,"c":"x"})",
+        R"({ "a" : null , "b" : 7 , "c" : 2 })"},
+       {"{}", R"({"a":null})", R"({"b":7,"a":null})", R"({"b":7,})", R"({"b":8})"}},
+      {R"({"type":"object","properties":{"a":{"type":"null"},"b":{"type":"null"}}})",
+       {"{}", "{ }", R"({"b":null})", R"({"a":null,"b":null})"},
+       {R"({,"b":null})", R"({"a":null,})"}},
+      {R"({"type":"string","pattern":"^[A-Z]{2}\\d$"})",
+       {"\"AB1\""},
+       {"\"AB\"", "\"ab1\"", "\"AB12\""}},
+      {R"({"type":"string","pattern":"x\"y"})", {R"("x\"y")", R"("ax\"yb")"}, {R"("xy")"}},
+      {R"({"type":"string","maxLength":2})", {R"("")", R"("é\n")"}, {R"("abc")"}},
+      {R"({"type":"string","format":"date"})", {R"("2024-02-29")"}, {R"("2024-13-01")"}},
+      {R"({"$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},
+          "required":["kids"]}},"$ref":"#/$defs/node"})",
+       {R"({"kids":[]})", R"({"kids":[{"kids":[]},{"kids":[{"kids":[]}]}]})"},
+       {R"({"kids":[{}]})"}},
+      {R"({"anyOf":[{"type":"string"},{"type":"array","items":{"type":"integer"}}]})",
+       {R"("s")", "[1,2]"},
+       {"1", "[\"s\"]"}},
+      {R"({"type":["integer","null"]})", {"3", "null"}, {"\"3\""}},
+  };
+  for (const Case& c : cases) {
+    auto g = JsonSchemaGrammar(c.schema);
+    ASSERT_TRUE(g.ok()) << c.schema << ": " << g.status().message();
+    auto grammar = std::make_shared<const Grammar>(std::move(*g));
+    for (const auto& s : c.yes)
+      EXPECT_TRUE(Matches(grammar, s)) << c.schema << " should accept " << s;
+    for (const auto& s : c.no)
+      EXPECT_FALSE(Matches(grammar, s)) << c.schema << " should reject " << s;
+  }
+}
+
+TEST(GrammarTest, AnyJsonObject) {
+  auto g = std::make_shared<const Grammar>(JsonObjectGrammar());
+  for (const char* s : {"{}", R"({"a":[1,-2.5e3,{"b":null}],"c":"\u00e9"})", " {\"x\" : true}\n"}) {
+    EXPECT_TRUE(Matches(g, s)) << s;
+  }
+  for (const char* s : {"[]", "{\"a\"}", "{'a':1}", "{\"a\":01}"}) EXPECT_FALSE(Matches(g, s)) << s;
+}
+
+TEST(GrammarTest, UnsupportedSchemasNameTheKeyword) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"type":"object","properties":{"a":{"type":"string","oneOf":[]}}})",
+       "'oneOf' at /properties/a"},
+      {R"({"type":"array","uniqueItems":true})", "'uniqueItems'"},
+      {R"({"type":"integer","multipleOf":3})", "'multipleOf'"},
+      {R"({"type":"object","patternProperties":{}})", "'patternProperties'"},
+      {R"({"type":"string","format":"hostname"})", "format 'hostname'"},
+      {R"j({"type":"string","pattern":"(?=x)"})j", "lookahead"},
+      {R"({"$ref":"#/$defs/a","$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"}]}}})", "left recursion"},
+      {R"({"$ref":"#/$defs/missing"})", "does not resolve"},
+      {R"({"type":"object","properties":{},"required":["x"]})", "\"x\" is not in"},
+      {R"({"type":"number","minimum":0.5})", "fractional 'minimum'"},
+      {"{not json", "not valid JSON"},
+  };
+  for (auto [schema, want] : cases) {
+    auto g = JsonSchemaGrammar(schema);
+    ASSERT_FALSE(g.ok()) << schema;
+    EXPECT_NE(g.status().message().find(want), std::string::npos) << g.status().message();
+    EXPECT_NE(g.status().message().find("[json-schema]"), std::string::npos)
+        << g.status().message();
+  }
+}
+
+TEST(GrammarTest, MasksAreCachedPerState) {
+  auto g = std::make_shared<const Grammar>(JsonObjectGrammar());
+  GrammarMatcher m(g, ByteVocab(), {0});
+  ASSERT_TRUE(m.AcceptBytes("{\"k\":\"aaa"));
+  m.NextMask();
+  const auto computed = m.stats().masks_computed;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(m.AcceptBytes("a"));
+    m.NextMask();
+  }
+  EXPECT_EQ(m.stats().masks_computed, computed);  // inside a string: one state
+  EXPECT_EQ(m.stats().mask_hits, 5);
+}
+
+// A token's bytes, concatenated, are the text it decodes to (SentencePiece-style byte
+// fallback in tokenizer.json and tokenizer.model, GPT-2 byte-level in mllama's).
+TEST(GrammarTest, TokenBytesConcatenateToTheDecodedText) {
+  const std::string text = "{\"caption\": \"a red \xC3\xA9toile\", \"n\": [1, 2]}\n\xE2\x9C\x93";
+  for (const char* dir : {"testdata/tiny/pg2", "testdata/tiny/mllama"}) {
+    for (bool sp : {false, true}) {
+      auto tok = sp ? Tokenizer::FromSentencePiece(ReadAll(std::string(dir) + "/tokenizer.model"))
+                    : Tokenizer::Load(dir);
+      if (sp && !std::ifstream(std::string(dir) + "/tokenizer.model")) continue;
+      ASSERT_TRUE(tok.ok()) << dir << ": " << tok.status().message();
+      auto ids = (*tok)->Encode(text);
+      ASSERT_TRUE(ids.ok());
+      std::string bytes;
+      for (int32_t id : *ids) bytes += (*tok)->TokenBytes(id).value_or("<none>");
+      EXPECT_EQ(bytes, (*tok)->Decode(*ids, true)) << dir << (sp ? " (sentencepiece)" : "");
+      EXPECT_EQ(bytes, text) << dir;
+      EXPECT_FALSE((*tok)->TokenBytes((*tok)->eos_id()).has_value()) << dir;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ocular::grammar
