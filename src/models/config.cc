@@ -293,14 +293,7 @@ StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
     c.text.num_key_value_heads = 1;
     c.text.vocab_size = c.vocab_size;
   }
-  Status valid = c.Validate();
-  if (!valid.ok()) {
-    // "[config] rule" → "[config] <file>: rule".
-    std::string rule = valid.message();
-    if (rule.rfind("[config] ", 0) == 0) rule = rule.substr(9);
-    return Error(valid.code(), "config", source, ": ", rule);
-  }
-  return c;
+  return config_internal::Validated(std::move(c), source);
 }
 
 StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const std::string& model_dir) {
@@ -308,9 +301,7 @@ StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const std::string& model_dir) {
 }
 
 StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const FileSet& files) {
-  OCULAR_ASSIGN_OR_RETURN(std::string text,
-                          files.Read("config.json", kMaxConfigFileBytes, "config"));
-  return ParsePaliGemmaConfig(text, files.Where("config.json"));
+  return config_internal::ReadConfigJson(files, &ParsePaliGemmaConfig);
 }
 
 }  // namespace ocular

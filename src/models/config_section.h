@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "core/file_set.h"
 #include "models/config.h"
 #include "ocular/status.h"
 
@@ -150,6 +151,26 @@ class Section {
   const std::string& source_;
   std::string name_;
 };
+
+// A parsed config after its Validate(): the rule that failed, "[config] rule", as
+// "[config] <source>: rule".
+template <typename Config>
+StatusOr<Config> Validated(Config c, const std::string& source) {
+  const Status valid = c.Validate();
+  if (valid.ok()) return c;
+  std::string rule = valid.message();
+  if (rule.rfind("[config] ", 0) == 0) rule = rule.substr(9);
+  return Error(valid.code(), "config", source, ": ", rule);
+}
+
+// files' config.json through parse(text, where it was read).
+template <typename Config>
+StatusOr<Config> ReadConfigJson(const FileSet& files,
+                                StatusOr<Config> (*parse)(const std::string&, const std::string&)) {
+  OCULAR_ASSIGN_OR_RETURN(std::string text,
+                          files.Read("config.json", kMaxConfigFileBytes, "config"));
+  return parse(text, files.Where("config.json"));
+}
 
 // Upper bounds: far above any released PaliGemma (SigLIP So400m: hidden 1152, 27 layers;
 // Gemma 2 27B: hidden 4608, 46 layers, vocab 256000) and low enough that every size product the

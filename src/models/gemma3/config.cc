@@ -129,13 +129,6 @@ Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* 
   return ParseLayerTypes(s, &t);
 }
 
-Status Fail(const std::string& source, const Status& rule) {
-  // "[config] rule" -> "[config] <file>: rule".
-  std::string text = rule.message();
-  if (text.rfind("[config] ", 0) == 0) text = text.substr(9);
-  return Error(rule.code(), "config", source, ": ", text);
-}
-
 }  // namespace
 
 float Gemma3TextConfig::attention_scale() const {
@@ -236,15 +229,11 @@ StatusOr<Gemma3Config> ParseGemma3Config(const std::string& json_text, const std
     return top.Fail(StatusCode::kUnimplemented, "model_type '", c.model_type.substr(0, 40),
                     "' is not supported (gemma3, gemma3_text)");
   }
-  Status valid = c.Validate();
-  if (!valid.ok()) return Fail(source, valid);
-  return c;
+  return config_internal::Validated(std::move(c), source);
 }
 
 StatusOr<Gemma3Config> LoadGemma3Config(const FileSet& files) {
-  OCULAR_ASSIGN_OR_RETURN(std::string text,
-                          files.Read("config.json", kMaxConfigFileBytes, "config"));
-  return ParseGemma3Config(text, files.Where("config.json"));
+  return config_internal::ReadConfigJson(files, &ParseGemma3Config);
 }
 
 }  // namespace ocular::gemma3

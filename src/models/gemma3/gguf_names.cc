@@ -3,16 +3,15 @@
 #include <cstring>
 
 #include "models/gemma3/gemma3.h"
+#include "models/gguf_rename.h"
 #include "models/paligemma/gguf_names.h"
 
 namespace ocular::gemma3 {
 
 namespace {
 
-struct Rename {
-  const char* hf;
-  const char* gguf;
-};
+using gguf_rename::Rename;
+using gguf_rename::StartsWith;
 
 // Within a decoder layer (gguf-py TensorNameMap, MODEL_ARCH.GEMMA3).
 constexpr Rename kLayer[] = {
@@ -31,10 +30,6 @@ constexpr Rename kLayer[] = {
     {"mlp.down_proj.weight", "ffn_down.weight"},
 };
 
-bool StartsWith(const std::string& s, const char* prefix) {
-  return s.compare(0, std::strlen(prefix), prefix) == 0;
-}
-
 }  // namespace
 
 std::string GgufTensorName(const std::string& hf) {
@@ -50,14 +45,7 @@ std::string GgufTensorName(const std::string& hf) {
   }
   if (rest == "embed_tokens.weight") return "token_embd.weight";
   if (rest == "norm.weight") return "output_norm.weight";
-  if (!StartsWith(rest, "layers.")) return "";
-  const size_t dot = rest.find('.', 7);
-  if (dot == std::string::npos) return "";
-  const std::string index = rest.substr(7, dot - 7), tail = rest.substr(dot + 1);
-  for (const Rename& r : kLayer) {
-    if (tail == r.hf) return "blk." + index + "." + r.gguf;
-  }
-  return "";
+  return gguf_rename::RenameLayer(rest, "layers.", "blk.", kLayer);
 }
 
 std::vector<GgufName> GgufNames(const Gemma3Config& cfg, bool llamacpp) {

@@ -141,12 +141,6 @@ Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
   return Status::Ok();
 }
 
-Status Fail(const std::string& source, const Status& rule) {
-  std::string text = rule.message();
-  if (text.rfind("[config] ", 0) == 0) text = text.substr(9);
-  return Error(rule.code(), "config", source, ": ", text);
-}
-
 }  // namespace
 
 std::vector<std::pair<int, int>> SupportedAspectRatios(int max_tiles) {
@@ -255,15 +249,11 @@ StatusOr<MllamaConfig> ParseMllamaConfig(const std::string& json_text, const std
   OCULAR_ASSIGN_OR_RETURN(const Json* tc, top.Object("text_config"));
   OCULAR_RETURN_IF_ERROR(
       ParseText(Section(tc ? *tc : empty, source, "text_config"), source, &c.text));
-  Status valid = c.Validate();
-  if (!valid.ok()) return Fail(source, valid);
-  return c;
+  return config_internal::Validated(std::move(c), source);
 }
 
 StatusOr<MllamaConfig> LoadMllamaConfig(const FileSet& files) {
-  OCULAR_ASSIGN_OR_RETURN(std::string text,
-                          files.Read("config.json", kMaxConfigFileBytes, "config"));
-  return ParseMllamaConfig(text, files.Where("config.json"));
+  return config_internal::ReadConfigJson(files, &ParseMllamaConfig);
 }
 
 }  // namespace ocular::mllama

@@ -2,16 +2,15 @@
 
 #include <cstring>
 
+#include "models/gguf_rename.h"
 #include "models/mllama/weights.h"
 
 namespace ocular::mllama {
 
 namespace {
 
-struct Rename {
-  const char* hf;
-  const char* gguf;
-};
+using gguf_rename::Rename;
+using gguf_rename::RenameLayer;
 
 // Within a text decoder layer: llama.cpp's mllama names (llm_tensor CROSS_ATTN_*; the gates
 // have no ".weight" suffix there either).
@@ -69,42 +68,20 @@ constexpr Rename kWhole[] = {
     {"multi_modal_projector.", "mm.0."},
 };
 
-bool StartsWith(const std::string& s, const char* prefix) {
-  return s.compare(0, std::strlen(prefix), prefix) == 0;
-}
-
-// "<prefix><i>.<rest>" -> "<out><i>.<renamed rest>" through `table` (prefix matches on rest).
-std::string RenameLayer(const std::string& hf, const char* prefix, const char* out,
-                        const Rename* begin, const Rename* end) {
-  if (!StartsWith(hf, prefix)) return "";
-  const size_t from = std::strlen(prefix), dot = hf.find('.', from);
-  if (dot == std::string::npos) return "";
-  const std::string index = hf.substr(from, dot - from), rest = hf.substr(dot + 1);
-  for (const Rename* r = begin; r != end; ++r) {
-    if (StartsWith(rest, r->hf))
-      return out + index + "." + r->gguf + rest.substr(std::strlen(r->hf));
-  }
-  return "";
-}
-
 }  // namespace
 
 std::string GgufTensorName(const std::string& hf) {
-  for (const Rename& r : kWhole) {
-    if (StartsWith(hf, r.hf)) return r.gguf + hf.substr(std::strlen(r.hf));
-  }
-  if (std::string s = RenameLayer(hf, "language_model.model.layers.", "blk.",
-                                  std::begin(kTextLayer), std::end(kTextLayer));
+  if (std::string s = gguf_rename::RenamePrefix(hf, kWhole); !s.empty()) return s;
+  if (std::string s = RenameLayer(hf, "language_model.model.layers.", "blk.", kTextLayer);
       !s.empty()) {
     return s;
   }
-  if (std::string s = RenameLayer(hf, "vision_model.global_transformer.layers.", "v.global.blk.",
-                                  std::begin(kVisionLayer), std::end(kVisionLayer));
+  if (std::string s =
+          RenameLayer(hf, "vision_model.global_transformer.layers.", "v.global.blk.", kVisionLayer);
       !s.empty()) {
     return s;
   }
-  return RenameLayer(hf, "vision_model.transformer.layers.", "v.blk.", std::begin(kVisionLayer),
-                     std::end(kVisionLayer));
+  return RenameLayer(hf, "vision_model.transformer.layers.", "v.blk.", kVisionLayer);
 }
 
 std::vector<GgufName> GgufNames(const MllamaConfig& cfg) {

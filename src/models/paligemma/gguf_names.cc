@@ -3,16 +3,15 @@
 #include <cstring>
 #include <span>
 
+#include "models/gguf_rename.h"
 #include "models/weights.h"
 
 namespace ocular::paligemma {
 
 namespace {
 
-struct Rename {
-  const char* hf;
-  const char* gguf;
-};
+using gguf_rename::Rename;
+using gguf_rename::RenameLayer;
 
 // Within a decoder layer: llama.cpp's llm_tensor names (gguf-py's TensorNameMap).
 constexpr Rename kGemmaLayer[] = {
@@ -46,38 +45,10 @@ constexpr Rename kWhole[] = {
     {"multi_modal_projector.linear.", "mm.linear."},
 };
 
-bool StartsWith(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-
-// "<prefix><i>.<rest>" -> "<out_prefix><i>.<renamed rest>" through `table`, prefix matches.
-std::string RenameLayer(const std::string& hf, const std::string& prefix, const char* out_prefix,
-                        std::span<const Rename> table, std::span<const Rename> extra = {}) {
-  if (!StartsWith(hf, prefix)) return "";
-  const size_t dot = hf.find('.', prefix.size());
-  if (dot == std::string::npos) return "";
-  const std::string index = hf.substr(prefix.size(), dot - prefix.size());
-  const std::string rest = hf.substr(dot + 1);
-  auto apply = [&](const Rename& r) -> std::string {
-    return StartsWith(rest, r.hf)
-               ? out_prefix + index + "." + r.gguf + rest.substr(std::strlen(r.hf))
-               : "";
-  };
-  for (const Rename& r : table) {
-    if (std::string out = apply(r); !out.empty()) return out;
-  }
-  for (const Rename& r : extra) {
-    if (std::string out = apply(r); !out.empty()) return out;
-  }
-  return "";
-}
-
 }  // namespace
 
 std::string GgufTensorName(const std::string& hf, bool gemma2) {
-  for (const Rename& r : kWhole) {
-    if (StartsWith(hf, r.hf)) return r.gguf + hf.substr(std::strlen(r.hf));
-  }
+  if (std::string out = gguf_rename::RenamePrefix(hf, kWhole); !out.empty()) return out;
   const std::span<const Rename> norms =
       gemma2 ? std::span<const Rename>(kGemma2Norms) : std::span<const Rename>(kGemma1Norms);
   if (std::string out = RenameLayer(hf, "language_model.model.layers.", "blk.", kGemmaLayer, norms);

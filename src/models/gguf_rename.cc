@@ -1,0 +1,31 @@
+#include "models/gguf_rename.h"
+
+#include <cstring>
+
+namespace ocular::gguf_rename {
+
+bool StartsWith(std::string_view s, std::string_view prefix) { return s.starts_with(prefix); }
+
+std::string RenamePrefix(const std::string& hf, std::span<const Rename> table) {
+  for (const Rename& r : table) {
+    if (StartsWith(hf, r.hf)) return r.gguf + hf.substr(std::strlen(r.hf));
+  }
+  return "";
+}
+
+std::string RenameLayer(const std::string& hf, std::string_view prefix, std::string_view out,
+                        std::span<const Rename> table, std::span<const Rename> extra) {
+  if (!StartsWith(hf, prefix)) return "";
+  const size_t dot = hf.find('.', prefix.size());
+  if (dot == std::string::npos) return "";
+  const std::string index = hf.substr(prefix.size(), dot - prefix.size());
+  const std::string rest = hf.substr(dot + 1);
+  for (std::span<const Rename> t : {table, extra}) {
+    if (std::string renamed = RenamePrefix(rest, t); !renamed.empty()) {
+      return std::string(out) + index + "." + renamed;
+    }
+  }
+  return "";
+}
+
+}  // namespace ocular::gguf_rename
