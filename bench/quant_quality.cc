@@ -40,20 +40,19 @@ int main(int argc, char** argv) {
   const Precision f32 = Precision::kF32;
   auto ref = OrDie(testing_support::AnyModel::Load(ref_dir, &f32, 1));
   auto q = OrDie(testing_support::AnyModel::Load(quant, &f32, 1));
-  Tensor pixels = OrDie(ref->processor->Pixels(OrDie(LoadImage(image))));
-  pixels.shape.insert(pixels.shape.begin(), 1);  // one image
-  const Prompt prompt = OrDie(ref->processor->BuildPrompt(1, text, {}));
+  Prompt vision;
+  const Status added = ref->processor->AddImage(OrDie(LoadImage(image)), false, 0, &vision);
+  if (!added.ok()) OrDie(StatusOr<int>(added));
+  const auto shared = std::make_shared<const Prompt>(
+      OrDie(ref->processor->MakePrompt(std::move(vision), 1, text, nullptr, {})));
+  const Prompt& prompt = *shared;
 
   GenerationRequest req;
-  req.ids = prompt.ids;
-  req.prefix_len = prompt.prefix_len;
-  req.pixel_values = &pixels;
+  req.prompt = shared;
   req.max_new_tokens = decode;
   const GenerationOutput out = OrDie(Generate(*ref->runner, *ref->kv, req, nullptr));
-  const std::vector<float> a =
-      testing_support::TeacherForced(*ref, prompt.ids, prompt.prefix_len, out.generated, &pixels);
-  const std::vector<float> b =
-      testing_support::TeacherForced(*q, prompt.ids, prompt.prefix_len, out.generated, &pixels);
+  const std::vector<float> a = testing_support::TeacherForced(*ref, prompt, out.generated);
+  const std::vector<float> b = testing_support::TeacherForced(*q, prompt, out.generated);
   const int64_t V = ref->model->spec().vocab_size;
   size_t first_text = 0;  // the position after the last image token
   for (size_t i = 0; i < prompt.ids.size(); ++i) {

@@ -13,22 +13,22 @@ namespace {
 size_t ElementBytes(KvDType t) { return t == KvDType::kF32 ? 4 : 2; }
 }  // namespace
 
-size_t KvLayout::Bytes(int64_t capacity, KvDType dtype, int64_t images) const {
+size_t KvLayout::Bytes(int64_t capacity, KvDType dtype, int64_t image_rows) const {
   size_t total = 0;
   for (size_t l = 0; l < window.size(); ++l) {
-    total += 2 * Arena::Rounded(static_cast<size_t>(Rows(l, capacity, images) * kv_dim) *
+    total += 2 * Arena::Rounded(static_cast<size_t>(Rows(l, capacity, image_rows) * kv_dim) *
                                 ElementBytes(dtype));
   }
   return total;
 }
 
 KvCache::KvCache(const KvLayout& layout, int64_t capacity, KvDType dtype, std::byte* memory,
-                 int64_t images)
+                 int64_t image_rows)
     : capacity_(capacity), kv_dim_(layout.kv_dim), dtype_(dtype) {
   layers_.resize(layout.window.size());
   for (size_t l = 0; l < layers_.size(); ++l) {
     KvCacheLayer& c = layers_[l];
-    c.rows = layout.Rows(l, capacity, images);
+    c.rows = layout.Rows(l, capacity, image_rows);
     c.cross = layout.IsCross(l);
     c.ring = !c.cross && c.rows < capacity;
     const size_t bytes =

@@ -15,30 +15,27 @@ namespace ocular {
 enum class KvDType : uint8_t { kF32, kBF16 };
 
 // The cache shape a model needs: kv_dim per token and, per layer, its window (0 = global).
-// Cross-attention layers (mllama) keep image keys instead of token keys: cross_rows_per_image
-// rows per image of the request, written once at its prefill.
+// Cross-attention layers (mllama) keep image keys instead of token keys: one row per feature
+// row of the request's images (Prompt::feature_rows), written once at its prefill.
 struct KvLayout {
   int64_t kv_dim = 0;
   std::vector<int> window;
   std::vector<uint8_t> cross;  // per layer (empty: none)
-  int64_t cross_rows_per_image = 0;
   bool IsCross(size_t l) const { return l < cross.size() && cross[l] != 0; }
-  // Rows layer `l` keeps for a sequence of up to `capacity` tokens and `images` images.
-  int64_t Rows(size_t l, int64_t capacity, int64_t images = 0) const {
-    if (IsCross(l)) return images * cross_rows_per_image;
+  bool HasCross() const {
+    for (uint8_t c : cross) {
+      if (c != 0) return true;
+    }
+    return false;
+  }
+  // Rows layer `l` keeps for a sequence of up to `capacity` tokens whose images have
+  // `image_rows` feature rows.
+  int64_t Rows(size_t l, int64_t capacity, int64_t image_rows = 0) const {
+    if (IsCross(l)) return image_rows;
     return window[l] > 0 && window[l] < capacity ? window[l] : capacity;
   }
   // Bytes of one sequence's cache.
-  size_t Bytes(int64_t capacity, KvDType dtype, int64_t images = 0) const;
-};
-
-// What a family with cross-attention layers keeps with a sequence besides K/V (mllama): how
-// many image keys its cross layers hold (0: a text-only request, the layers are skipped) and
-// the key range a decode step attends to (the prompt's last row's, as HF extends its mask).
-struct CrossState {
-  int64_t keys = 0;
-  int32_t decode_begin = 0, decode_end = 0;
-  bool decode_sees_image = false;  // false: HF's full_text_row_masked_out_mask is 0
+  size_t Bytes(int64_t capacity, KvDType dtype, int64_t image_rows = 0) const;
 };
 
 struct KvCacheLayer {
@@ -54,7 +51,7 @@ class KvCache {
   KvCache() = default;
   // Addresses `memory` (at least layout.Bytes(capacity, dtype) bytes, owned by the caller).
   KvCache(const KvLayout& layout, int64_t capacity, KvDType dtype, std::byte* memory,
-          int64_t images = 0);
+          int64_t image_rows = 0);
 
   int64_t capacity() const { return capacity_; }
   KvDType dtype() const { return dtype_; }
@@ -69,11 +66,7 @@ class KvCache {
   // The K/V rows of `layer` holding logical tokens [0, tokens) (a ring: its last `rows`).
   ops::KvRows Rows(size_t layer, int64_t tokens) const;
 
-  CrossState& cross_state() { return cross_; }
-  const CrossState& cross_state() const { return cross_; }
-
  private:
-  CrossState cross_;
   int64_t capacity_ = 0, kv_dim_ = 0;
   KvDType dtype_ = KvDType::kF32;
   std::vector<KvCacheLayer> layers_;

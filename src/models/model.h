@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "core/tensor.h"
 #include "kernels/exec.h"
 #include "models/kv_cache.h"
+#include "models/prompt.h"
 #include "models/tracer.h"
 #include "ocular/status.h"
 
@@ -39,16 +41,13 @@ struct ModelSpec {
   int vocab_size = 0;     // rows of the output projection (logits per token)
   int max_positions = 0;  // context length
   std::vector<LayerSpec> layers;
-  KvLayout kv;               // what one sequence's cache holds
-  int image_size = 0;        // pixel values per image: [3, image_size, image_size]
-  int64_t pixel_floats = 0;  // floats per image when the family's layout is not [3, R, R]
-                             // (mllama: its tiles and aspect ratio id); 0 = 3 * R * R
-  int image_tokens = 0;      // feature rows per image
-  int image_prompt_tokens =
-      0;                // image tokens in the prompt per image (mllama: 1); 0 = image_tokens
-  int image_tiles = 1;  // crops one image's encode runs (mllama: max_num_tiles, padding included)
-  int max_images = 0;   // images per prompt the model takes (0 = no limit)
-  double image_gflop = 0;  // matmul + attention FLOPs (2 per MAC) to encode one image
+  KvLayout kv;                // what one sequence's cache holds
+  int image_size = 0;         // the encoder's crop size in pixels (R of [3, R, R]; mllama's tile)
+  int image_tokens = 0;       // feature rows of a typical image, for planning and ModelInfo (the
+                              // rows of each image are its VisionInput::feature_rows)
+  int64_t feature_width = 0;  // floats per feature row (0: hidden_size); a family whose encoder
+                              // hands extra per-layer inputs to the decoder (DeepStack) is wider
+  double image_gflop = 0;     // matmul + attention FLOPs (2 per MAC) to encode one image
   int32_t image_token_id = -1;
   // End-of-generation ids from the config (Gemma 3: eos_token_id [1, 106], <end_of_turn>).
   std::vector<int32_t> eos_ids;
@@ -60,28 +59,43 @@ struct ModelSpec {
   std::string weight_formats;  // every matrix format, "+"-joined: "bf16", "q4_k+q6_k+f32"
   size_t weight_bytes = 0;
   size_t text_weight_bytes = 0;  // what one decode step streams (decoder + output projection)
+
+  int64_t feature_floats() const { return feature_width > 0 ? feature_width : hidden_size; }
+};
+
+// What a family keeps with one sequence besides its K/V rows (mllama: the cross-attention keys
+// its cross layers hold and the key range a decode step reads; Qwen2-VL's rope delta would fit
+// here too). Made by VlModel::NewState, owned by the runtime's Sequence, read and written only
+// by the family's ForwardLayers.
+class SequenceState {
+ public:
+  virtual ~SequenceState() = default;
 };
 
 // One sequence's rows in a batched forward pass. Rows are laid out sequence after sequence.
 //
-// The attention mask is the family's, from these fields:
-//  * prefix_len: a prefix-LM block (PaliGemma: image + prompt attend bidirectionally).
-//    Families with a causal decoder (Gemma 3) ignore it.
-//  * ids: the rows' token ids (count of them) when the mask depends on token types, or null.
-//    Gemma 3 derives HF's token_type_ids from them (image token = 1, as Gemma3Processor does)
-//    and lets each run of image tokens attend bidirectionally within itself. The runner sets
-//    it for a prefill; a decode step passes null (HF applies no token-type mask there).
-//  * features: the prompt's image features [feature_rows, H] (a prefill only, else null), for
-//    families that read them inside the decoder (mllama's cross-attention K/V, computed once
-//    and kept in the sequence's cache).
+// The attention mask and positions are the family's, from the sequence's typed prompt
+// (models/prompt.h: ids, positions, bidirectional spans, images) and its own state. A prefill
+// chunk holds the whole prompt (start 0, count == prompt->size()); a decode chunk one row at
+// cache index `start`. `features`: a prefill's image features [prompt->feature_rows(),
+// feature_width] (else null), for families that read them inside the decoder (mllama's
+// cross-attention K/V, computed once and kept in the sequence's cache).
 struct SeqChunk {
   KvCache* cache;
-  int64_t start;                 // cache position of the first row
-  int64_t count;                 // rows of this sequence in the pass
-  int64_t prefix_len;            // positions [0, prefix_len) form one bidirectional block
-  const int32_t* ids = nullptr;  // [count] token ids of the rows, or null
-  const float* features = nullptr;
-  int64_t feature_rows = 0;
+  int64_t start;                    // cache position of the first row
+  int64_t count;                    // rows of this sequence in the pass
+  const Prompt* prompt = nullptr;   // the sequence's prompt; null: a causal text prompt
+  SequenceState* state = nullptr;   // the family's (VlModel::NewState), or null
+  const float* features = nullptr;  // a prefill's image features, image after image
+
+  bool prefill() const { return prompt != nullptr && start == 0 && count == prompt->size(); }
+  // The rows' token ids in a prefill, else null (HF applies no token-type mask to decode steps).
+  const int32_t* ids() const { return prefill() ? prompt->ids.data() : nullptr; }
+  // Positions [0, prefix_len()) form one bidirectional block (PaliGemma's prefix-LM).
+  int64_t prefix_len() const { return prompt != nullptr ? prompt->prefix_len() : 0; }
+  int64_t feature_rows() const {
+    return features != nullptr && prompt != nullptr ? prompt->feature_rows() : 0;
+  }
 };
 
 struct Batch {
@@ -105,11 +119,15 @@ class VlModel {
   // Arena bytes the calls below take at most, for shapes up to `shape`.
   virtual size_t WorkspaceBytes(const WorkspaceShape& shape) const = 0;
 
-  // pixels [n, 3, R, R] (normalized, channels first; or [n, pixel_floats] in the family's
-  // layout) -> features [n * image_tokens, H], ready to stand in for the image tokens'
-  // embeddings (or, mllama, for the cross-attention layers to read).
-  virtual void EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* features,
-                            Tracer* tracer) const = 0;
+  // The images' features, image after image: images[i].feature_rows rows of feature_floats()
+  // each, ready to stand in for the image tokens' embeddings (or, mllama, for the
+  // cross-attention layers to read). `pixels`: images[0]'s pixel values, the images' values
+  // one after the other in the family's layout (as Prompt::pixels holds them).
+  virtual void EncodeImages(const Exec& ex, std::span<const VisionInput> images,
+                            const float* pixels, float* features, Tracer* tracer) const = 0;
+
+  // A new sequence's family state (SequenceState), or null when the family keeps none.
+  virtual std::unique_ptr<SequenceState> NewState() const { return nullptr; }
 
   // x[ids.size(), H] = input embeddings of `ids`, image-token rows taking the feature rows in
   // order. Errors: an id outside the vocabulary, image token count != feature_rows.

@@ -1,5 +1,6 @@
-// The per-family front end: how a prompt with images becomes token ids and pixel values
-// (the HF "processor": tokenizer + image processor + prompt template).
+// The per-family front end: how a prompt with images becomes a typed Prompt (models/prompt.h:
+// ids, positions, attention spans, vision inputs) — the HF "processor": tokenizer + image
+// processor + prompt template. The runtime calls AddImage per request image, then MakePrompt.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "core/tensor.h"
 #include "image/image.h"
+#include "models/prompt.h"
 #include "ocular/chat.h"
 #include "ocular/status.h"
 #include "text/tokenizer.h"
@@ -31,11 +33,6 @@ struct PromptOptions {
   // Gemma 3's pan-and-scan: per image (in prompt order), the number of crops ImageViews made of
   // it; each image's marker is rewritten as Gemma3Processor does (pan_and_scan.h). Empty: none.
   std::vector<int> image_crops;
-};
-
-struct Prompt {
-  std::vector<int32_t> ids;  // image tokens included
-  int64_t prefix_len = 0;    // positions [0, prefix_len) attend bidirectionally
 };
 
 class Processor {
@@ -61,6 +58,42 @@ class Processor {
     out.push_back(std::move(px));
     return out;
   }
+  // Appends what the model encodes of the request's image `source` to prompt->images and
+  // prompt->pixels: each of ImageViews(image, pan_and_scan), image_tokens() feature rows and
+  // prompt tokens each. A family whose images differ in size or grid (mllama's tiles, Qwen-VL's
+  // patches) overrides it. Errors: those of ImageViews.
+  virtual Status AddImage(const Image& image, bool pan_and_scan, int32_t source,
+                          Prompt* prompt) const {
+    OCULAR_ASSIGN_OR_RETURN(std::vector<Tensor> views, ImageViews(image, pan_and_scan));
+    for (const Tensor& v : views) {
+      VisionInput in;
+      in.feature_rows = in.tokens = image_tokens();
+      in.source = source;
+      prompt->AddImage(v.data.data(), v.numel(), in);
+    }
+    return Status::Ok();
+  }
+  // Feature rows (and prompt tokens) of one image for the default AddImage; 0 when the family
+  // has no fixed count.
+  virtual int64_t image_tokens() const { return 0; }
+  // The prompt of `text` (messages == null) or of the conversation `messages` around the images
+  // AddImage put into `images` (its `images` and `pixels` move into the result; `n_images` user
+  // images). The ids come from BuildPrompt / BuildChatPrompt; a family whose ids or positions
+  // depend on each image's grid (Qwen-VL: image pads per grid, M-RoPE positions) overrides it.
+  virtual StatusOr<Prompt> MakePrompt(Prompt images, int n_images, const std::string& text,
+                                      const std::vector<ChatMessage>* messages,
+                                      const PromptOptions& options) const {
+    StatusOr<Prompt> p = messages != nullptr ? BuildChatPrompt(n_images, *messages, options)
+                                             : BuildPrompt(n_images, text, options);
+    if (!p.ok()) return p;
+    p->images = std::move(images.images);
+    p->pixels = std::move(images.pixels);
+    return p;
+  }
+
+  // Images per prompt the family takes (mllama: 4), counting each crop; 0: no limit.
+  virtual int max_images() const { return 0; }
+
   // Whether the checkpoint asks for pan-and-scan when a request does not say
   // (preprocessor_config.json's do_pan_and_scan).
   virtual bool pan_and_scan_default() const { return false; }

@@ -1,6 +1,7 @@
-// Generation of one sequence over token ids and pixel values (no text, no files): encode the
-// images, prefill the bidirectional image + prompt block, then decode step by step.
-// Reference: modeling_paligemma.py (_update_causal_mask, forward).
+// A generation request over a typed prompt (no text, no files: models/prompt.h), and Generate:
+// one request run to its end through a Scheduler of its own (runtime/scheduler.h) — the same
+// generation path the Engine's concurrent requests take, for tests and tools that hold a
+// Runner.
 #pragma once
 
 #include <functional>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "models/prompt.h"
 #include "ocular/engine.h"
 #include "runtime/kv_pool.h"
 #include "runtime/runner.h"
@@ -16,10 +18,12 @@
 namespace ocular {
 
 struct GenerationRequest {
-  std::vector<int32_t> ids;              // the whole prompt (image tokens included)
-  int64_t prefix_len = -1;               // bidirectional block; -1: the whole prompt
-  const Tensor* pixel_values = nullptr;  // [n_images, 3, R, R] (or [n, pixel_floats]), or null
-  const Tensor* features = nullptr;      // or image features computed before (a cache)
+  // The whole prompt: ids (image tokens included), positions, attention spans, and its images
+  // with their pixel values. REQUIRES: set.
+  std::shared_ptr<const Prompt> prompt;
+  // The images' features computed before ([prompt->feature_rows(), feature_floats()]), or null:
+  // the images are encoded.
+  const Tensor* features = nullptr;
   int max_new_tokens = 16;
   SamplingParams sampling;
   std::vector<int32_t> eos_ids;  // stop after emitting any of these; empty: never early
@@ -27,6 +31,8 @@ struct GenerationRequest {
   std::shared_ptr<TokenConstraint> constraint;
   bool record_prompt_logits = false;  // logits of every prompt position (tracing)
   bool record_decode_logits = false;  // the logits row that chose each generated token
+  // Records the encode's and the prefill's taps (the prefill then runs in one step). Null: none.
+  Tracer* tracer = nullptr;
   // Told when the encode, prefill and decode stages begin and end, and after each generated
   // token (ProgressCallback's contract; called allocation-free). Null: no reports.
   const ProgressCallback* progress = nullptr;
@@ -43,7 +49,9 @@ struct GenerationOutput {
 // on_token(id) is called after each generated token; returning false cancels generation.
 using TokenSink = std::function<bool(int32_t)>;
 
-// Errors: empty prompt, prompt + new tokens over the context length, bad ids.
+// Runs `req` alone on `runner` (a Scheduler of one, for this call). `tracer` overrides
+// req.tracer when set. Errors: empty prompt, prompt + new tokens over the context length, bad
+// ids, NaN logits.
 StatusOr<GenerationOutput> Generate(Runner& runner, KvPool& kv, const GenerationRequest& req,
                                     Tracer* tracer, const TokenSink& on_token = nullptr);
 

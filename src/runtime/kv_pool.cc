@@ -35,9 +35,9 @@ KvPool::KvPool(KvLayout layout, KvDType dtype, size_t max_bytes)
   free_.reserve(64);
 }
 
-StatusOr<KvHandle> KvPool::Acquire(int64_t capacity, int64_t images) {
+StatusOr<KvHandle> KvPool::Acquire(int64_t capacity, int64_t image_rows) {
   if (capacity < 1) return Error(StatusCode::kInvalidArgument, "kv", "capacity must be >= 1");
-  const size_t bytes = BytesFor(capacity, images);
+  const size_t bytes = BytesFor(capacity, image_rows);
   KvHandle h;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -72,7 +72,7 @@ StatusOr<KvHandle> KvPool::Acquire(int64_t capacity, int64_t images) {
   // 64-byte aligned start inside the block.
   std::byte* base = h.memory_.get();
   base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
-  h.cache_ = KvCache(layout_, capacity, dtype_, base, images);
+  h.cache_ = KvCache(layout_, capacity, dtype_, base, image_rows);
   return h;
 }
 

@@ -46,13 +46,14 @@ class KvPool {
   KvPool(KvLayout layout, KvDType dtype, size_t max_bytes = 0);
 
   // A cache for up to `capacity` tokens. ResourceExhausted when it would exceed the budget.
-  // `images`: the request's images, for the cross-attention layers of the layout (if any).
-  StatusOr<KvHandle> Acquire(int64_t capacity, int64_t images = 0);
+  // `image_rows`: the feature rows of the request's images, for the cross-attention layers of
+  // the layout (if any).
+  StatusOr<KvHandle> Acquire(int64_t capacity, int64_t image_rows = 0);
 
   KvDType dtype() const { return dtype_; }
   const KvLayout& layout() const { return layout_; }
-  size_t BytesFor(int64_t capacity, int64_t images = 0) const {
-    return layout_.Bytes(capacity, dtype_, images);
+  size_t BytesFor(int64_t capacity, int64_t image_rows = 0) const {
+    return layout_.Bytes(capacity, dtype_, image_rows);
   }
   size_t bytes_in_use() const;
   size_t bytes_cached() const;  // released blocks kept for reuse

@@ -38,83 +38,84 @@ void Runner::Plan(int64_t rows, int64_t context, int64_t images) {
   if (x_.size() < x) x_.resize(x);
 }
 
-void Runner::EncodeImages(const float* pixels, int64_t n, float* features, Tracer* tracer) {
-  Plan(1, 1, n);
-  model_.EncodeImages(ex_, pixels, n, features, tracer);
+void Runner::EncodeImages(const Prompt& prompt, size_t begin, size_t end, float* features,
+                          Tracer* tracer) {
+  OCULAR_CHECK(begin < end && end <= prompt.images.size());
+  Plan(1, 1, static_cast<int64_t>(end - begin));
+  const std::span<const VisionInput> images(prompt.images.data() + begin, end - begin);
+  model_.EncodeImages(ex_, images, prompt.image_pixels(begin), features, tracer);
 }
 
-Status Runner::Prefill(Sequence& seq, const float* features, int64_t feature_rows, Tracer* tracer,
-                       std::vector<float>* prompt_logits) {
-  const std::vector<int32_t>& ids = seq.params().prompt;
-  const int64_t T = static_cast<int64_t>(ids.size());
-  if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
-  OCULAR_CHECK(seq.position() == 0, "HINT: Prefill runs a sequence's first pass");
-  Plan(T, seq.cache()->capacity(), 0);
-  OCULAR_RETURN_IF_ERROR(model_.Embed(ex_, ids, features, feature_rows, x_.data(), tracer));
-  const SeqChunk chunk{seq.cache(),
-                       0,
-                       T,
-                       seq.params().prefix_len,
-                       ids.data(),
-                       features,
-                       features != nullptr ? feature_rows : 0};
-  model_.Forward(ex_, Batch{std::span<const SeqChunk>(&chunk, 1), T}, x_.data(), tracer);
-  seq.Advance(T);
+// The logits of the prompt's last row into logits_ (with prompt_logits: of every row, tapped)
+// and the first token.
+void Runner::SampleFirst(Sequence& seq, const float* x, Tracer* tracer,
+                         std::vector<float>* prompt_logits) {
+  const int64_t T = seq.prompt().size();
   if (prompt_logits != nullptr) {
     prompt_logits->resize(static_cast<size_t>(T) * vocab_);
-    model_.Logits(ex_, x_.data(), T, prompt_logits->data());
+    model_.Logits(ex_, x, T, prompt_logits->data());
     Tap(tracer, "logits", prompt_logits->data(), {T, vocab_});
     std::copy_n(prompt_logits->data() + (T - 1) * vocab_, vocab_, logits_.data());
   } else {
-    model_.Logits(ex_, x_.data() + (T - 1) * hidden_, 1, logits_.data());
+    model_.Logits(ex_, x + (T - 1) * hidden_, 1, logits_.data());
   }
   if (!seq.done()) seq.SampleAndAppend(logits_.data(), vocab_);
+}
+
+Status Runner::Prefill(Sequence& seq, const float* features, Tracer* tracer,
+                       std::vector<float>* prompt_logits) {
+  const Prompt& prompt = seq.prompt();
+  const int64_t T = prompt.size();
+  if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
+  OCULAR_CHECK(seq.position() == 0, "HINT: Prefill runs a sequence's first pass");
+  Plan(T, seq.cache()->capacity(), 0);
+  OCULAR_RETURN_IF_ERROR(model_.Embed(ex_, prompt.ids, features,
+                                      features != nullptr ? prompt.feature_rows() : 0, x_.data(),
+                                      tracer));
+  const SeqChunk chunk = seq.Chunk(0, T, features);
+  model_.Forward(ex_, Batch{std::span<const SeqChunk>(&chunk, 1), T}, x_.data(), tracer);
+  seq.Advance(T);
+  SampleFirst(seq, x_.data(), tracer, prompt_logits);
   return Status::Ok();
 }
 
-Status Runner::BeginPrefill(Sequence& seq, const float* features, int64_t feature_rows,
-                            PrefillTask* task) {
-  const std::vector<int32_t>& ids = seq.params().prompt;
-  const int64_t T = static_cast<int64_t>(ids.size());
+Status Runner::BeginPrefill(Sequence& seq, const float* features, PrefillTask* task,
+                            Tracer* tracer) {
+  const Prompt& prompt = seq.prompt();
+  const int64_t T = prompt.size();
   if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
   OCULAR_CHECK(seq.position() == 0, "HINT: a prefill runs a sequence's first pass");
   Plan(T, seq.cache()->capacity(), 0);
   task->x.resize(static_cast<size_t>(T * hidden_));
-  OCULAR_RETURN_IF_ERROR(model_.Embed(ex_, ids, features, feature_rows, task->x.data(), nullptr));
+  OCULAR_RETURN_IF_ERROR(model_.Embed(ex_, prompt.ids, features,
+                                      features != nullptr ? prompt.feature_rows() : 0,
+                                      task->x.data(), tracer));
   task->seq = &seq;
   task->features = features;
-  task->feature_rows = features != nullptr ? feature_rows : 0;
   task->rows = T;
   task->next_layer = 0;
   return Status::Ok();
 }
 
-int Runner::PrefillLayers(PrefillTask& task, int layers) {
+int Runner::PrefillLayers(PrefillTask& task, int layers, Tracer* tracer) {
   OCULAR_CHECK(task.seq != nullptr && layers >= 1);
   Sequence& seq = *task.seq;
   const int end = std::min(num_layers(), task.next_layer + layers);
   // Prefill's single chunk: the whole prompt from position 0 (the position advances once every
   // layer has stored its K/V).
-  const SeqChunk chunk{seq.cache(),
-                       0,
-                       task.rows,
-                       seq.params().prefix_len,
-                       seq.params().prompt.data(),
-                       task.features,
-                       task.feature_rows};
+  const SeqChunk chunk = seq.Chunk(0, task.rows, task.features);
   Plan(task.rows, seq.cache()->capacity(), 0);
   model_.ForwardLayers(ex_, Batch{std::span<const SeqChunk>(&chunk, 1), task.rows}, task.x.data(),
-                       nullptr, task.next_layer, end);
+                       tracer, task.next_layer, end);
   task.next_layer = end;
   return num_layers() - end;
 }
 
-void Runner::FinishPrefill(PrefillTask& task) {
+void Runner::FinishPrefill(PrefillTask& task, Tracer* tracer, std::vector<float>* prompt_logits) {
   OCULAR_CHECK(task.seq != nullptr && task.next_layer == num_layers());
   Sequence& seq = *task.seq;
   seq.Advance(task.rows);
-  model_.Logits(ex_, task.x.data() + (task.rows - 1) * hidden_, 1, logits_.data());
-  if (!seq.done()) seq.SampleAndAppend(logits_.data(), vocab_);
+  SampleFirst(seq, task.x.data(), tracer, prompt_logits);
   task.x = {};
   task.seq = nullptr;
 }
@@ -139,7 +140,7 @@ void Runner::DecodeStep(std::span<Sequence* const> batch) {
     const Status st = model_.Embed(ex_, std::span<const int32_t>(&token, 1), nullptr, 0,
                                    x_.data() + b * hidden_, nullptr);
     OCULAR_CHECK(st.ok(), "HINT: a sampled id must embed");
-    chunks_.push_back(SeqChunk{s->cache(), s->position(), 1, s->params().prefix_len});
+    chunks_.push_back(s->Chunk(s->position(), 1));
   }
   model_.Forward(ex_, Batch{chunks_, B}, x_.data(), nullptr);
   model_.Logits(ex_, x_.data(), B, logits_.data());

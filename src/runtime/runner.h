@@ -1,9 +1,9 @@
 // Runner: runs sequences through a model on one execution context — the step API.
 //
 //   Runner runner(model, backend, Precision::kBF16, {.max_batch = 8});
-//   runner.EncodeImages(pixels, 1, features.data(), nullptr);
-//   runner.Prefill(seq_a, features.data(), rows, nullptr);   // first token sampled
-//   runner.Prefill(seq_b, nullptr, 0, nullptr);
+//   runner.EncodeImages(prompt, 0, prompt.images.size(), features.data(), nullptr);
+//   runner.Prefill(seq_a, features.data(), nullptr);   // first token sampled
+//   runner.Prefill(seq_b, nullptr, nullptr);
 //   while (...) runner.DecodeStep(batch);                    // one [B, H] pass per step
 //
 // Prefill runs one sequence's whole prompt (its bidirectional prefix must be complete in one
@@ -45,14 +45,17 @@ class Runner {
   const Exec& exec() const { return ex_; }
   const VlModel& model() const { return model_; }
 
-  // features[n * image_tokens, H] for pixels [n, 3, R, R].
-  void EncodeImages(const float* pixels, int64_t n, float* features, Tracer* tracer);
+  // The features of prompt.images [begin, end), image after image (FeatureRows(begin, end)
+  // rows of spec().feature_floats()). REQUIRES: begin < end <= prompt.images.size().
+  void EncodeImages(const Prompt& prompt, size_t begin, size_t end, float* features,
+                    Tracer* tracer);
 
-  // Runs seq's prompt (image-token rows take `features` in order), fills its cache and samples
-  // its first token (unless max_new_tokens == 0). With prompt_logits, also returns the logits
-  // of every prompt position [T, V] (and taps them as "logits"). Errors: bad ids, image token
-  // count != feature rows, prompt longer than the cache.
-  Status Prefill(Sequence& seq, const float* features, int64_t feature_rows, Tracer* tracer,
+  // Runs seq's prompt (image-token rows take `features`, the prompt's images' features, in
+  // order; null for a prompt without images), fills its cache and samples its first token
+  // (unless max_new_tokens == 0). With prompt_logits, also returns the logits of every prompt
+  // position [T, V] (and taps them as "logits"). Errors: bad ids, image token count != feature
+  // rows, prompt longer than the cache.
+  Status Prefill(Sequence& seq, const float* features, Tracer* tracer,
                  std::vector<float>* prompt_logits = nullptr);
 
   // The same prefill in pieces, so that a scheduler can run decode steps of other sequences
@@ -60,22 +63,23 @@ class Runner {
   // next `layers` decoder layers over all its rows, FinishPrefill (once every layer ran)
   // computes the last position's logits and samples the first token. The pieces run exactly
   // the computation of Prefill (same calls, same rows, paused between layers: each layer reads
-  // only the rows' activations and its own K/V), so the results are identical. The task keeps
-  // its activations [T, H]; `features` must stay valid until FinishPrefill.
+  // only the rows' activations and its own K/V), so the results are identical, taps and
+  // prompt_logits included. The task keeps its activations [T, H]; `features` must stay valid
+  // until FinishPrefill.
   struct PrefillTask {
     Sequence* seq = nullptr;
     const float* features = nullptr;
-    int64_t feature_rows = 0;
     int64_t rows = 0;    // the prompt's length
     int next_layer = 0;  // layers [0, next_layer) have run
     std::vector<float> x;
   };
-  Status BeginPrefill(Sequence& seq, const float* features, int64_t feature_rows,
-                      PrefillTask* task);
+  Status BeginPrefill(Sequence& seq, const float* features, PrefillTask* task,
+                      Tracer* tracer = nullptr);
   // Runs up to `layers` more layers (>= 1); returns the layers left.
-  int PrefillLayers(PrefillTask& task, int layers);
+  int PrefillLayers(PrefillTask& task, int layers, Tracer* tracer = nullptr);
   // REQUIRES: PrefillLayers returned 0.
-  void FinishPrefill(PrefillTask& task);
+  void FinishPrefill(PrefillTask& task, Tracer* tracer = nullptr,
+                     std::vector<float>* prompt_logits = nullptr);
   int num_layers() const { return static_cast<int>(model_.spec().layers.size()); }
 
   // One decode step for every sequence in `batch` that is not done.
@@ -93,6 +97,8 @@ class Runner {
   void Plan(int64_t rows, int64_t context, int64_t images);
 
  private:
+  void SampleFirst(Sequence& seq, const float* x, Tracer* tracer,
+                   std::vector<float>* prompt_logits);
   const VlModel& model_;
   const int32_t vocab_;
   const int64_t hidden_;

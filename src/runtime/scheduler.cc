@@ -33,8 +33,10 @@ struct Scheduler::Job {
 
   // Scheduler thread only.
   std::optional<Sequence> seq;
-  std::vector<float> features;  // [n_images * image_tokens, H] for the prefill
-  Runner::PrefillTask task;     // the prefill in progress (seq set once started)
+  std::vector<float> features;       // the prompt's images' features, for the prefill
+  std::vector<float> prompt_logits;  // [T, V] when recorded
+  std::vector<float> decode_logits;  // [tokens, V] when recorded
+  Runner::PrefillTask task;          // the prefill in progress (seq set once started)
 
   // Shared with the calling thread, guarded by mu.
   std::mutex mu;
@@ -192,7 +194,7 @@ void Scheduler::RunPrefills(StepTimes* t) {
   // prefilled: the mean time to first token is least), arrival order among equals. Nothing
   // starves: at most max_batch requests prefill, and a short one joins the batch at once.
   auto work_left = [&](const std::shared_ptr<Job>& j) {
-    const int64_t rows = static_cast<int64_t>(j->req.gen.ids.size());
+    const int64_t rows = j->req.gen.prompt->size();
     return (layers - j->task.next_layer) * std::max<int64_t>(rows, kPrefillMinRows);
   };
   std::stable_sort(prefilling_.begin(), prefilling_.end(),
@@ -208,7 +210,7 @@ void Scheduler::RunPrefills(StepTimes* t) {
       bool encoded = false;
       // An encode takes a step's whole budget: it runs first in a step, or not in this one.
       // (A job with images is looked up in the cache only then, too.)
-      if (!unbounded && spent > 0 && job->req.gen.pixel_values != nullptr &&
+      if (!unbounded && spent > 0 && !job->req.gen.prompt->images.empty() &&
           job->features.empty()) {
         break;
       }
@@ -223,13 +225,13 @@ void Scheduler::RunPrefills(StepTimes* t) {
     }
     const int64_t per_layer = std::max<int64_t>(job->task.rows, kPrefillMinRows);
     int run = layers - job->task.next_layer;
-    if (!unbounded) {
+    if (!unbounded && job->req.gen.tracer == nullptr) {
       run = std::min<int64_t>(run, (budget - spent) / per_layer);
       if (run == 0 && spent == 0) run = 1;  // every step makes progress
       if (run == 0) break;
     }
     const Clock::time_point t0 = Clock::now();
-    const int left = runner_.PrefillLayers(job->task, run);
+    const int left = runner_.PrefillLayers(job->task, run, job->req.gen.tracer);
     t->prefill_s += MsSince(t0) / 1000;
     ++t->chunks;
     spent += run * per_layer;
@@ -241,58 +243,68 @@ void Scheduler::RunPrefills(StepTimes* t) {
   }
 }
 
-// Starts a job's prefill: takes its images' features from the cache or encodes them (then
-// returns with *encoded set, the prefill to begin at the next call), acquires its KV cache and
-// embeds its prompt. Returns false when the job failed (finished). REQUIRES: runner_mu_ held.
-bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
+// Fills job.features from the request's, the cache or the encoder (runs of misses in one call
+// each). Returns the images encoded. REQUIRES: runner_mu_ held.
+int64_t Scheduler::Features(Job& job) {
   const GenerationRequest& g = job.req.gen;
-  const ModelSpec& spec = runner_.model().spec();
-  const int64_t n = g.pixel_values != nullptr ? g.pixel_values->dim(0) : 0;
-  const int64_t rows_per_image = spec.image_tokens * spec.hidden_size;
-  const bool cached = cache_ != nullptr && static_cast<int64_t>(job.req.image_keys.size()) == n;
-  if (n > 0 && job.features.empty()) {
-    std::vector<bool> hit(static_cast<size_t>(n), false);
-    job.features.assign(static_cast<size_t>(n * rows_per_image), 0.0f);
-    int64_t misses = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      if (cached) {
-        if (FeatureCache::Features f = cache_->Get(job.req.image_keys[i])) {
-          std::copy(f->begin(), f->end(), job.features.begin() + i * rows_per_image);
-          hit[i] = true;
-          continue;
-        }
-      }
+  const Prompt& prompt = *g.prompt;
+  const size_t n = prompt.images.size();
+  const int64_t width = runner_.model().spec().feature_floats();
+  if (g.features != nullptr) {
+    job.features.assign(g.features->data.begin(), g.features->data.end());
+    return 0;
+  }
+  std::vector<int64_t> offset(n + 1, 0);  // floats before image i
+  for (size_t i = 0; i < n; ++i) offset[i + 1] = offset[i] + prompt.images[i].feature_rows * width;
+  job.features.assign(static_cast<size_t>(offset[n]), 0.0f);
+  const bool cached = cache_ != nullptr && job.req.image_keys.size() == n;
+  std::vector<bool> hit(n, false);
+  int64_t misses = 0;
+  for (size_t i = 0; i < n; ++i) {
+    FeatureCache::Features f = cached ? cache_->Get(job.req.image_keys[i]) : nullptr;
+    if (f != nullptr && static_cast<int64_t>(f->size()) == offset[i + 1] - offset[i]) {
+      std::copy(f->begin(), f->end(), job.features.begin() + offset[i]);
+      hit[i] = true;
+    } else {
       ++misses;
     }
+  }
+  if (misses == 0) return 0;
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    job.images_to_encode = misses;
+  }
+  job.Event(kEncodeBegin, 0);
+  for (size_t i = 0; i < n;) {
+    if (hit[i]) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < n && !hit[j]) ++j;
+    runner_.EncodeImages(prompt, i, j, job.features.data() + offset[i], g.tracer);
+    for (size_t k = i; cached && k < j; ++k) {
+      cache_->Put(job.req.image_keys[k],
+                  std::make_shared<const std::vector<float>>(job.features.begin() + offset[k],
+                                                             job.features.begin() + offset[k + 1]));
+    }
+    i = j;
+  }
+  job.Event(kEncodeEnd, 1);
+  return misses;
+}
+
+// Starts a job's prefill: takes its images' features (then returns with *encoded set when the
+// encoder ran, the prefill to begin at the next call), acquires its KV cache and embeds its
+// prompt. Returns false when the job failed (finished). REQUIRES: runner_mu_ held.
+bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
+  const GenerationRequest& g = job.req.gen;
+  const Prompt& prompt = *g.prompt;
+  const bool images = !prompt.images.empty();
+  if (images && job.features.empty()) {
+    const Clock::time_point t0 = Clock::now();
+    const int64_t misses = Features(job);
     if (misses > 0) {
-      const Clock::time_point t0 = Clock::now();
-      {
-        std::lock_guard<std::mutex> lock(job.mu);
-        job.images_to_encode = misses;
-      }
-      job.Event(kEncodeBegin, 0);
-      const int64_t px_per_image = g.pixel_values->numel() / n;
-      // Runs of consecutive misses go through the encoder in one call each.
-      for (int64_t i = 0; i < n;) {
-        if (hit[i]) {
-          ++i;
-          continue;
-        }
-        int64_t j = i;
-        while (j < n && !hit[j]) ++j;
-        runner_.EncodeImages(g.pixel_values->data.data() + i * px_per_image, j - i,
-                             job.features.data() + i * rows_per_image, nullptr);
-        if (cached) {
-          for (int64_t k = i; k < j; ++k) {
-            cache_->Put(job.req.image_keys[k],
-                        std::make_shared<const std::vector<float>>(
-                            job.features.begin() + k * rows_per_image,
-                            job.features.begin() + (k + 1) * rows_per_image));
-          }
-        }
-        i = j;
-      }
-      job.Event(kEncodeEnd, 1);
       t->encode_s += MsSince(t0) / 1000;
       *encoded = true;
       std::lock_guard<std::mutex> lock(mu_);
@@ -302,25 +314,24 @@ bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
   }
 
   const Clock::time_point t0 = Clock::now();
-  const int64_t T = static_cast<int64_t>(g.ids.size());
   SequenceParams p;
-  p.prompt = g.ids;
-  p.prefix_len = g.prefix_len >= 0 ? g.prefix_len : T;
+  p.prompt = g.prompt;
   p.max_new_tokens = g.max_new_tokens;
   p.sampling = g.sampling;
   p.eos_ids = g.eos_ids;
   p.constraint = g.constraint;
-  // With room for each image's cross-attention K/V where the layout has them (mllama).
-  StatusOr<KvHandle> cache = kv_.Acquire(T + g.max_new_tokens, spec.image_tokens > 0 ? n : 0);
+  // With room for the images' cross-attention K/V where the layout has them (mllama).
+  const int64_t image_rows = kv_.layout().HasCross() ? prompt.feature_rows() : 0;
+  StatusOr<KvHandle> cache = kv_.Acquire(prompt.size() + g.max_new_tokens, image_rows);
   if (!cache.ok()) {
     Finish(job, cache.status(), FinishReason::kNone);
     return false;
   }
-  job.seq.emplace(std::move(p), std::move(*cache), runner_.vocab());
+  job.seq.emplace(std::move(p), std::move(*cache), runner_.vocab(), runner_.model().NewState());
   job.Event(kPrefillBegin, 2);
   ++t->prefills;
-  Status s = runner_.BeginPrefill(*job.seq, n > 0 ? job.features.data() : nullptr,
-                                  n * spec.image_tokens, &job.task);
+  Status s =
+      runner_.BeginPrefill(*job.seq, images ? job.features.data() : nullptr, &job.task, g.tracer);
   t->prefill_s += MsSince(t0) / 1000;
   if (!s.ok()) {
     Finish(job, std::move(s), FinishReason::kNone);
@@ -332,8 +343,11 @@ bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
 // Ends a job's prefill (every layer ran): samples its first token and adds it to the batch,
 // or finishes it. Returns whether it joined. REQUIRES: runner_mu_ held.
 bool Scheduler::Join(const std::shared_ptr<Job>& job) {
-  runner_.FinishPrefill(job->task);
+  const GenerationRequest& g = job->req.gen;
+  runner_.FinishPrefill(job->task, g.tracer,
+                        g.record_prompt_logits ? &job->prompt_logits : nullptr);
   job->features = {};  // the prefill has copied them into the cache's K/V
+  if (g.record_decode_logits && !job->seq->generated().empty()) RecordLogits(*job, 0);
   {
     std::lock_guard<std::mutex> lock(job->mu);
     job->events |= kPrefillEnd;
@@ -382,6 +396,14 @@ void Scheduler::Step() {
   batch_.clear();
   for (auto& job : active_) batch_.push_back(&*job->seq);
   runner_.DecodeStep(batch_);
+  for (size_t i = 0; i < active_.size(); ++i) {
+    Job& job = *active_[i];
+    // (A sequence whose constraint allowed nothing more got no token: no row.)
+    const size_t rows = job.decode_logits.size() / static_cast<size_t>(runner_.vocab());
+    if (job.req.gen.record_decode_logits && job.seq->generated().size() > rows) {
+      RecordLogits(job, i);
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++steps_by_batch_[batch_.size()];
@@ -416,7 +438,8 @@ StatusOr<GenerationOutput> Scheduler::Generate(const ScheduledRequest& req,
                                                const TokenSink& on_token) {
   const GenerationRequest& g = req.gen;
   const ModelSpec& spec = runner_.model().spec();
-  const int64_t T = static_cast<int64_t>(g.ids.size());
+  if (g.prompt == nullptr) return Error(StatusCode::kInvalidArgument, "generate", "no prompt");
+  const int64_t T = g.prompt->size();
   if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
   if (g.max_new_tokens < 0) {
     return Error(StatusCode::kInvalidArgument, "generate", "max_new_tokens must be >= 0");
@@ -492,7 +515,25 @@ StatusOr<GenerationOutput> Scheduler::Generate(const ScheduledRequest& req,
   if (job->events & kEncodeEnd) out.image_ms = ms(job->stage_t0[0], job->stage_t0[1]);
   if (job->events & kPrefillEnd) out.prefill_ms = ms(job->stage_t0[2], job->stage_t0[3]);
   out.decode_ms = job->decode_ms;
+  const int64_t V = runner_.vocab();
+  if (g.record_prompt_logits) {
+    out.prompt_logits = Tensor({T, V});
+    out.prompt_logits.data = std::move(job->prompt_logits);
+  }
+  if (g.record_decode_logits) {  // the rows of the tokens handed out
+    const int64_t rows =
+        std::min<int64_t>(static_cast<int64_t>(consumed), job->decode_logits.size() / V);
+    out.decode_logits = Tensor({rows, V});
+    job->decode_logits.resize(static_cast<size_t>(rows * V));
+    out.decode_logits.data = std::move(job->decode_logits);
+  }
   return out;
+}
+
+// Appends the logits row that chose the job's latest token (row i of the runner's last step).
+void Scheduler::RecordLogits(Job& job, size_t i) {
+  const float* row = runner_.last_logits(static_cast<int64_t>(i));
+  job.decode_logits.insert(job.decode_logits.end(), row, row + runner_.vocab());
 }
 
 }  // namespace ocular

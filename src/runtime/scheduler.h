@@ -25,6 +25,7 @@
 // counts max(r, kPrefillMinRows) rows (below that a layer costs about one read of its weights,
 // whatever r), and every step makes progress on at least one layer. An image encode takes a
 // step's whole budget. At most max_batch sequences run or prefill; more wait in arrival order.
+// A traced request (GenerationRequest::tracer) prefills in one step: its taps are one pass's.
 // Thread-safety: Generate and stats may be called from any thread. The scheduler holds
 // `runner_mu` while it uses the runner (one step at a time), so other users of the runner
 // (tracing, benchmarks) take turns with it.
@@ -45,10 +46,8 @@
 namespace ocular {
 
 struct ScheduledRequest {
-  // ids, prefix_len, pixel_values, max_new_tokens, sampling, eos_id and progress are used
-  // (features and the record_* fields are not: tracing runs on the runner directly).
   GenerationRequest gen;
-  // One key per image of gen.pixel_values to look its features up in the cache, or empty.
+  // One key per image of gen.prompt->images to look its features up in the cache, or empty.
   std::vector<FeatureKey> image_keys;
 };
 
@@ -94,7 +93,9 @@ class Scheduler {
   struct Job;
   struct StepTimes;
   void Loop();
+  int64_t Features(Job& job);
   bool Start(Job& job, bool* encoded, StepTimes* t);
+  void RecordLogits(Job& job, size_t i);
   bool Join(const std::shared_ptr<Job>& job);
   void RunPrefills(StepTimes* t);
   void Step();

@@ -22,11 +22,11 @@ const char* FinishReasonName(FinishReason r) {
   return "";
 }
 
-Sequence::Sequence(SequenceParams params, KvHandle kv, int32_t vocab)
-    : p_(std::move(params)), kv_(std::move(kv)), sampler_(p_.sampling) {
-  OCULAR_CHECK(vocab > 0 && p_.max_new_tokens >= 0);
-  OCULAR_CHECK(kv_.cache()->capacity() >=
-               static_cast<int64_t>(p_.prompt.size()) + p_.max_new_tokens);
+Sequence::Sequence(SequenceParams params, KvHandle kv, int32_t vocab,
+                   std::unique_ptr<SequenceState> state)
+    : p_(std::move(params)), kv_(std::move(kv)), state_(std::move(state)), sampler_(p_.sampling) {
+  OCULAR_CHECK(vocab > 0 && p_.max_new_tokens >= 0 && p_.prompt != nullptr);
+  OCULAR_CHECK(kv_.cache()->capacity() >= p_.prompt->size() + p_.max_new_tokens);
   sampler_.Reserve(vocab);
   generated_.reserve(static_cast<size_t>(p_.max_new_tokens));
   if (p_.max_new_tokens == 0) finish_ = FinishReason::kLength;

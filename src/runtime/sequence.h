@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/model.h"
 #include "runtime/kv_pool.h"
 #include "runtime/sampler.h"
 
@@ -17,8 +18,7 @@ enum class FinishReason : uint8_t { kNone, kEos, kLength, kCancelled, kFailed };
 const char* FinishReasonName(FinishReason r);  // "", "eos", "length", "cancelled", "failed"
 
 struct SequenceParams {
-  std::vector<int32_t> prompt;  // the whole prompt, image tokens included
-  int64_t prefix_len = 0;       // [0, prefix_len) attends bidirectionally
+  std::shared_ptr<const Prompt> prompt;  // the typed prompt (models/prompt.h); REQUIRES: set
   int max_new_tokens = 16;
   SamplingParams sampling;
   std::vector<int32_t> eos_ids;  // finishes after emitting any of these; empty: never early
@@ -29,10 +29,18 @@ struct SequenceParams {
 
 class Sequence {
  public:
-  // REQUIRES: kv holds at least prompt.size() + max_new_tokens tokens; vocab > 0.
-  Sequence(SequenceParams params, KvHandle kv, int32_t vocab);
+  // REQUIRES: kv holds at least prompt.size() + max_new_tokens tokens; vocab > 0. `state`: the
+  // family's (VlModel::NewState()), or null.
+  Sequence(SequenceParams params, KvHandle kv, int32_t vocab,
+           std::unique_ptr<SequenceState> state = nullptr);
 
   const SequenceParams& params() const { return p_; }
+  const Prompt& prompt() const { return *p_.prompt; }
+  SequenceState* state() { return state_.get(); }
+  // The sequence's rows [start, start + count) for a forward pass (features: a prefill's).
+  SeqChunk Chunk(int64_t start, int64_t count, const float* features = nullptr) {
+    return SeqChunk{cache(), start, count, p_.prompt.get(), state_.get(), features};
+  }
   const std::vector<int32_t>& generated() const { return generated_; }
   int32_t last_token() const { return generated_.back(); }
   bool done() const { return finish_ != FinishReason::kNone; }
@@ -54,6 +62,7 @@ class Sequence {
  private:
   SequenceParams p_;
   KvHandle kv_;
+  std::unique_ptr<SequenceState> state_;
   Sampler sampler_;
   std::vector<int32_t> generated_;  // reserved to max_new_tokens
   int64_t position_ = 0;

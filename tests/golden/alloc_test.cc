@@ -9,6 +9,7 @@
 #include "support/count_allocations.h"
 #include "support/fixture.h"
 #include "support/harness.h"
+#include "support/prompts.h"
 
 namespace ocular {
 namespace {
@@ -35,13 +36,13 @@ TEST_P(AllocationTest, DecodeStepEncodeAndPrefillAllocateNothing) {
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   Harness& m = **h;
   const ModelSpec& spec = m.model->spec();
-  std::vector<float> features(pv.shape[0] * spec.image_tokens * spec.hidden_size);
+  const std::shared_ptr<Prompt> prompt = testing_support::FixturePrompt(spec, ids, &pv);
+  std::vector<float> features(prompt->feature_rows() * spec.hidden_size);
   std::vector<std::unique_ptr<Sequence>> seqs;
   std::vector<Sequence*> batch;
   for (int i = 0; i < 4; ++i) {
     SequenceParams p;
-    p.prompt = ids;
-    p.prefix_len = static_cast<int64_t>(ids.size());
+    p.prompt = prompt;
     p.max_new_tokens = 20;
     p.sampling.temperature = c.temperature;
     p.sampling.top_k = c.temperature > 0 ? 40 : 0;
@@ -53,14 +54,14 @@ TEST_P(AllocationTest, DecodeStepEncodeAndPrefillAllocateNothing) {
     batch.push_back(seqs.back().get());
   }
   // Warm-up: the first prefill grows the planned workspace to this prompt length.
-  m.runner.EncodeImages(pv.as<float>(), pv.shape[0], features.data(), nullptr);
-  ASSERT_TRUE(m.runner.Prefill(*seqs[0], features.data(), spec.image_tokens, nullptr).ok());
+  m.runner.EncodeImages(*prompt, 0, prompt->images.size(), features.data(), nullptr);
+  ASSERT_TRUE(m.runner.Prefill(*seqs[0], features.data(), nullptr).ok());
   m.runner.DecodeStep(std::span<Sequence* const>(batch.data(), 1));
 
   int64_t before = g_allocations.load();
-  m.runner.EncodeImages(pv.as<float>(), pv.shape[0], features.data(), nullptr);
+  m.runner.EncodeImages(*prompt, 0, prompt->images.size(), features.data(), nullptr);
   for (int i = 1; i < 4; ++i) {
-    ASSERT_TRUE(m.runner.Prefill(*seqs[i], features.data(), spec.image_tokens, nullptr).ok());
+    ASSERT_TRUE(m.runner.Prefill(*seqs[i], features.data(), nullptr).ok());
   }
   EXPECT_EQ(g_allocations.load() - before, 0) << "allocations in encode + 3 prefills";
 
@@ -94,17 +95,13 @@ TEST(MllamaAllocationTest, EncodePrefillAndDecodeAllocateNothing) {
   ASSERT_TRUE(taps.ok());
   const std::vector<int32_t> ids = *taps->Ids("input_ids");
   const TensorView pv = *taps->Tap("pixel_values");
-  const int64_t n = pv.shape[0], per = pv.numel() / n;
+  const int64_t n = pv.shape[0];
   auto loaded = LoadModel("testdata/tiny/mllama");
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   const VlModel& model = *loaded->model;
   const ModelSpec& spec = model.spec();
-  std::vector<float> pixels(n * spec.pixel_floats);
-  const TensorView* ar = taps->file().Find("aspect_ratio_ids");
-  for (int64_t i = 0; i < n; ++i) {
-    std::copy_n(pv.as<float>() + i * per, per, pixels.data() + i * spec.pixel_floats);
-    pixels[i * spec.pixel_floats + per] = static_cast<float>(ar->as<int64_t>()[i]);
-  }
+  const std::shared_ptr<Prompt> prompt =
+      testing_support::MllamaFixturePrompt(spec, ids, pv, *taps->file().Find("aspect_ratio_ids"));
   ThreadPool pool(2);
   Backend backend(pool);
   KvPool kv(spec.kv, KvDType::kF32);
@@ -114,22 +111,21 @@ TEST(MllamaAllocationTest, EncodePrefillAndDecodeAllocateNothing) {
   std::vector<Sequence*> batch;
   for (int i = 0; i < 4; ++i) {
     SequenceParams p;
-    p.prompt = ids;
+    p.prompt = prompt;
     p.max_new_tokens = 20;
-    auto cache = kv.Acquire(static_cast<int64_t>(ids.size()) + 20, n);
+    auto cache = kv.Acquire(static_cast<int64_t>(ids.size()) + 20, prompt->feature_rows());
     ASSERT_TRUE(cache.ok());
-    seqs.push_back(std::make_unique<Sequence>(std::move(p), std::move(*cache), spec.vocab_size));
+    seqs.push_back(std::make_unique<Sequence>(std::move(p), std::move(*cache), spec.vocab_size,
+                                              model.NewState()));
     batch.push_back(seqs.back().get());
   }
-  const int64_t rows = n * spec.image_tokens;
-  runner.EncodeImages(pixels.data(), n, features.data(), nullptr);
-  ASSERT_TRUE(runner.Prefill(*seqs[0], features.data(), rows, nullptr).ok());
+  runner.EncodeImages(*prompt, 0, n, features.data(), nullptr);
+  ASSERT_TRUE(runner.Prefill(*seqs[0], features.data(), nullptr).ok());
   runner.DecodeStep(std::span<Sequence* const>(batch.data(), 1));
 
   int64_t before = g_allocations.load();
-  runner.EncodeImages(pixels.data(), n, features.data(), nullptr);
-  for (int i = 1; i < 4; ++i)
-    ASSERT_TRUE(runner.Prefill(*seqs[i], features.data(), rows, nullptr).ok());
+  runner.EncodeImages(*prompt, 0, n, features.data(), nullptr);
+  for (int i = 1; i < 4; ++i) ASSERT_TRUE(runner.Prefill(*seqs[i], features.data(), nullptr).ok());
   EXPECT_EQ(g_allocations.load() - before, 0) << "allocations in encode + 3 prefills";
   before = g_allocations.load();
   for (int step = 0; step < 10; ++step) runner.DecodeStep(batch);

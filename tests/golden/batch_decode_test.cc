@@ -69,8 +69,7 @@ TEST_P(BatchDecodeTest, BatchedEqualsAloneWithJoinsAndLeaves) {
   // Every input alone, as Generate runs it (no EOS stop: fixed lengths).
   auto alone = [&](const Track& t) {
     GenerationRequest req;
-    req.ids = inputs[t.input].ids;
-    req.pixel_values = inputs[t.input].pixels.data.empty() ? nullptr : &inputs[t.input].pixels;
+    req.prompt = testing_support::FixturePrompt(spec, inputs[t.input].ids, &inputs[t.input].pixels);
     req.max_new_tokens = t.max_new;
     req.record_decode_logits = true;
     auto out = m.Generate(req);
@@ -107,20 +106,19 @@ TEST_P(BatchDecodeTest, BatchedEqualsAloneWithJoinsAndLeaves) {
         if (t.join_step != step) continue;
         const Input& in = inputs[t.input];
         SequenceParams p;
-        p.prompt = in.ids;
-        p.prefix_len = static_cast<int64_t>(in.ids.size());
+        p.prompt = testing_support::FixturePrompt(spec, in.ids, &in.pixels);
+        const Prompt& prompt = *p.prompt;
         p.max_new_tokens = t.max_new;
         auto kv = m.kv.Acquire(static_cast<int64_t>(in.ids.size()) + t.max_new);
         ASSERT_TRUE(kv.ok());
         t.seq = std::make_unique<Sequence>(std::move(p), std::move(*kv), spec.vocab_size);
         std::vector<float> features;
-        int64_t rows = 0;
-        if (!in.pixels.data.empty()) {
-          rows = in.pixels.dim(0) * spec.image_tokens;
-          features.resize(rows * spec.hidden_size);
-          m.runner.EncodeImages(in.pixels.data.data(), in.pixels.dim(0), features.data(), nullptr);
+        if (!prompt.images.empty()) {
+          features.resize(prompt.feature_rows() * spec.hidden_size);
+          m.runner.EncodeImages(prompt, 0, prompt.images.size(), features.data(), nullptr);
         }
-        ASSERT_TRUE(m.runner.Prefill(*t.seq, features.data(), rows, nullptr).ok());
+        ASSERT_TRUE(
+            m.runner.Prefill(*t.seq, features.empty() ? nullptr : features.data(), nullptr).ok());
         t.logits.emplace_back(m.runner.last_logits(0), m.runner.last_logits(0) + V);
         running.push_back(t.seq.get());
       }
@@ -172,16 +170,14 @@ TEST_P(BatchDecodeTest, PrecomputedImageFeaturesGiveTheSameAnswer) {
   Harness& m = **h;
   for (const Input& in : inputs) {
     if (in.pixels.data.empty()) continue;
+    const ModelSpec& spec = m.model->spec();
     GenerationRequest req;
-    req.ids = in.ids;
-    req.pixel_values = &in.pixels;
+    req.prompt = testing_support::FixturePrompt(spec, in.ids, &in.pixels);
     req.max_new_tokens = 8;
     auto direct = m.Generate(req);
     ASSERT_TRUE(direct.ok());
-    const ModelSpec& spec = m.model->spec();
-    Tensor features({in.pixels.dim(0) * spec.image_tokens, spec.hidden_size});
-    m.runner.EncodeImages(in.pixels.data.data(), in.pixels.dim(0), features.data.data(), nullptr);
-    req.pixel_values = nullptr;
+    Tensor features({req.prompt->feature_rows(), spec.hidden_size});
+    m.runner.EncodeImages(*req.prompt, 0, req.prompt->images.size(), features.data.data(), nullptr);
     req.features = &features;
     auto cached = m.Generate(req);
     ASSERT_TRUE(cached.ok());

@@ -10,6 +10,7 @@
 #include "runtime/parity.h"
 #include "support/fixture.h"
 #include "support/harness.h"
+#include "support/prompts.h"
 
 namespace ocular {
 namespace {
@@ -40,8 +41,8 @@ std::pair<Tensor, std::vector<int32_t>> RunGoldenCase(const std::string& dir) {
   Tensor pixels(pv.shape);
   std::copy_n(pv.as<float>(), pv.numel(), pixels.data.data());
   GenerationRequest req;
-  req.ids = *taps->Ids("input_ids");
-  req.pixel_values = &pixels;
+  req.prompt =
+      testing_support::FixturePrompt((*h)->model->spec(), *taps->Ids("input_ids"), &pixels);
   req.max_new_tokens = 16;
   req.record_prompt_logits = true;
   auto out = (*h)->Generate(req);

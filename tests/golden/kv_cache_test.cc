@@ -4,6 +4,7 @@
 #include "io/safetensors.h"
 #include "runtime/parity.h"
 #include "support/harness.h"
+#include "support/prompts.h"
 
 namespace ocular {
 namespace {
@@ -27,8 +28,7 @@ TEST_P(KvCacheTest, CachedDecodeEqualsFullRecomputation) {
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(ids_view.as<int64_t>()[i]);
 
   GenerationRequest req;
-  req.ids = ids;
-  req.pixel_values = &pixels;
+  req.prompt = testing_support::FixturePrompt(m.model->spec(), ids, &pixels);
   req.max_new_tokens = 12;
   req.record_decode_logits = true;
   auto out = m.Generate(req);
@@ -41,9 +41,10 @@ TEST_P(KvCacheTest, CachedDecodeEqualsFullRecomputation) {
   all.insert(all.end(), out->generated.begin(), out->generated.end() - 1);
   const ModelSpec& spec = m.model->spec();
   const int64_t H = spec.hidden_size, n = static_cast<int64_t>(all.size());
-  const int64_t feature_rows = pixels.dim(0) * spec.image_tokens;
+  const std::shared_ptr<Prompt> whole = testing_support::FixturePrompt(spec, all, &pixels, T);
+  const int64_t feature_rows = whole->feature_rows();
   std::vector<float> features(feature_rows * H), x(n * H);
-  m.runner.EncodeImages(pixels.data.data(), pixels.dim(0), features.data(), nullptr);
+  m.runner.EncodeImages(*whole, 0, whole->images.size(), features.data(), nullptr);
   // A runner planned for the whole sequence in one pass.
   Runner full_runner(*m.model, m.backend, m.runner.exec().precision, {.max_context = n});
   full_runner.Plan(n, n, 0);
@@ -51,7 +52,7 @@ TEST_P(KvCacheTest, CachedDecodeEqualsFullRecomputation) {
   ASSERT_TRUE(m.model->Embed(ex, all, features.data(), feature_rows, x.data(), nullptr).ok());
   auto cache = m.kv.Acquire(n);
   ASSERT_TRUE(cache.ok());
-  const SeqChunk chunk{cache->cache(), 0, n, T};
+  const SeqChunk chunk{cache->cache(), 0, n, whole.get()};
   m.model->Forward(ex, Batch{std::span<const SeqChunk>(&chunk, 1), n}, x.data(), nullptr);
   Tensor full({n - T + 1, spec.vocab_size});
   m.model->Logits(ex, x.data() + (T - 1) * H, n - T + 1, full.data.data());

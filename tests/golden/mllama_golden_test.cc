@@ -31,6 +31,7 @@
 #include "support/fixture.h"
 #include "support/golden.h"
 #include "support/harness.h"
+#include "support/prompts.h"
 
 namespace ocular {
 namespace {
@@ -161,12 +162,11 @@ TEST_P(MllamaGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
     const TensorView* gen = golden->Find("generated_ids");
     ASSERT_TRUE(ids && gen);
     const TensorView* pv = golden->Find("pixel_values");
-    Tensor pixels;
-    if (pv) pixels = fixture::MllamaPixels(*pv, *golden->Find("aspect_ratio_ids"));
-
+    const ModelSpec& spec = m->m.model->spec();
     GenerationRequest req;
-    req.ids = Ids(*ids);
-    req.pixel_values = pv ? &pixels : nullptr;
+    req.prompt = pv ? testing_support::MllamaFixturePrompt(spec, Ids(*ids), *pv,
+                                                           *golden->Find("aspect_ratio_ids"))
+                    : std::make_shared<Prompt>(TextPrompt(Ids(*ids)));
     req.max_new_tokens = static_cast<int>(gen->numel());
     req.record_prompt_logits = true;
     req.record_decode_logits = true;
@@ -197,10 +197,10 @@ TEST(MllamaCrossKvTest, ComputedOncePerImagePerLayer) {
   auto taps = fixture::GoldenTaps::Open("testdata/golden/mllama/three.safetensors");
   ASSERT_TRUE(taps.ok());
   const SafetensorsFile& g = taps->file();
-  Tensor pixels = fixture::MllamaPixels(*g.Find("pixel_values"), *g.Find("aspect_ratio_ids"));
   GenerationRequest req;
-  req.ids = Ids(*g.Find("input_ids"));
-  req.pixel_values = &pixels;
+  req.prompt =
+      testing_support::MllamaFixturePrompt(m->m.model->spec(), Ids(*g.Find("input_ids")),
+                                           *g.Find("pixel_values"), *g.Find("aspect_ratio_ids"));
   req.max_new_tokens = 12;
   const int64_t before = m->model().cross_kv_computed();
   auto out = Generate(*m->runner, *m->kv, req, nullptr);
@@ -210,7 +210,8 @@ TEST(MllamaCrossKvTest, ComputedOncePerImagePerLayer) {
       static_cast<int64_t>(m->model().config().text.cross_attention_layers.size());
   EXPECT_EQ(m->model().cross_kv_computed() - before, 3 * layers);  // 3 images
   GenerationRequest text;
-  text.ids = {m->m.processor->tokenizer().bos_id(), 100, 101};
+  text.prompt =
+      std::make_shared<Prompt>(TextPrompt({m->m.processor->tokenizer().bos_id(), 100, 101}));
   text.max_new_tokens = 5;
   ASSERT_TRUE(Generate(*m->runner, *m->kv, text, nullptr).ok());
   EXPECT_EQ(m->model().cross_kv_computed() - before, 3 * layers);
@@ -223,25 +224,25 @@ TEST(MllamaBatchTest, MixedBatchEqualsAlone) {
   auto taps = fixture::GoldenTaps::Open("testdata/golden/mllama/two.safetensors");
   ASSERT_TRUE(taps.ok());
   const SafetensorsFile& g = taps->file();
-  Tensor pixels = fixture::MllamaPixels(*g.Find("pixel_values"), *g.Find("aspect_ratio_ids"));
   const ModelSpec& spec = m->m.model->spec();
+  const std::shared_ptr<Prompt> image_prompt = testing_support::MllamaFixturePrompt(
+      spec, Ids(*g.Find("input_ids")), *g.Find("pixel_values"), *g.Find("aspect_ratio_ids"));
   std::vector<float> features(2 * spec.image_tokens * spec.hidden_size);
-  m->runner->EncodeImages(pixels.data.data(), 2, features.data(), nullptr);
+  m->runner->EncodeImages(*image_prompt, 0, 2, features.data(), nullptr);
   auto text_taps = fixture::GoldenTaps::Open("testdata/golden/mllama/text_only.safetensors");
   ASSERT_TRUE(text_taps.ok());
   std::vector<Sequence> seqs;
   seqs.reserve(2);
   for (int q = 0; q < 2; ++q) {
     SequenceParams p;
-    p.prompt = Ids(*(q == 0 ? g : text_taps->file()).Find("input_ids"));
+    p.prompt =
+        q == 0 ? image_prompt
+               : std::make_shared<Prompt>(TextPrompt(Ids(*text_taps->file().Find("input_ids"))));
     p.max_new_tokens = 8;
-    auto kv = m->kv->Acquire(static_cast<int64_t>(p.prompt.size()) + 8, q == 0 ? 2 : 0);
+    auto kv = m->kv->Acquire(p.prompt->size() + 8, p.prompt->feature_rows());
     ASSERT_TRUE(kv.ok());
-    seqs.emplace_back(std::move(p), std::move(*kv), m->runner->vocab());
-    ASSERT_TRUE(m->runner
-                    ->Prefill(seqs.back(), q == 0 ? features.data() : nullptr,
-                              q == 0 ? 2 * spec.image_tokens : 0, nullptr)
-                    .ok());
+    seqs.emplace_back(std::move(p), std::move(*kv), m->runner->vocab(), m->m.model->NewState());
+    ASSERT_TRUE(m->runner->Prefill(seqs.back(), q == 0 ? features.data() : nullptr, nullptr).ok());
   }
   std::vector<Sequence*> batch = {&seqs[0], &seqs[1]};
   while (!seqs[0].done() || !seqs[1].done()) m->runner->DecodeStep(batch);
@@ -277,14 +278,22 @@ TEST(MllamaProcessorTest, PromptIdsAndCasePixelsMatchMllamaProcessor) {
       const TensorView* pv = taps->file().Find("pixel_values");
       ASSERT_EQ(pv != nullptr, !images.empty());
       if (!pv) continue;
-      const Tensor want = fixture::MllamaPixels(*pv, *taps->file().Find("aspect_ratio_ids"));
+      const auto want = testing_support::MllamaFixturePrompt(
+          loaded->model->spec(), {}, *pv, *taps->file().Find("aspect_ratio_ids"));
       for (size_t i = 0; i < images.size(); ++i) {
+        Prompt got;
+        ASSERT_TRUE(loaded->processor->AddImage(CaseImage(images[i]), false, 0, &got).ok());
+        ASSERT_EQ(got.images.size(), 1u);
+        ASSERT_EQ(got.images[0].pixel_count, want->images[i].pixel_count);
+        EXPECT_EQ(got.images[0].grid, want->images[i].grid) << images[i] << ": aspect ratio";
+        int64_t differ = 0;
+        for (int64_t k = 0; k < got.images[0].pixel_count; ++k) {
+          differ += got.pixels[k] != want->image_pixels(i)[k];
+        }
+        EXPECT_EQ(differ, 0) << images[i] << ": pixels differ from MllamaImageProcessor";
         auto px = loaded->processor->Pixels(CaseImage(images[i]));
         ASSERT_TRUE(px.ok()) << px.status().ToString();
-        ASSERT_EQ(px->numel(), want.dim(1));
-        int64_t differ = 0;
-        for (int64_t k = 0; k < px->numel(); ++k) differ += px->data[k] != want.row(i)[k];
-        EXPECT_EQ(differ, 0) << images[i] << ": pixels differ from MllamaImageProcessor";
+        EXPECT_TRUE(std::equal(px->data.begin(), px->data.end(), got.pixels.begin()));
       }
     }
   }

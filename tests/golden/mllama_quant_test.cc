@@ -20,6 +20,7 @@
 #include "support/any_model.h"
 #include "support/fixture.h"
 #include "support/harness.h"
+#include "support/prompts.h"
 
 namespace ocular {
 namespace {
@@ -162,12 +163,13 @@ TEST(MllamaQuantQuality, TopOneAndKlAgainstTheUnquantizedModel) {
         const std::vector<int32_t> prompt = *taps->Ids("input_ids");
         const std::vector<int32_t> gen = *taps->Ids("generated_ids");
         const TensorView* pv = taps->file().Find("pixel_values");
-        Tensor pixels;
-        if (pv) pixels = fixture::MllamaPixels(*pv, *taps->file().Find("aspect_ratio_ids"));
-        const Tensor* px = pv ? &pixels : nullptr;
-        a.Add(testing_support::TeacherForced(**ref, prompt, 0, gen, px),
-              testing_support::TeacherForced(**quant, prompt, 0, gen, px),
-              (*ref)->model->spec().vocab_size);
+        const ModelSpec& spec = (*ref)->model->spec();
+        const std::shared_ptr<Prompt> p =
+            pv ? testing_support::MllamaFixturePrompt(spec, prompt, *pv,
+                                                      *taps->file().Find("aspect_ratio_ids"))
+               : std::make_shared<Prompt>(TextPrompt(prompt));
+        a.Add(testing_support::TeacherForced(**ref, *p, gen),
+              testing_support::TeacherForced(**quant, *p, gen), (*ref)->model->spec().vocab_size);
       }
       std::printf("%-10s %-7s %9d %6.1f%% %11.2e %11.2e %9d\n", ck, target.type, a.positions,
                   100 * a.top1_rate(), a.mean_kl(), a.kl_max, q.fallbacks);

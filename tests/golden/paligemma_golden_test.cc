@@ -15,6 +15,7 @@
 #include "support/fixture.h"
 #include "support/golden.h"
 #include "support/harness.h"
+#include "support/prompts.h"
 
 namespace ocular {
 namespace {
@@ -90,8 +91,7 @@ TEST_P(GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
     if (pv) pixels = ToTensor(*pv);
 
     GenerationRequest req;
-    req.ids = Ids(*ids);
-    req.pixel_values = pv ? &pixels : nullptr;
+    req.prompt = testing_support::FixturePrompt((*h)->model->spec(), Ids(*ids), &pixels);
     req.max_new_tokens = static_cast<int>(gen->numel());
     req.record_prompt_logits = true;
     req.record_decode_logits = true;

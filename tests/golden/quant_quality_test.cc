@@ -22,6 +22,7 @@
 #include "support/agreement.h"
 #include "support/fixture.h"
 #include "support/harness.h"
+#include "support/prompts.h"
 
 namespace ocular {
 namespace {
@@ -142,8 +143,7 @@ TEST(QuantQuality, DemoModelKeepsItsPredictions) {
     auto prompt = (*processor)->BuildPrompt(1, text, {});
     ASSERT_TRUE(prompt.ok());
     GenerationRequest req;
-    req.ids = prompt->ids;
-    req.pixel_values = &pixels;
+    req.prompt = testing_support::FixturePrompt((*ref)->model->spec(), prompt->ids, &pixels);
     req.max_new_tokens = 64;
     req.eos_ids = (*ref)->model->spec().eos_ids;
     auto out = (*ref)->Generate(req);
@@ -217,8 +217,7 @@ TEST(QuantQuality, F32ActivationsRunTheDequantizedModel) {
   auto prompt = (*processor)->BuildPrompt(1, "caption en", {});
   ASSERT_TRUE(prompt.ok());
   GenerationRequest req;
-  req.ids = prompt->ids;
-  req.pixel_values = &pixels;
+  req.prompt = testing_support::FixturePrompt((*dequantized)->model->spec(), prompt->ids, &pixels);
   req.max_new_tokens = 12;
   auto out = (*dequantized)->Generate(req);
   ASSERT_TRUE(out.ok());

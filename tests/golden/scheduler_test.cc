@@ -18,6 +18,7 @@
 #include "core/check.h"
 #include "support/fixture.h"
 #include "support/harness.h"
+#include "support/prompts.h"
 
 namespace ocular {
 namespace {
@@ -55,13 +56,12 @@ std::vector<Input> Inputs(const std::string& checkpoint, std::string* model_dir)
 // Request i: its own length, stop rule and sampling (greedy or seeded).
 GenerationRequest MakeRequest(const Input& in, int i, const ModelSpec& spec) {
   GenerationRequest g;
-  g.ids = in.ids;
-  g.prefix_len = static_cast<int64_t>(in.ids.size());
   if (!in.pixels.data.empty() && i % 4 != 3) {
-    g.pixel_values = &in.pixels;
+    g.prompt = testing_support::FixturePrompt(spec, in.ids, &in.pixels);
   } else {  // text only: the image tokens dropped
-    g.ids.erase(std::remove(g.ids.begin(), g.ids.end(), spec.image_token_id), g.ids.end());
-    g.prefix_len = static_cast<int64_t>(g.ids.size());
+    std::vector<int32_t> ids = in.ids;
+    ids.erase(std::remove(ids.begin(), ids.end(), spec.image_token_id), ids.end());
+    g.prompt = testing_support::FixturePrompt(spec, std::move(ids), static_cast<Tensor*>(nullptr));
   }
   g.max_new_tokens = 4 + (i * 5) % 13;
   if (i % 2 == 0) g.eos_ids = {1};
@@ -167,13 +167,15 @@ TEST_P(SchedulerTest, PrefillInPiecesEqualsWholePrefill) {
   const ModelSpec& spec = (*h)->model->spec();
   const Input& in = inputs[0];
   ASSERT_FALSE(in.pixels.data.empty());
-  const int64_t rows = in.pixels.dim(0) * spec.image_tokens;
+  const std::shared_ptr<Prompt> image_prompt =
+      testing_support::FixturePrompt(spec, in.ids, &in.pixels);
+  const int64_t rows = image_prompt->feature_rows();
   std::vector<float> features(static_cast<size_t>(rows * spec.hidden_size));
-  runner.EncodeImages(in.pixels.data.data(), in.pixels.dim(0), features.data(), nullptr);
+  runner.EncodeImages(*image_prompt, 0, image_prompt->images.size(), features.data(), nullptr);
   auto sequence = [&](const std::vector<int32_t>& ids) {
     SequenceParams p;
-    p.prompt = ids;
-    p.prefix_len = static_cast<int64_t>(ids.size());
+    p.prompt = testing_support::FixturePrompt(spec, ids, static_cast<Tensor*>(nullptr));
+    if (ids == in.ids) p.prompt = image_prompt;
     p.max_new_tokens = 8;
     auto kv = (*h)->kv.Acquire(static_cast<int64_t>(ids.size()) + 8);
     OCULAR_CHECK(kv.ok());
@@ -185,7 +187,7 @@ TEST_P(SchedulerTest, PrefillInPiecesEqualsWholePrefill) {
   };
 
   auto whole = sequence(in.ids);
-  ASSERT_TRUE(runner.Prefill(*whole, features.data(), rows, nullptr).ok());
+  ASSERT_TRUE(runner.Prefill(*whole, features.data(), nullptr).ok());
   const std::vector<float> want(runner.last_logits(0), runner.last_logits(0) + runner.vocab());
   decode(*whole);
 
@@ -193,10 +195,10 @@ TEST_P(SchedulerTest, PrefillInPiecesEqualsWholePrefill) {
   std::vector<int32_t> text = inputs[1].ids;
   text.erase(std::remove(text.begin(), text.end(), spec.image_token_id), text.end());
   auto other = sequence(text);
-  ASSERT_TRUE(runner.Prefill(*other, nullptr, 0, nullptr).ok());
+  ASSERT_TRUE(runner.Prefill(*other, nullptr, nullptr).ok());
   auto pieces = sequence(in.ids);
   Runner::PrefillTask task;
-  ASSERT_TRUE(runner.BeginPrefill(*pieces, features.data(), rows, &task).ok());
+  ASSERT_TRUE(runner.BeginPrefill(*pieces, features.data(), &task).ok());
   int left = runner.num_layers(), steps = 0;
   while (left > 0) {
     left = runner.PrefillLayers(task, 1);
@@ -226,8 +228,8 @@ TEST_P(SchedulerTest, RunningSequenceKeepsDecodingDuringAPrefill) {
   const ModelSpec& spec = (*h)->model->spec();
   GenerationRequest a = MakeRequest(inputs[0], 3, spec);  // text only
   GenerationRequest b = MakeRequest(inputs[0], 0, spec);  // with its image
-  ASSERT_EQ(a.pixel_values, nullptr);
-  ASSERT_NE(b.pixel_values, nullptr);
+  ASSERT_TRUE(a.prompt->images.empty());
+  ASSERT_FALSE(b.prompt->images.empty());
   // a runs until b is done (it cancels itself then): a fixed length could end before b is
   // even submitted when this thread is slow to be scheduled (seen under load).
   a.max_new_tokens = 4096;
@@ -320,7 +322,7 @@ TEST_P(SchedulerTest, RepeatedImageSkipsTheEncoder) {
   ASSERT_TRUE(h.ok());
   const ModelSpec& spec = (*h)->model->spec();
   GenerationRequest g = MakeRequest(inputs[0], 0, spec);
-  ASSERT_NE(g.pixel_values, nullptr);
+  ASSERT_EQ(g.prompt->images.size(), 1u);
   auto want = (*h)->Generate(g);
   ASSERT_TRUE(want.ok());
   std::mutex runner_mu;
@@ -328,8 +330,8 @@ TEST_P(SchedulerTest, RepeatedImageSkipsTheEncoder) {
   Scheduler sched((*h)->runner, (*h)->kv, runner_mu, &cache, 1);
   ScheduledRequest r;
   r.gen = g;
-  const Tensor& px = *g.pixel_values;
-  r.image_keys = {MakeFeatureKey("test", 64, 48, px.data.data(), px.data.size())};
+  const Prompt& px = *g.prompt;
+  r.image_keys = {MakeFeatureKey("test", 64, 48, px.pixels.data(), px.pixels.size())};
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE(round);
     auto got = sched.Generate(r);
@@ -343,8 +345,8 @@ TEST_P(SchedulerTest, RepeatedImageSkipsTheEncoder) {
   EXPECT_EQ(c.entries, 1u);
   EXPECT_EQ(c.bytes, static_cast<size_t>(spec.image_tokens * spec.hidden_size) * sizeof(float));
   // Another size or another model is another key.
-  EXPECT_NE(MakeFeatureKey("test", 64, 49, px.data.data(), px.data.size()), r.image_keys[0]);
-  EXPECT_NE(MakeFeatureKey("tesu", 64, 48, px.data.data(), px.data.size()), r.image_keys[0]);
+  EXPECT_NE(MakeFeatureKey("test", 64, 49, px.pixels.data(), px.pixels.size()), r.image_keys[0]);
+  EXPECT_NE(MakeFeatureKey("tesu", 64, 48, px.pixels.data(), px.pixels.size()), r.image_keys[0]);
 }
 
 TEST(FeatureCache, EvictsLeastRecentlyUsedWithinItsBudget) {

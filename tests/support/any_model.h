@@ -48,27 +48,27 @@ struct AnyModel {
   explicit AnyModel(int threads) : pool(threads), backend(pool) {}
 };
 
-// Logits at every position when the prompt (with `images` images in the family's pixel layout,
-// or none) is prefilled and then `generated` is fed one token per decode step: rows [0, T) are
-// the prompt positions (row T - 1 predicts generated[0]), row T + s the step that read
-// generated[s]; T + generated.size() - 1 rows of vocab_size floats. prefix_len: the prompt's
-// bidirectional block (Processor's Prompt::prefix_len; PaliGemma: the whole prompt).
-inline std::vector<float> TeacherForced(AnyModel& m, const std::vector<int32_t>& prompt,
-                                        int64_t prefix_len, const std::vector<int32_t>& generated,
-                                        const Tensor* pixels) {
+// Logits at every position when `prompt` (its ids, spans and images; models/prompt.h) is
+// prefilled and then `generated` is fed one token per decode step: rows [0, T) are the prompt
+// positions (row T - 1 predicts generated[0]), row T + s the step that read generated[s];
+// T + generated.size() - 1 rows of vocab_size floats.
+inline std::vector<float> TeacherForced(AnyModel& m, const Prompt& prompt,
+                                        const std::vector<int32_t>& generated) {
   const ModelSpec& spec = m.model->spec();
-  const int64_t T = static_cast<int64_t>(prompt.size()), H = spec.hidden_size;
+  const int64_t T = prompt.size(), H = spec.hidden_size;
   const int64_t V = spec.vocab_size, G = static_cast<int64_t>(generated.size()), n = T + G;
-  const int64_t images = pixels ? pixels->dim(0) : 0, rows = images * spec.image_tokens;
-  std::vector<float> features(rows * H), x(T * H), logits((T + G - 1) * V);
-  if (images > 0) m.runner->EncodeImages(pixels->data.data(), images, features.data(), nullptr);
+  const int64_t images = static_cast<int64_t>(prompt.images.size());
+  const int64_t rows = prompt.feature_rows();
+  std::vector<float> features(rows * spec.feature_floats()), x(T * H), logits((T + G - 1) * V);
+  if (images > 0) m.runner->EncodeImages(prompt, 0, prompt.images.size(), features.data(), nullptr);
   m.runner->Plan(T, n, images);
   const Exec& ex = m.runner->exec();
-  auto cache = m.kv->Acquire(n, images);
+  auto cache = m.kv->Acquire(n, spec.kv.HasCross() ? rows : 0);
   OCULAR_CHECK(cache.ok());
+  const std::unique_ptr<SequenceState> state = m.model->NewState();
   const float* f = images > 0 ? features.data() : nullptr;
-  OCULAR_CHECK(m.model->Embed(ex, prompt, f, rows, x.data(), nullptr).ok());
-  const SeqChunk prefill{cache->cache(), 0, T, prefix_len, prompt.data(), f, rows};
+  OCULAR_CHECK(m.model->Embed(ex, prompt.ids, f, rows, x.data(), nullptr).ok());
+  const SeqChunk prefill{cache->cache(), 0, T, &prompt, state.get(), f};
   m.model->Forward(ex, Batch{std::span<const SeqChunk>(&prefill, 1), T}, x.data(), nullptr);
   m.model->Logits(ex, x.data(), T, logits.data());
   for (int64_t s = 0; s + 1 < G; ++s) {
@@ -76,7 +76,7 @@ inline std::vector<float> TeacherForced(AnyModel& m, const std::vector<int32_t>&
         m.model
             ->Embed(ex, std::span<const int32_t>(&generated[s], 1), nullptr, 0, x.data(), nullptr)
             .ok());
-    const SeqChunk step{cache->cache(), T + s, 1, prefix_len};
+    const SeqChunk step{cache->cache(), T + s, 1, &prompt, state.get()};
     m.model->Forward(ex, Batch{std::span<const SeqChunk>(&step, 1), 1}, x.data(), nullptr);
     m.model->Logits(ex, x.data(), 1, logits.data() + (T + s) * V);
   }

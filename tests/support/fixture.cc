@@ -190,16 +190,6 @@ std::vector<std::string> GoldenTaps::TapNames() const {
   return names;
 }
 
-Tensor MllamaPixels(const TensorView& pixel_values, const TensorView& aspect_ratio_ids) {
-  const int64_t n = pixel_values.shape[0], per = pixel_values.numel() / n;
-  Tensor out({n, per + 1});
-  for (int64_t i = 0; i < n; ++i) {
-    std::copy_n(pixel_values.as<float>() + i * per, per, out.data.data() + i * (per + 1));
-    out.data[i * (per + 1) + per] = static_cast<float>(aspect_ratio_ids.as<int64_t>()[i]);
-  }
-  return out;
-}
-
 std::string ScratchPath(const std::string& name) {
   namespace fs = std::filesystem;
   // Never destroyed: the exit handler may run after static destructors. Only the process that

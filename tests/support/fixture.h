@@ -81,10 +81,6 @@ class GoldenTaps {
   SafetensorsFile file_;
 };
 
-// mllama's pixel layout (processor.h PixelFloats: each image's tiles, then its aspect ratio
-// id) from the golden pixel_values [n, T, 3, t, t] and aspect_ratio_ids [n].
-Tensor MllamaPixels(const TensorView& pixel_values, const TensorView& aspect_ratio_ids);
-
 // A path for a test's scratch copy, `name` inside this process's own folder under the system
 // temporary directory ($TMPDIR, else /tmp); nothing exists there yet (a leftover of that name is
 // removed). The process's folder and everything in it are removed when the process exits, so

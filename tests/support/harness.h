@@ -15,6 +15,7 @@
 #include "runtime/generator.h"
 #include "runtime/kv_pool.h"
 #include "runtime/runner.h"
+#include "support/prompts.h"
 
 namespace ocular::testing_support {
 
@@ -64,18 +65,18 @@ inline std::vector<float> TeacherForcedLogits(Harness& m, const std::vector<int3
   const int64_t V = spec.vocab_size, G = static_cast<int64_t>(generated.size());
   const int64_t n = T + G;
   std::vector<float> features, x(T * H), logits((T + G - 1) * V);
-  int64_t rows = 0;
+  const std::shared_ptr<Prompt> p = FixturePrompt(spec, prompt, pixels);
+  const int64_t rows = p->feature_rows();
   if (pixels) {
-    rows = pixels->shape[0] * spec.image_tokens;
     features.resize(rows * H);
-    m.runner.EncodeImages(pixels->as<float>(), pixels->shape[0], features.data(), nullptr);
+    m.runner.EncodeImages(*p, 0, p->images.size(), features.data(), nullptr);
   }
   m.runner.Plan(T, n, 0);
   const Exec& ex = m.runner.exec();
   auto cache = m.kv.Acquire(n);
   OCULAR_CHECK(cache.ok());
   OCULAR_CHECK(m.model->Embed(ex, prompt, features.data(), rows, x.data(), nullptr).ok());
-  const SeqChunk prefill{cache->cache(), 0, T, T};
+  const SeqChunk prefill{cache->cache(), 0, T, p.get()};
   m.model->Forward(ex, Batch{std::span<const SeqChunk>(&prefill, 1), T}, x.data(), nullptr);
   m.model->Logits(ex, x.data(), T, logits.data());
   for (int64_t s = 0; s + 1 < G; ++s) {
@@ -83,7 +84,7 @@ inline std::vector<float> TeacherForcedLogits(Harness& m, const std::vector<int3
         m.model
             ->Embed(ex, std::span<const int32_t>(&generated[s], 1), nullptr, 0, x.data(), nullptr)
             .ok());
-    const SeqChunk step{cache->cache(), T + s, 1, T};
+    const SeqChunk step{cache->cache(), T + s, 1, p.get()};
     m.model->Forward(ex, Batch{std::span<const SeqChunk>(&step, 1), 1}, x.data(), nullptr);
     m.model->Logits(ex, x.data(), 1, logits.data() + (T + s) * V);
   }

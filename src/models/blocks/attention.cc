@@ -61,16 +61,16 @@ std::span<const Span> SeqSpans(const AttentionSpec& a, const SeqChunk& s, Span* 
     case Bidirectional::kNone:
       return {};
     case Bidirectional::kPrefix:
-      if (s.prefix_len <= 0) return {};
-      out[0] = {0, s.prefix_len};
+      if (s.prefix_len() <= 0) return {};
+      out[0] = {0, s.prefix_len()};
       return {out, 1};
     case Bidirectional::kImageRuns: {
-      if (s.ids == nullptr) return {};  // a decode step: HF passes no or_mask (is_prefill false)
+      if (s.ids() == nullptr) return {};  // a decode step: HF passes no or_mask (is_prefill false)
       // Ids (image runs) come with a prompt's first pass only, so a run is never split.
       OCULAR_CHECK(s.start == 0, "HINT: SeqChunk::ids is for a prefill");
       size_t n = 0;
       for (int64_t t = 0; t < s.count; ++t) {
-        if (s.ids[t] != a.image_token) continue;
+        if (s.ids()[t] != a.image_token) continue;
         if (n > 0 && out[n - 1].end == s.start + t) {
           ++out[n - 1].end;  // the run goes on
         } else {

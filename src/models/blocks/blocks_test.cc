@@ -196,7 +196,8 @@ TEST(AttentionTest, SelfAttentionIsTheFormulaOnEveryIsa) {
     TestExec t(2);
     std::vector<std::byte> memory(layout.Bytes(c.T, KvDType::kF32));
     KvCache cache(layout, c.T, KvDType::kF32, memory.data());
-    const SeqChunk seq{&cache, 0, c.T, /*prefix_len=*/4};
+    const Prompt prompt = TextPrompt(std::vector<int32_t>(c.T, 0), /*prefix_len=*/4);
+    const SeqChunk seq{&cache, 0, c.T, &prompt};
     std::vector<int64_t> pos(c.T);
     for (int64_t i = 0; i < c.T; ++i) pos[i] = i;
     std::vector<float> out(c.T * c.H);
@@ -221,11 +222,11 @@ TEST(AttentionTest, DecodeStepsReadTheCacheAsThePromptDid) {
   std::vector<int64_t> pos(c.T);
   for (int64_t i = 0; i < c.T; ++i) pos[i] = i;
   std::vector<float> out(c.T * c.H);
-  const SeqChunk prompt{&cache, 0, first, 0};
+  const SeqChunk prompt{&cache, 0, first};
   SelfAttention(t.ex, c.spec, c.w, 0, Batch{{&prompt, 1}, first}, {pos.data(), first, 1}, x.data(),
                 out.data(), {});
   for (int64_t s = first; s < c.T; ++s) {
-    const SeqChunk step{&cache, s, 1, 0};
+    const SeqChunk step{&cache, s, 1};
     SelfAttention(t.ex, c.spec, c.w, 0, Batch{{&step, 1}, 1}, {&pos[s], 1, 1}, x.data() + s * c.H,
                   out.data() + s * c.H, {});
   }
@@ -391,7 +392,8 @@ TEST(DecoderLayerTest, PlanCoversTheRun) {
     std::vector<std::byte> m1(layout.Bytes(c.T, KvDType::kF32)),
         m2(layout.Bytes(c.T, KvDType::kF32));
     KvCache a(layout, c.T, KvDType::kF32, m1.data()), b(layout, c.T, KvDType::kF32, m2.data());
-    const SeqChunk seqs[] = {{&a, 0, 4, 2}, {&b, 0, 3, 0}};
+    const Prompt pa = TextPrompt(std::vector<int32_t>(4, 0), 2);
+    const SeqChunk seqs[] = {{&a, 0, 4, &pa}, {&b, 0, 3}};
     std::vector<float> x = RandomFloats(7 * c.H, 45);
     DecoderLayer(t.ex, s, w, 0, Batch{seqs, 7}, x.data(), {});
     EXPECT_LE(t.arena.high_water(), DecoderLayerBytes(s, 7, c.T, 2));

@@ -211,8 +211,9 @@ size_t Gemma3::WorkspaceBytes(const WorkspaceShape& s) const {
   return std::max({encode, forward, logits});
 }
 
-void Gemma3::EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* z,
-                          Tracer* tracer) const {
+void Gemma3::EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
+                          float* z, Tracer* tracer) const {
+  const int64_t n = static_cast<int64_t>(images.size());
   if (!cfg_.has_vision) return;  // gemma3_text: no image features (image_tokens = 0)
   const SiglipVisionConfig& v = cfg_.vision;
   const int64_t N = v.num_patches(), D = v.hidden_size, H = cfg_.text.gemma.hidden_size;

@@ -46,8 +46,8 @@ class Gemma3 final : public VlModel {
   size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
 
   // features = Gemma3Model.get_image_features(pixels). Taps: vision.*, projector.
-  void EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* features,
-                    Tracer* tracer) const override;
+  void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
+                    float* features, Tracer* tracer) const override;
   // Text rows: embed_tokens(ids) * embed_scale (Gemma3TextScaledWordEmbedding); image rows:
   // the features, unscaled (masked_scatter after the embedding). Tap: decoder.embed_scaled.
   Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,

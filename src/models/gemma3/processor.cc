@@ -154,7 +154,14 @@ StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images
                  "; pass images and mark them with ", kBoi);
   }
   p.ids.insert(p.ids.end(), ids.begin(), ids.end());
-  p.prefix_len = 0;
+  // Each run of image tokens attends bidirectionally within itself (token_type_ids == 1).
+  for (int64_t t = 0; t < p.size(); ++t) {
+    if (p.ids[t] != image_token_id_ || !has_vision_) continue;
+    int64_t end = t;
+    while (end < p.size() && p.ids[end] == image_token_id_) ++end;
+    p.bidirectional.push_back({t, end});
+    t = end;
+  }
   return p;
 }
 

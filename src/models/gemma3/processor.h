@@ -31,11 +31,11 @@ class Gemma3Processor final : public Processor {
   // <bos> (if tokenizer_config.json's add_bos_token, default true) + the text with its `n_images`
   // "<start_of_image>" markers expanded. With images and an empty text, the text is the markers
   // joined by spaces (as HF). Errors: a marker count != n_images, images for a text-only model, the
-  // image token in the text. prefix_len is 0: Gemma 3 is causal; its image blocks come from the ids
-  // (model.h SeqChunk).
+  // image token in the text. Causal, but each image's run of tokens is a bidirectional span.
   StatusOr<Prompt> BuildPrompt(int n_images, const std::string& text,
                                const PromptOptions& options) const override;
   StatusOr<Tensor> Pixels(const Image& image) const override;
+  int64_t image_tokens() const override { return image_tokens_; }
   // With pan_and_scan: the image, then its PanAndScanCrops (preprocessor_config.json's
   // pan_and_scan_* parameters), each preprocessed as a whole image.
   StatusOr<std::vector<Tensor>> ImageViews(const Image& image, bool pan_and_scan) const override;

@@ -134,13 +134,11 @@ void SelfAttentionLayer(const Exec& ex, const DecoderContext& dc, int layer, con
 
 namespace {
 
-// The tile count of each of a prompt's images, from their features' tile-count rows.
-int64_t ImageTiles(const MllamaConfig& cfg, const SeqChunk& s, int* tiles) {
-  const int64_t H = cfg.text.hidden_size, T = cfg.vision.max_num_tiles, P = cfg.vision.patches();
-  const int64_t per_image = ImageFeatureRows(cfg.vision), n = s.feature_rows / per_image;
-  for (int64_t i = 0; i < n; ++i)
-    tiles[i] = static_cast<int>(s.features[(i * per_image + T * P) * H]);
-  return n;
+// The tile count of each of a prompt's images: its grid {1, tiles high, tiles wide}.
+int64_t ImageTiles(const SeqChunk& s, int* tiles) {
+  const std::vector<VisionInput>& images = s.prompt->images;
+  for (size_t i = 0; i < images.size(); ++i) tiles[i] = images[i].grid[1] * images[i].grid[2];
+  return static_cast<int64_t>(images.size());
 }
 
 // The image keys of `images` images: T * P rows each.
@@ -246,14 +244,15 @@ ops::KvRows CrossKeys(const Exec& ex, const DecoderContext& dc, int layer, const
                       int32_t* begin, int32_t* end, uint8_t* sees) {
   const MllamaConfig& cfg = *dc.cfg;
   const int64_t T = cfg.vision.max_num_tiles, P = cfg.vision.patches();
-  CrossState& st = s.cache->cross_state();
+  OCULAR_CHECK(s.state != nullptr, "HINT: an mllama sequence has its NewState()");
+  CrossState& st = *static_cast<CrossState*>(s.state);
   if (s.features != nullptr) {
-    OCULAR_CHECK(s.start == 0 && s.ids != nullptr, "HINT: image features come with a prefill");
+    OCULAR_CHECK(s.prefill(), "HINT: image features come with a prefill");
     Scratch scratch(ex.arena);
-    PromptBuffers b(scratch, s.feature_rows / ImageFeatureRows(cfg.vision));
-    const int64_t images = ImageTiles(cfg, s, b.tiles);
+    PromptBuffers b(scratch, static_cast<int64_t>(s.prompt->images.size()));
+    const int64_t images = ImageTiles(s, b.tiles);
     StoreImageKv(ex, dc, layer, s, b.tiles, images);
-    CrossKeyRanges(ex.arena, s.ids, s.count, cfg.image_token_index, b.tiles, images, P, T, begin,
+    CrossKeyRanges(ex.arena, s.ids(), s.count, cfg.image_token_index, b.tiles, images, P, T, begin,
                    end, sees);
     st.keys = images * T * P;
     st.decode_begin = begin[s.count - 1];

@@ -38,6 +38,16 @@ void CrossKeyRanges(Arena& arena, const int32_t* ids, int64_t count, int32_t ima
                     uint8_t* sees_image);
 size_t CrossKeyRangesBytes(int64_t images);
 
+// What mllama keeps with a sequence besides its K/V (its SequenceState): how many image keys its
+// cross layers hold (0: a text-only request, the layers are skipped) and the key range a decode
+// step attends to (the prompt's last row's, as HF extends its mask). Written by the prefill's
+// cross layers, read by the decode steps'.
+struct CrossState final : SequenceState {
+  int64_t keys = 0;
+  int32_t decode_begin = 0, decode_end = 0;
+  bool decode_sees_image = false;  // false: HF's full_text_row_masked_out_mask is 0
+};
+
 struct DecoderContext {
   const MllamaConfig* cfg;
   const Weights* w;

@@ -225,7 +225,6 @@ void Mllama::BuildSpec() {
   spec_.vocab_size = t.vocab_size;
   spec_.max_positions = t.max_position_embeddings;
   spec_.kv.kv_dim = int64_t{t.num_key_value_heads} * t.head_dim();
-  spec_.kv.cross_rows_per_image = int64_t{v.max_num_tiles} * v.patches();
   for (int i = 0; i < t.num_hidden_layers; ++i) {
     const bool cross = t.IsCross(i);
     LayerSpec l;
@@ -236,11 +235,7 @@ void Mllama::BuildSpec() {
     spec_.kv.cross.push_back(cross ? 1 : 0);
   }
   spec_.image_size = v.image_size;
-  spec_.pixel_floats = PixelFloats(v);
-  spec_.image_tokens = static_cast<int>(ImageFeatureRows(v));
-  spec_.image_prompt_tokens = 1;  // one <|image|> per image; the features feed the cross layers
-  spec_.image_tiles = v.max_num_tiles;
-  spec_.max_images = MllamaProcessor::kMaxImages;
+  spec_.image_tokens = static_cast<int>(ImageFeatureRows(v));  // for the cross layers, not ids
   spec_.image_token_id = cfg_.image_token_index;
   if (t.eos_token_ids.empty()) {
     spec_.eos_ids = {t.eos_token_id};
@@ -264,10 +259,12 @@ size_t Mllama::WorkspaceBytes(const WorkspaceShape& s) const {
   return std::max({encode, forward, logits});
 }
 
-void Mllama::EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* features,
-                          Tracer* tracer) const {
-  mllama::EncodeImages(ex, cfg_, w_, pixels, n, features, tracer);
+void Mllama::EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
+                          float* features, Tracer* tracer) const {
+  mllama::EncodeImages(ex, cfg_, w_, images, pixels, features, tracer);
 }
+
+std::unique_ptr<SequenceState> Mllama::NewState() const { return std::make_unique<CrossState>(); }
 
 Status Mllama::Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
                      int64_t feature_rows, float* x, Tracer*) const {
@@ -284,16 +281,6 @@ Status Mllama::Embed(const Exec& ex, std::span<const int32_t> ids, const float* 
   if (features != nullptr && images * per_image != feature_rows) {
     return Error(StatusCode::kInvalidArgument, "mllama", "prompt has ", images,
                  " image tokens but the features hold ", feature_rows / per_image, " images");
-  }
-  if (features != nullptr) {  // each image's tile-count row (vision.h), as EncodeImages wrote it
-    const int64_t T = cfg_.vision.max_num_tiles, P = cfg_.vision.patches();
-    for (int64_t i = 0; i < images; ++i) {
-      const float tiles = features[(i * per_image + T * P) * H];
-      if (!(tiles >= 1 && tiles <= static_cast<float>(T)) || tiles != std::floor(tiles)) {
-        return Error(StatusCode::kInvalidArgument, "mllama", "image ", i,
-                     "'s features do not come from EncodeImages (tile count ", tiles, ")");
-      }
-    }
   }
   if (features == nullptr && images > 0) {  // (a decode step's sampled id is never one)
     return Error(StatusCode::kInvalidArgument, "mllama", "prompt has ", images,
@@ -315,7 +302,8 @@ void Mllama::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer*
   OCULAR_CHECK(0 <= begin && begin <= end && end <= t.num_hidden_layers);
   bool images = false;  // HF skips the cross layers when no sequence has image K/V
   for (const SeqChunk& s : batch.seqs) {
-    images = images || s.features != nullptr || s.cache->cross_state().keys > 0;
+    images = images || s.features != nullptr ||
+             (s.state != nullptr && static_cast<const CrossState*>(s.state)->keys > 0);
   }
   const DecoderContext dc{&cfg_, &w_, inv_freq_.data(), &kv_computed_, tracer};
   for (int i = begin; i < end; ++i) {

@@ -30,9 +30,12 @@ class Mllama final : public VlModel {
   const ModelSpec& spec() const override { return spec_; }
   size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
 
-  // pixels [n, processor.h PixelFloats] -> features [n * ImageFeatureRows, H] (vision.h).
-  void EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* features,
-                    Tracer* tracer) const override;
+  // pixels: the images' processor.h PixelFloats each, their grid {1, tiles high, tiles wide}
+  // -> features [n * ImageFeatureRows, H] (vision.h).
+  void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
+                    float* features, Tracer* tracer) const override;
+  // A CrossState (decoder.h): the cross layers' keys and a decode step's key range.
+  std::unique_ptr<SequenceState> NewState() const override;
   // x = embed_tokens(ids) (the image token has its own row). The features are not placed
   // in x: the decoder reads them through SeqChunk::features. Errors: an id outside the
   // embedding table; image tokens != images of the features.

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/file_io.h"
 #include "image/resize.h"
+#include "models/mllama/vision.h"
 
 namespace ocular::mllama {
 
@@ -113,7 +114,7 @@ TiledImage TileImage(const Image& image, const TileConfig& config) {
 }
 
 int64_t PixelFloats(const VisionConfig& v) {
-  return int64_t{v.max_num_tiles} * 3 * v.image_size * v.image_size + 1;
+  return int64_t{v.max_num_tiles} * 3 * v.image_size * v.image_size;
 }
 
 StatusOr<std::unique_ptr<MllamaProcessor>> MllamaProcessor::Load(const FileSet& files,
@@ -193,8 +194,7 @@ StatusOr<Prompt> MllamaProcessor::BuildPrompt(int n_images, const std::string& t
     return Error(StatusCode::kInvalidArgument, "prompt", "the prompt tokenizes to ", found,
                  " image tokens for ", n_images, " images");
   }
-  p.prefix_len = 0;
-  return p;
+  return p;  // causal (the cross layers' image mask is the decoder's, from the ids)
 }
 
 std::string MllamaProcessor::chat_format() const {
@@ -264,8 +264,27 @@ StatusOr<Tensor> MllamaProcessor::Pixels(const Image& image) const {
   const TiledImage t = TileImage(image, tiles_);
   Tensor out({PixelFloats(vision_)});  // zero-filled: the padding tiles
   std::copy(t.pixels.data.begin(), t.pixels.data.end(), out.data.begin());
-  out.data.back() = static_cast<float>(t.aspect_ratio_id);
   return out;
+}
+
+Status MllamaProcessor::AddImage(const Image& image, bool pan_and_scan, int32_t source,
+                                 Prompt* prompt) const {
+  if (pan_and_scan) {
+    return Error(StatusCode::kInvalidArgument, "image",
+                 "pan-and-scan crops are a Gemma 3 option; this model family has none");
+  }
+  const TiledImage t = TileImage(image, tiles_);
+  const auto [high, wide] = vision_.supported_aspect_ratios[t.aspect_ratio_id - 1];
+  VisionInput in;
+  in.grid = {1, high, wide};
+  in.feature_rows = ImageFeatureRows(vision_);
+  in.tokens = 1;  // one <|image|>; the features feed the cross layers
+  in.source = source;
+  const int64_t floats = PixelFloats(vision_);
+  prompt->AddImage(t.pixels.data.data(), t.pixels.numel(), in);
+  prompt->pixels.resize(prompt->pixels.size() + (floats - t.pixels.numel()), 0.0f);  // padding
+  prompt->images.back().pixel_count = floats;
+  return Status::Ok();
 }
 
 }  // namespace ocular::mllama

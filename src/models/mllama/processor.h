@@ -38,7 +38,7 @@ TiledImage TileImage(const Image& image, const TileConfig& config);
 
 // Per-image pixel layout of the mllama family (what Pixels returns and EncodeImages reads):
 // [max_tiles, 3, tile, tile] pixel values (tiles past the image's own are 0, as pack_images
-// leaves them) followed by one float, the aspect ratio id.
+// leaves them). The aspect ratio travels as the image's VisionInput::grid.
 int64_t PixelFloats(const VisionConfig& v);
 
 class MllamaProcessor final : public Processor {
@@ -57,8 +57,14 @@ class MllamaProcessor final : public Processor {
                                const PromptOptions& options) const override;
   // [PixelFloats(vision)] as described above.
   StatusOr<Tensor> Pixels(const Image& image) const override;
+  // One image: Pixels, grid {1, tiles high, tiles wide} (its aspect ratio), ImageFeatureRows
+  // feature rows (every tile's, for the cross layers) and one prompt token. Errors:
+  // pan_and_scan (Gemma 3 only).
+  Status AddImage(const Image& image, bool pan_and_scan, int32_t source,
+                  Prompt* prompt) const override;
 
   std::string image_marker() const override { return "<|image|>"; }
+  int max_images() const override { return kMaxImages; }
   std::string chat_format() const override;
   // The chat template of meta-llama/Llama-3.2-{11B,90B}-Vision-Instruct (other fingerprints are
   // refused), without tools: "<|begin_of_text|>"; a first system message is taken out (its text

@@ -145,9 +145,7 @@ void Embed(const Exec& ex, const VisionConfig& c, const VisionWeights& w, const 
 
 }  // namespace
 
-int64_t ImageFeatureRows(const VisionConfig& v) {
-  return int64_t{v.max_num_tiles} * v.patches() + 1;
-}
+int64_t ImageFeatureRows(const VisionConfig& v) { return int64_t{v.max_num_tiles} * v.patches(); }
 
 size_t EncodeBytes(const MllamaConfig& cfg, int64_t n, int threads) {
   const VisionConfig& c = cfg.vision;
@@ -165,8 +163,10 @@ size_t EncodeBytes(const MllamaConfig& cfg, int64_t n, int threads) {
   return held + std::max(embed + op, layer);
 }
 
-void EncodeImages(const Exec& ex, const MllamaConfig& cfg, const Weights& w, const float* pixels,
-                  int64_t n, float* features, Tracer* tracer) {
+void EncodeImages(const Exec& ex, const MllamaConfig& cfg, const Weights& w,
+                  std::span<const VisionInput> images, const float* pixels, float* features,
+                  Tracer* tracer) {
+  const int64_t n = static_cast<int64_t>(images.size());
   const VisionConfig& c = cfg.vision;
   const int64_t T = c.max_num_tiles, P = c.patches(), Pp = c.padded_patches(), rows = T * Pp;
   const int64_t D = c.hidden_size, Dv = c.vision_output_dim, H = cfg.text.hidden_size;
@@ -178,11 +178,13 @@ void EncodeImages(const Exec& ex, const MllamaConfig& cfg, const Weights& w, con
   int* ids = ex.arena.Alloc<int>(n);
   int* tiles = ex.arena.Alloc<int>(n);
   for (int64_t i = 0; i < n; ++i) {
-    ids[i] = static_cast<int>(pixels[i * plane + plane - 1]);
-    OCULAR_CHECK(ids[i] >= 1 && ids[i] <= c.max_aspect_ratio_id(),
-                 "HINT: pixels must come from MllamaProcessor::Pixels");
-    const auto [a, b] = c.supported_aspect_ratios[ids[i] - 1];
-    tiles[i] = a * b;  // build_aspect_ratio_mask: the first w * h tiles
+    // aspect_ratio_ids: 1 + the index of the image's (tiles high, tiles wide).
+    const std::pair<int, int> shape{images[i].grid[1], images[i].grid[2]};
+    const auto& ratios = c.supported_aspect_ratios;
+    ids[i] = static_cast<int>(std::find(ratios.begin(), ratios.end(), shape) - ratios.begin()) + 1;
+    OCULAR_CHECK(ids[i] <= c.max_aspect_ratio_id() && images[i].pixel_count == plane,
+                 "HINT: images must come from MllamaProcessor::AddImage");
+    tiles[i] = shape.first * shape.second;  // build_aspect_ratio_mask: the first w * h tiles
     Embed(ex, c, w.vision, pixels + i * plane, ids[i], x + i * rows * D);
   }
   if (tracer) {  // the real patch rows only: [n, T, P, D]
@@ -236,16 +238,8 @@ void EncodeImages(const Exec& ex, const MllamaConfig& cfg, const Weights& w, con
     }
   }
   Tap(tracer, "vision.output", out, {n, T, P, Dv});
-  float* proj = ex.arena.Floats(n * T * P * H);
-  ops::MatMul(ex, out, n * T * P, Dv, Dv, w.proj_w, &w.proj_b, proj, H);
-  Tap(tracer, "projector", proj, {n, T, P, H});
-  const int64_t per_image = ImageFeatureRows(c);
-  for (int64_t i = 0; i < n; ++i) {
-    float* f = features + i * per_image * H;
-    std::copy_n(proj + i * T * P * H, T * P * H, f);
-    std::fill_n(f + T * P * H, H, 0.0f);
-    f[T * P * H] = static_cast<float>(tiles[i]);  // the tile-count row
-  }
+  ops::MatMul(ex, out, n * T * P, Dv, Dv, w.proj_w, &w.proj_b, features, H);
+  Tap(tracer, "projector", features, {n, T, P, H});
 }
 
 }  // namespace ocular::mllama

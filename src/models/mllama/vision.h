@@ -7,23 +7,27 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "kernels/exec.h"
 #include "models/mllama/config.h"
 #include "models/mllama/weights.h"
+#include "models/prompt.h"
 #include "models/tracer.h"
 
 namespace ocular::mllama {
 
 // Feature rows per image: every tile's P rows (padding tiles included: text rows without an
-// image attend to them, as in HF), then one row whose first value is the image's tile count.
+// image attend to them, as in HF).
 int64_t ImageFeatureRows(const VisionConfig& v);
 
-// pixels: n images in the layout of processor.h PixelFloats. Writes features
-// [n * ImageFeatureRows, H]. Taps: vision.layernorm_pre, vision.layers.{i},
+// pixels: the images' values one after the other, each in the layout of processor.h
+// PixelFloats; each image's aspect ratio is its grid {1, tiles high, tiles wide}. Writes
+// features [n * ImageFeatureRows, H]. Taps: vision.layernorm_pre, vision.layers.{i},
 // vision.layernorm_post, vision.global_layers.{i}, vision.output, projector.
-void EncodeImages(const Exec& ex, const MllamaConfig& cfg, const Weights& w, const float* pixels,
-                  int64_t n, float* features, Tracer* tracer);
+void EncodeImages(const Exec& ex, const MllamaConfig& cfg, const Weights& w,
+                  std::span<const VisionInput> images, const float* pixels, float* features,
+                  Tracer* tracer);
 
 // Arena bytes EncodeImages takes for n images.
 size_t EncodeBytes(const MllamaConfig& cfg, int64_t n, int threads);

@@ -150,8 +150,9 @@ size_t PaliGemma::WorkspaceBytes(const WorkspaceShape& s) const {
   return std::max({encode, forward, logits});
 }
 
-void PaliGemma::EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* z,
-                             Tracer* tracer) const {
+void PaliGemma::EncodeImages(const Exec& ex, std::span<const VisionInput> images,
+                             const float* pixels, float* z, Tracer* tracer) const {
+  const int64_t n = static_cast<int64_t>(images.size());
   const int64_t N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
   const int64_t H = cfg_.text.hidden_size;
   ArenaScope scope(ex.arena);

@@ -33,8 +33,8 @@ class PaliGemma final : public VlModel {
 
   // features = projector(SigLIP(pixels)) / sqrt(H) (PaliGemmaModel.get_image_features).
   // Taps: vision.*, projector.
-  void EncodeImages(const Exec& ex, const float* pixels, int64_t n, float* features,
-                    Tracer* tracer) const override;
+  void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
+                    float* features, Tracer* tracer) const override;
   // Embeddings multiplied by the normalizer sqrt(H) (HF scales text AND image rows).
   // Taps: decoder.inputs_embeds (before the normalizer), decoder.embed_scaled.
   Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,

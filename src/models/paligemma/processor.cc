@@ -46,7 +46,7 @@ StatusOr<Prompt> PaliGemmaProcessor::BuildPrompt(int n_images, const std::string
     p.ids.insert(p.ids.end(), nl.begin(), nl.end());
   }
   // The whole image + prompt block is the bidirectional prefix (prefix-LM).
-  p.prefix_len = static_cast<int64_t>(p.ids.size());
+  p.bidirectional.push_back({0, static_cast<int64_t>(p.ids.size())});
   return p;
 }
 

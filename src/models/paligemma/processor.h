@@ -22,6 +22,7 @@ class PaliGemmaProcessor final : public Processor {
   StatusOr<Prompt> BuildPrompt(int n_images, const std::string& text,
                                const PromptOptions& options) const override;
   StatusOr<Tensor> Pixels(const Image& image) const override;
+  int64_t image_tokens() const override { return image_tokens_; }
 
  private:
   std::unique_ptr<Tokenizer> tok_;
