@@ -98,11 +98,17 @@ class SentencePieceTokenizer final : public Tokenizer {
     if (sp_.IsByte(id) && piece.size() == 6) {  // "<0x0A>"
       return std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));
     }
-    for (size_t pos = piece.find("\xe2\x96\x81"); pos != std::string::npos;
-         pos = piece.find("\xe2\x96\x81")) {
-      piece.replace(pos, 3, " ");
+    std::string bytes;  // the piece with each U+2581 (3 bytes) turned back into a space
+    bytes.reserve(piece.size());
+    for (size_t i = 0; i < piece.size(); ++i) {
+      if (piece.compare(i, 3, "\xe2\x96\x81") == 0) {
+        bytes += ' ';
+        i += 2;
+      } else {
+        bytes += piece[i];
+      }
     }
-    return piece.empty() ? std::nullopt : std::optional<std::string>(piece);
+    return bytes.empty() ? std::nullopt : std::optional<std::string>(bytes);
   }
   bool IsSpecial(int32_t id) const override {
     return id >= 0 && id < vocab_size_ && sp_.IsControl(id);
