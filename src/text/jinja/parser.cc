@@ -919,7 +919,8 @@ class Parser {
     std::string name = ExpectName();
     while (IsOp(".") && Peek(1).type == T::kName) {
       i_ += 1;
-      name += "." + ExpectName();
+      name += '.';
+      name += ExpectName();
     }
     return name;
   }
