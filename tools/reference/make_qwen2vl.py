@@ -1,0 +1,327 @@
+"""Tiny random-init Qwen2-VL checkpoints, their goldens and a pixel fixture, from transformers.
+
+Writes, in the HF layout of Qwen/Qwen2-VL-7B-Instruct (save_pretrained):
+  testdata/tiny/qwen2vl     Qwen2VLForConditionalGeneration: a 2-block ViT (embed_dim 48,
+                            4 heads of 12, QuickGELU MLP 96, 14-px patches, temporal patch 2,
+                            2x2 merge) and a 3-layer Qwen2 decoder (hidden 48, GQA 4/2, head_dim
+                            12, q/k/v biases, SwiGLU 80) with M-RoPE mrope_section [1, 2, 3]
+                            (uneven, so every axis owns a different number of frequencies), an
+                            untied lm_head and vocab_size past the tokenizer's last id;
+                            preprocessor min_pixels 56*56, max_pixels 28*28*12 (small images
+                            scale up, larger ones down)
+  testdata/golden/qwen2vl/<case>.safetensors   the taps below, self-checked against
+                            model.generate(do_sample=False)
+  testdata/golden/qwen2vl-pixels.safetensors   Qwen2VLImageProcessor (the PIL one) on synthetic
+                            images of odd sizes, with 4-px patches so the file stays small:
+                            pixel_values and image_grid_thw of each
+
+Taps (batch dimension dropped; N = patches of all images, M = N / merge^2 feature rows):
+  input_ids [T] (I64)      pixel_values [N, 3*2*14*14]      image_grid_thw [n, 3] (I64)
+  position_ids [3, T] (I64)  rope_deltas [1] (I64)          get_rope_index
+  vision.patch_embed [N, D]  vision.blocks.{i} [N, D]       vision.merger [M, H]
+  decoder.inputs_embeds [T, H] (image rows replaced)        decoder.layers.{i} [T, H]
+  decoder.norm [T, H]  logits [T, V]  generated_ids [G] (I64)  decode_logits [G, V]
+
+Reference: transformers 4.57.1 models/qwen2_vl/modeling_qwen2_vl.py, image_processing_qwen2_vl.py,
+processing_qwen2_vl.py (eager attention, float32).
+
+Run: .venv/bin/python -m tools.reference.make_qwen2vl
+"""
+
+import argparse
+import math
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import torch
+from PIL import Image
+
+from tools.reference import common, taps as taps_lib
+
+TINY = "testdata/tiny"
+GOLDEN = "testdata/golden"
+INPUTS = os.path.join(GOLDEN, "inputs")
+NUM_GENERATED = 32
+CORPUS = os.path.join(os.path.dirname(__file__), "corpus.txt")
+# Qwen2's pre-tokenizer split (tokenizer.json of Qwen/Qwen2-VL-7B-Instruct): single digits.
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+"
+                 r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+            "<|image_pad|>", "<|video_pad|>"]
+MEAN = [0.48145466, 0.4578275, 0.40821073]  # OPENAI_CLIP_MEAN, as Qwen2-VL's preprocessor_config
+STD = [0.26862954, 0.26130258, 0.27577711]
+MIN_PIXELS = 56 * 56
+MAX_PIXELS = 28 * 28 * 12
+
+VISION = dict(depth=2, embed_dim=48, hidden_size=48, hidden_act="quick_gelu", mlp_ratio=2,
+              num_heads=4, in_channels=3, patch_size=14, spatial_merge_size=2,
+              temporal_patch_size=2)
+TEXT = dict(hidden_size=48, intermediate_size=80, num_hidden_layers=3, num_attention_heads=4,
+            num_key_value_heads=2, hidden_act="silu", max_position_embeddings=512,
+            rms_norm_eps=1e-6, rope_theta=10000.0, tie_word_embeddings=False,
+            use_sliding_window=False, rope_scaling={"type": "mrope", "mrope_section": [1, 2, 3]})
+
+# (images, prompt) per case: an image whose sides are not multiples of 28 (60x40 -> 84x56),
+# two images with text before, between and after them, a grey image, text only.
+VISION_TAG = "<|vision_start|><|image_pad|><|vision_end|>"
+CASES = {
+    "one": (["photo"], VISION_TAG + "describe this picture"),
+    "two": (["photo", "gray"], "look " + VISION_TAG + " and " + VISION_TAG + " what differs?"),
+    "gray": (["gray"], "what is this? " + VISION_TAG),
+    "text_only": ([], "what color is the square?"),
+}
+
+# Sizes for the pixel fixture (width, height): up- and downscaled, sides around multiples of
+# the factor, extreme aspect ratios, grey and palette modes. No side of 1 or 3 pixels: transformers
+# then guesses the array channels-first (infer_channel_dimension_format) and fails.
+PIXEL_PATCH = 4
+PIXEL_MIN = 8 * 8 * 4
+PIXEL_MAX = 8 * 8 * 24
+PIXEL_SIZES = [(2, 2), (5, 7), (8, 8), (9, 9), (15, 17), (16, 16), (17, 15), (20, 20), (23, 41),
+               (24, 40), (25, 39), (31, 33), (33, 31), (40, 60), (60, 40), (47, 33), (33, 47),
+               (64, 64), (65, 63), (80, 10), (10, 80), (100, 7), (7, 100), (120, 90), (90, 120),
+               (50, 4), (4, 50), (39, 39), (41, 41), (55, 29), (29, 55), (72, 18), (18, 72),
+               (200, 150), (13, 200), (96, 96)]
+PIXEL_MODES = ["RGB", "L", "P"]
+
+
+def synthetic(width, height, seed, mode="RGB"):
+    """The pattern tests/golden/qwen2vl_golden_test.cc rebuilds (make_mllama.py's, in a mode)."""
+    a = np.zeros((height, width, 3), dtype=np.uint8)
+    for y in range(height):
+        for x in range(width):
+            for c in range(3):
+                a[y, x, c] = (x * (7 + c) + y * (13 + 2 * c) + seed * 31 + (x * y) % (17 + c)) % 256
+    image = Image.fromarray(a)
+    if mode == "L":
+        return image.convert("L")
+    if mode == "P":  # a palette image: quantized colours, a palette PNG when saved
+        return image.quantize(colors=16, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    return image
+
+
+def load_tokenizer():
+    """A tiny byte-level BPE with Qwen2's pre-tokenizer and Qwen2-VL's special tokens."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2TokenizerFast
+
+    tok = Tokenizer(models.BPE(ignore_merges=False))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    trainer = trainers.BpeTrainer(vocab_size=400, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train([CORPUS], trainer)
+    tok.add_special_tokens(SPECIALS)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok)
+    with tempfile.TemporaryDirectory() as tmp:  # Qwen2VLProcessor wants a Qwen2 tokenizer class
+        fast.save_pretrained(tmp)
+        return Qwen2TokenizerFast.from_pretrained(tmp, eos_token="<|im_end|>",
+                                                  pad_token="<|endoftext|>", bos_token=None,
+                                                  unk_token=None)
+
+
+def make_processor(tokenizer, patch_size=14, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS):
+    from transformers import Qwen2VLImageProcessor, Qwen2VLProcessor
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
+    image_processor = Qwen2VLImageProcessor(
+        do_resize=True, resample=3, do_rescale=True, rescale_factor=1 / 255, do_normalize=True,
+        image_mean=MEAN, image_std=STD, do_convert_rgb=True, min_pixels=min_pixels,
+        max_pixels=max_pixels, patch_size=patch_size, temporal_patch_size=2, merge_size=2)
+    return Qwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                            video_processor=Qwen2VLVideoProcessor())
+
+
+def make_config(tokenizer):
+    from transformers import Qwen2VLConfig
+
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIALS}
+    vocab = (len(tokenizer) + 63) // 64 * 64 + 16  # past the tokenizer, as the real 151936
+    text = dict(TEXT, vocab_size=vocab, bos_token_id=ids["<|endoftext|>"],
+                eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"])
+    cfg = Qwen2VLConfig(text_config=text, vision_config=VISION,
+                        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+                        vision_start_token_id=ids["<|vision_start|>"],
+                        vision_end_token_id=ids["<|vision_end|>"],
+                        tie_word_embeddings=False)
+    cfg._attn_implementation = "eager"
+    return cfg
+
+
+def init_weights(model, seed):
+    """O(1)-activation init by parameter name (sorted for a stable RNG order)."""
+    gen = torch.Generator().manual_seed(seed)
+
+    def normal(shape, std, mean=0.0):
+        return torch.randn(shape, generator=gen, dtype=torch.float32) * std + mean
+
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            if "embed_tokens" in name:
+                value = normal(p.shape, 1.0)
+            elif name.endswith("language_model.norm.weight"):
+                value = normal(p.shape, 0.1, mean=4.0)
+            elif ("norm" in name or "ln_q" in name) and name.endswith("bias"):
+                value = normal(p.shape, 0.1)
+            elif "norm" in name or "ln_q" in name:  # LayerNorm and RMSNorm weights
+                value = normal(p.shape, 0.1, mean=1.0)
+            elif name.endswith("bias"):
+                value = normal(p.shape, 0.1)
+            elif p.dim() >= 2:
+                value = normal(p.shape, 1 / math.sqrt(p[0].numel()))
+            else:
+                raise ValueError(f"no init rule for {name} {tuple(p.shape)}")
+            p.copy_(value)
+
+
+def save(model, out_dir, processor):
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        processor.save_pretrained(tmp)
+        for name in sorted(os.listdir(tmp)):
+            if name in ("video_preprocessor_config.json", "chat_template.jinja"):
+                continue  # videos are not ocular's; no chat template in this checkpoint
+            with open(os.path.join(tmp, name), "rb") as f:
+                common.write_bytes(os.path.join(out_dir, name), f.read())
+
+
+def make_tiny():
+    from transformers import Qwen2VLForConditionalGeneration
+
+    tokenizer = load_tokenizer()
+    torch.manual_seed(21)
+    model = Qwen2VLForConditionalGeneration(make_config(tokenizer)).eval()
+    init_weights(model, 21)
+    save(model, os.path.join(TINY, "qwen2vl"), make_processor(tokenizer))
+    print("tiny: qwen2vl")
+
+
+# ---- goldens --------------------------------------------------------------------------------
+
+class Recorder(taps_lib.TapRecorder):
+    """Hooks on the Qwen2-VL module tree; records the first call of each module only."""
+
+    def __init__(self, model):  # pylint: disable=super-init-not-called
+        self.taps, self._active, self._handles = {}, False, []
+        visual = model.model.visual
+        self._hook(visual.patch_embed, "vision.patch_embed")
+        for i, block in enumerate(visual.blocks):
+            self._hook(block, f"vision.blocks.{i}")
+        self._hook(visual.merger, "vision.merger")
+        decoder = model.model.language_model
+        self._pre_hook(decoder.layers[0], "decoder.inputs_embeds", kwarg="hidden_states")
+        for i, layer in enumerate(decoder.layers):
+            self._hook(layer, f"decoder.layers.{i}")
+        self._hook(decoder.norm, "decoder.norm")
+
+    def _store(self, name, tensor):
+        if not self._active or name in self.taps:
+            return
+        t = tensor.detach()
+        if name.startswith("decoder."):
+            t = t[0]  # the (single) prompt
+        self.taps[name] = t.to(torch.float32).clone()
+
+
+@torch.no_grad()
+def trace(model, inputs):
+    recorder = Recorder(model)
+    try:
+        out, generated, decode_logits = taps_lib.greedy_decode(model, inputs, NUM_GENERATED,
+                                                               recorder)
+        taps = dict(recorder.taps)
+    finally:
+        recorder.remove()
+    position_ids, deltas = model.model.get_rope_index(inputs["input_ids"],
+                                                      inputs.get("image_grid_thw"), None, None)
+    if "pixel_values" in inputs:
+        taps["pixel_values"] = inputs["pixel_values"].to(torch.float32).clone()
+        taps["image_grid_thw"] = inputs["image_grid_thw"].to(torch.int64).clone()
+    taps["input_ids"] = inputs["input_ids"][0].to(torch.int64).clone()
+    taps["position_ids"] = position_ids[:, 0].to(torch.int64).clone()
+    taps["rope_deltas"] = deltas[0].to(torch.int64).clone()
+    taps["logits"] = out.logits[0].to(torch.float32).clone()
+    taps["generated_ids"] = generated
+    taps["decode_logits"] = decode_logits.to(torch.float32).clone()
+    return taps
+
+
+def check_generate(model, inputs, taps):
+    model.generation_config.eos_token_id = None  # never stop early: NUM_GENERATED tokens
+    gen = model.generate(**inputs, max_new_tokens=NUM_GENERATED, do_sample=False,
+                         return_dict_in_generate=True, pad_token_id=0)
+    hf_ids = gen.sequences[0, inputs["input_ids"].shape[1]:]
+    assert torch.equal(hf_ids, taps["generated_ids"]), (
+        f"generate {hf_ids.tolist()} != manual {taps['generated_ids'].tolist()}")
+
+
+def input_images():
+    return {n: Image.open(os.path.join(INPUTS, n + ".png")) for n in ("photo", "gray")}
+
+
+def make_goldens():
+    from transformers import AutoProcessor, Qwen2VLForConditionalGeneration
+
+    taps_lib.I64_TAPS = taps_lib.I64_TAPS + ("image_grid_thw", "position_ids", "rope_deltas")
+    images = input_images()
+    name = "qwen2vl"
+    path = os.path.join(TINY, name)
+    model = Qwen2VLForConditionalGeneration.from_pretrained(
+        path, dtype=torch.float32, attn_implementation="eager").eval()
+    processor = AutoProcessor.from_pretrained(path, use_fast=False)
+    out_dir = os.path.join(GOLDEN, name)
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
+    for case, (names, prompt) in CASES.items():
+        kwargs = dict(images=[images[n] for n in names]) if names else {}
+        inputs = processor(text=[prompt], return_tensors="pt", **kwargs)
+        inputs = {k: v for k, v in inputs.items() if k != "attention_mask"}
+        taps = trace(model, inputs)
+        check_generate(model, inputs, taps)
+        file = os.path.join(out_dir, f"{case}.safetensors")
+        taps_lib.save_taps(taps, file, {"checkpoint": name, "case": case, "prompt": prompt,
+                                        "images": ",".join(names)})
+        grids = inputs["image_grid_thw"].tolist() if names else []
+        print(f"golden: {name}/{case} T={taps['input_ids'].shape[0]} grids={grids} "
+              f"deltas={taps['rope_deltas'].tolist()} gen={taps['generated_ids'].tolist()}")
+
+
+def make_pixel_fixture():
+    """Qwen2VLImageProcessor on synthetic images: pixel_values and image_grid_thw of each."""
+    processor = make_processor(load_tokenizer(), PIXEL_PATCH, PIXEL_MIN, PIXEL_MAX).image_processor
+    taps, grids = {}, []
+    for k, (w, h) in enumerate(PIXEL_SIZES):
+        mode = PIXEL_MODES[k % len(PIXEL_MODES)]
+        out = processor(images=[synthetic(w, h, k, mode)], return_tensors="pt")
+        key = f"{w}x{h}s{k}{mode}"
+        taps[f"{key}/pixel_values"] = out["pixel_values"].to(torch.float32)
+        taps[f"{key}/image_grid_thw"] = out["image_grid_thw"][0].to(torch.int64)
+        grids.append(tuple(out["image_grid_thw"][0].tolist()))
+    taps_lib.I64_TAPS = tuple(set(taps_lib.I64_TAPS) | {n for n in taps if n.endswith("_thw")})
+    taps_lib.save_taps(taps, os.path.join(GOLDEN, "qwen2vl-pixels.safetensors"),
+                       {"patch_size": PIXEL_PATCH, "min_pixels": PIXEL_MIN,
+                        "max_pixels": PIXEL_MAX, "seed": "image index"})
+    print(f"pixels: {len(PIXEL_SIZES)} images, grids {sorted(set(grids))}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--no-tiny", action="store_true", help="goldens only")
+    args = parser.parse_args(argv)
+    common.set_determinism()
+    if not args.no_tiny:
+        make_tiny()
+    make_goldens()
+    make_pixel_fixture()
+
+
+if __name__ == "__main__":
+    main()
