@@ -517,6 +517,29 @@ void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_
   });
 }
 
+void RopeAxes(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
+              const int64_t* pos, const float* inv_freq, const uint8_t* axis_of) {
+  OCULAR_CHECK(head_dim > 0 && head_dim % 2 == 0, "HINT: RoPE needs an even head_dim");
+  OCULAR_CHECK(ld >= n_heads * head_dim);
+  const kernels::KernelTable& table = ex.table();
+  const bool bf16 = ex.round_bf16();
+  const int64_t half = head_dim / 2;
+  ArenaScope scope(ex.arena);
+  float* cos = ex.arena.Floats(RopeArenaFloats(head_dim));
+  float* sin = cos + half;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < half; ++k) {
+      // freqs = inv_freq @ position_ids (one f32 product), then the section's axis
+      // (torch.cat([m[i % 3] for i, m in enumerate(cos.split(mrope_section))])).
+      const float angle = static_cast<float>(pos[int64_t{axis_of[k]} * rows + r]) * inv_freq[k];
+      cos[k] = std::cos(angle);
+      sin[k] = std::sin(angle);
+    }
+    if (bf16) table.round_bf16(cos, head_dim);
+    (bf16 ? table.rope_row_bf16 : table.rope_row)(x + r * ld, n_heads, head_dim, cos, sin);
+  }
+}
+
 namespace {
 
 int64_t ArenaFloats(int64_t floats) {

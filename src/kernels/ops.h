@@ -105,6 +105,14 @@ void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_
 // angle = f32(pos) * inv_freq[k], cos/sin in f32 (rounded to bf16 under kBF16).
 void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
           const int64_t* pos, const float* inv_freq);
+// Multi-axis RoPE: frequency k reads the position of axis axis_of[k], pos holding one row of
+// `rows` positions per axis (pos[a * rows + r]): angle = f32(pos[axis_of[k] * rows + r]) *
+// inv_freq[k], cos/sin in f32, the rotation as Rope's. Qwen2-VL's M-RoPE
+// (modeling_qwen2_vl.py apply_multimodal_rotary_pos_emb: the cos/sin of each mrope_section
+// taken from its own axis) and its ViT's 2-D rotary (rot_pos_emb: h positions, then w).
+// REQUIRES: head_dim even; axis_of[k] < the axes pos holds.
+void RopeAxes(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
+              const int64_t* pos, const float* inv_freq, const uint8_t* axis_of);
 
 // Keys and values of one attention call: rows [Tk, Hkv, d] with row strides ldk/ldv
 // (elements), f32 or bf16 (a bf16 KV cache). With ring > 0 the rows are a ring buffer:

@@ -11,6 +11,8 @@
 #include "models/mllama/processor.h"
 #include "models/paligemma/paligemma.h"
 #include "models/paligemma/processor.h"
+#include "models/qwen2vl/processor.h"
+#include "models/qwen2vl/qwen2vl.h"
 
 namespace ocular {
 
@@ -44,6 +46,15 @@ StatusOr<LoadedModel> LoadMllama(const ModelFiles& files) {
   return out;
 }
 
+StatusOr<LoadedModel> LoadQwen2VL(const ModelFiles& files) {
+  LoadedModel out;
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<qwen2vl::Qwen2VL> model, qwen2vl::Qwen2VL::Load(files));
+  OCULAR_ASSIGN_OR_RETURN(out.processor,
+                          qwen2vl::Qwen2VLProcessor::Load(*files.files, model->config()));
+  out.model = std::move(model);
+  return out;
+}
+
 // A GGUF file converted by llama.cpp: the side files of the family its architecture names.
 StatusOr<std::unique_ptr<FileSet>> AdaptLlamaCppGguf(const GgufFile& gguf) {
   StatusOr<std::string_view> arch = gguf.GetString("general.architecture");
@@ -62,10 +73,10 @@ struct Family {
 };
 
 constexpr Family kFamilies[] = {
-    {"paligemma", LoadPaliGemma},
-    {"gemma3", LoadGemma3},       // Gemma3ForConditionalGeneration
-    {"gemma3_text", LoadGemma3},  // Gemma3ForCausalLM
-    {"mllama", LoadMllama},       // MllamaForConditionalGeneration (Llama 3.2 Vision)
+    {"paligemma", LoadPaliGemma}, {"gemma3", LoadGemma3},  // Gemma3ForConditionalGeneration
+    {"gemma3_text", LoadGemma3},                           // Gemma3ForCausalLM
+    {"mllama", LoadMllama},     // MllamaForConditionalGeneration (Llama 3.2 Vision)
+    {"qwen2_vl", LoadQwen2VL},  // Qwen2VLForConditionalGeneration
 };
 
 }  // namespace

@@ -11,8 +11,9 @@ Writes, in the HF layout of Qwen/Qwen2-VL-7B-Instruct (save_pretrained):
                             scale up, larger ones down)
   testdata/golden/qwen2vl/<case>.safetensors   the taps below, self-checked against
                             model.generate(do_sample=False)
-  testdata/golden/qwen2vl-pixels.safetensors   Qwen2VLImageProcessor (the PIL one) on synthetic
-                            images of odd sizes, with 4-px patches so the file stays small:
+  testdata/golden/qwen2vl-pixels.safetensors   Qwen2VLImageProcessor (the PIL one) on the
+                            synthetic PNGs of testdata/golden/qwen2vl-pixels/ (odd sizes; RGB,
+                            grey and palette files), with 4-px patches so the file stays small:
                             pixel_values and image_grid_thw of each
 
 Taps (batch dimension dropped; N = patches of all images, M = N / merge^2 feature rows):
@@ -83,12 +84,13 @@ PIXEL_SIZES = [(2, 2), (5, 7), (8, 8), (9, 9), (15, 17), (16, 16), (17, 15), (20
                (24, 40), (25, 39), (31, 33), (33, 31), (40, 60), (60, 40), (47, 33), (33, 47),
                (64, 64), (65, 63), (80, 10), (10, 80), (100, 7), (7, 100), (120, 90), (90, 120),
                (50, 4), (4, 50), (39, 39), (41, 41), (55, 29), (29, 55), (72, 18), (18, 72),
-               (200, 150), (13, 200), (96, 96)]
+               (130, 98), (13, 200), (96, 96)]
 PIXEL_MODES = ["RGB", "L", "P"]
+PIXEL_DIR = os.path.join(GOLDEN, "qwen2vl-pixels")
 
 
 def synthetic(width, height, seed, mode="RGB"):
-    """The pattern tests/golden/qwen2vl_golden_test.cc rebuilds (make_mllama.py's, in a mode)."""
+    """make_mllama.py's pattern, in a mode (saved as PNG files for the C++ test)."""
     a = np.zeros((height, width, 3), dtype=np.uint8)
     for y in range(height):
         for x in range(width):
@@ -298,10 +300,15 @@ def make_pixel_fixture():
     """Qwen2VLImageProcessor on synthetic images: pixel_values and image_grid_thw of each."""
     processor = make_processor(load_tokenizer(), PIXEL_PATCH, PIXEL_MIN, PIXEL_MAX).image_processor
     taps, grids = {}, []
+    if os.path.isdir(PIXEL_DIR):
+        shutil.rmtree(PIXEL_DIR)
+    os.makedirs(PIXEL_DIR)
     for k, (w, h) in enumerate(PIXEL_SIZES):
         mode = PIXEL_MODES[k % len(PIXEL_MODES)]
-        out = processor(images=[synthetic(w, h, k, mode)], return_tensors="pt")
         key = f"{w}x{h}s{k}{mode}"
+        file = os.path.join(PIXEL_DIR, key + ".png")
+        synthetic(w, h, k, mode).save(file, optimize=False)
+        out = processor(images=[Image.open(file)], return_tensors="pt")
         taps[f"{key}/pixel_values"] = out["pixel_values"].to(torch.float32)
         taps[f"{key}/image_grid_thw"] = out["image_grid_thw"][0].to(torch.int64)
         grids.append(tuple(out["image_grid_thw"][0].tolist()))
@@ -315,8 +322,12 @@ def make_pixel_fixture():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-tiny", action="store_true", help="goldens only")
+    parser.add_argument("--pixels-only", action="store_true", help="the pixel fixture only")
     args = parser.parse_args(argv)
     common.set_determinism()
+    if args.pixels_only:
+        make_pixel_fixture()
+        return
     if not args.no_tiny:
         make_tiny()
     make_goldens()

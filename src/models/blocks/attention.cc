@@ -133,13 +133,19 @@ size_t SelfAttentionBytes(const AttentionSpec& a, int64_t rows, int64_t context,
 }
 
 void EncoderAttention(const Exec& ex, const AttentionSpec& a, const AttentionWeights& w,
-                      const float* x, int64_t rows, const EncoderMask& mask, float* out) {
+                      const float* x, int64_t rows, const EncoderMask& mask, float* out,
+                      const Positions* pos) {
   const int64_t H = a.hidden, qdim = a.qdim(), kvdim = a.kvdim();
   const bool gather = mask.key_order != nullptr, ranges = mask.begin == nullptr;
   Scratch s(ex.arena);
   AttentionBuffers b(s, a, rows, /*kv=*/true, gather, ranges);
   ops::MatMuls(ex, x, rows, H, H,
                {{w.q, w.q_b, b.q, qdim}, {w.k, w.k_b, b.k, kvdim}, {w.v, w.v_b, b.v, kvdim}});
+  if (a.rope.enabled()) {  // q, k = apply_rotary_pos_emb_vision(q, k, cos, sin)
+    OCULAR_CHECK(pos != nullptr, "HINT: an encoder RoPE needs the rows' positions");
+    ApplyRope(ex, a.rope, *pos, b.q, rows, a.heads, a.head_dim, qdim);
+    ApplyRope(ex, a.rope, *pos, b.k, rows, a.kv_heads, a.head_dim, kvdim);
+  }
   const float* k = b.k;
   const float* v = b.v;
   if (gather) {  // keys and values in key_order

@@ -85,9 +85,11 @@ struct EncoderMask {
   const int32_t* key_order = nullptr;
 };
 
-// Attention among the rows of x[rows, hidden] (one image's patches); no cache, no RoPE.
+// Attention among the rows of x[rows, hidden] (one image's patches); no cache. RoPE when the
+// spec has one, at `pos` (Qwen2-VL's ViT: apply_rotary_pos_emb_vision on q and k).
 void EncoderAttention(const Exec& ex, const AttentionSpec& a, const AttentionWeights& w,
-                      const float* x, int64_t rows, const EncoderMask& mask, float* out);
+                      const float* x, int64_t rows, const EncoderMask& mask, float* out,
+                      const Positions* pos = nullptr);
 size_t EncoderAttentionBytes(const AttentionSpec& a, int64_t rows, bool key_order, int threads);
 
 // One sequence's keys for CrossAttention: kv (kv.Tk == 0: no keys, a zero context row) and

@@ -1,5 +1,6 @@
 #include "models/blocks/decoder_layer.h"
 
+#include "core/check.h"
 #include "kernels/ops.h"
 #include "models/blocks/scratch.h"
 
@@ -11,11 +12,33 @@ struct LayerBuffers {
   LayerBuffers(Scratch& s, const DecoderLayerSpec& spec, int64_t rows)
       : h(s.Floats(rows * spec.attn.hidden)),
         o(s.Floats(rows * spec.attn.hidden)),
-        pos(s.Take<int64_t>(rows)) {}
+        pos(s.Take<int64_t>(rows * spec.attn.rope.axes)) {}
   float* h;      // a normed input / output
   float* o;      // a block's output
-  int64_t* pos;  // the rows' positions
+  int64_t* pos;  // the rows' positions [axes, rows]
 };
+
+// The rows' positions, axis after axis: cache row i at i + offset (1-D), or on each axis the
+// prompt's (Prompt::positions: a prompt row's given position, a decode row at i + decode_offset).
+void RowPositions(const DecoderLayerSpec& s, const Batch& batch, int64_t* pos) {
+  const int axes = s.attn.rope.axes;
+  const int64_t rows = batch.rows;
+  int64_t r = 0;
+  for (const SeqChunk& sq : batch.seqs) {
+    for (int64_t t = 0; t < sq.count; ++t, ++r) {
+      const int64_t i = sq.start + t;
+      if (axes == 1 || sq.prompt == nullptr) {
+        for (int a = 0; a < axes; ++a) pos[a * rows + r] = i + s.position_offset;
+        continue;
+      }
+      const ocular::Positions& p = sq.prompt->positions;
+      OCULAR_CHECK(p.ids.empty() || p.axes == axes, "HINT: a prompt of other RoPE axes");
+      for (int a = 0; a < axes; ++a) {
+        pos[a * rows + r] = p.At(p.ids.empty() ? 0 : a, i, sq.prompt->size()) + s.position_offset;
+      }
+    }
+  }
+}
 
 Norm LayerNorm(const DecoderLayerSpec& s, const TensorView* w) {
   return {s.norm, w, nullptr, s.eps};
@@ -42,11 +65,8 @@ void DecoderLayer(const Exec& ex, const DecoderLayerSpec& s, const DecoderLayerW
   const int64_t H = s.attn.hidden, rows = batch.rows;
   Scratch scratch(ex.arena);
   LayerBuffers b(scratch, s, rows);
-  int64_t r = 0;
-  for (const SeqChunk& sq : batch.seqs) {
-    for (int64_t t = 0; t < sq.count; ++t) b.pos[r++] = sq.start + t + s.position_offset;
-  }
-  const Positions pos{b.pos, rows, 1};
+  RowPositions(s, batch, b.pos);
+  const blocks::Positions pos{b.pos, rows, s.attn.rope.axes};
   // x = x + [attn_post_norm](self_attn(attn_norm(x)))
   ApplyNorm(ex, LayerNorm(s, w.attn_norm), x, rows, H, b.h);
   taps("attn_norm", b.h, {rows, H});

@@ -42,13 +42,13 @@ EncoderLayerWeights VitLayerView(const VitLayerNames& n) {
 }
 
 void EncoderLayer(const Exec& ex, const EncoderLayerSpec& s, const EncoderLayerWeights& w, float* x,
-                  int64_t rows, const EncoderMask& mask) {
+                  int64_t rows, const EncoderMask& mask, const Positions* pos) {
   const int64_t D = s.attn.hidden, n = rows * D;
   Scratch scratch(ex.arena);
   LayerBuffers b(scratch, s, rows);
   // x = x + [tanh(gate_attn) *] attn(norm1(x))
   ApplyNorm(ex, {s.norm, w.norm1_w, w.norm1_b, s.eps}, x, rows, D, b.h);
-  EncoderAttention(ex, s.attn, w.attn, b.h, rows, mask, b.o);
+  EncoderAttention(ex, s.attn, w.attn, b.h, rows, mask, b.o, pos);
   if (w.gated) ops::Scale(ex, b.o, n, w.attn_gate);
   ops::Add(ex, x, b.o, x, n);
   // x = x + [tanh(gate_ffn) *] mlp(norm2(x))

@@ -51,8 +51,9 @@ struct VitLayerNames {
 EncoderLayerWeights VitLayerView(const VitLayerNames& n);
 
 // One layer in place on x[rows, hidden] (one image's rows), keys as `mask` says.
+// `pos`: the rows' positions when the attention has RoPE (EncoderAttention).
 void EncoderLayer(const Exec& ex, const EncoderLayerSpec& s, const EncoderLayerWeights& w, float* x,
-                  int64_t rows, const EncoderMask& mask);
+                  int64_t rows, const EncoderMask& mask, const Positions* pos = nullptr);
 // Arena bytes EncoderLayer takes (key_order: the mask reorders keys).
 size_t EncoderLayerBytes(const EncoderLayerSpec& s, int64_t rows, bool key_order, int threads);
 

@@ -33,10 +33,38 @@ std::vector<float> RopeInvFreq(int64_t head_dim, float theta, const Llama3RopeSc
   return inv;
 }
 
+AxesRope MultimodalRope(int64_t head_dim, float theta, std::span<const int> mrope_section) {
+  AxesRope out;
+  out.inv_freq = RopeInvFreq(head_dim, theta, {});
+  out.axes = static_cast<int>(mrope_section.size());
+  for (size_t a = 0; a < mrope_section.size(); ++a) {
+    out.axis_of.insert(out.axis_of.end(), mrope_section[a], static_cast<uint8_t>(a));
+  }
+  OCULAR_CHECK(static_cast<int64_t>(out.axis_of.size()) == head_dim / 2,
+               "HINT: mrope_section must sum to head_dim / 2");
+  return out;
+}
+
+AxesRope VisionRope2d(int64_t head_dim, float theta) {
+  OCULAR_CHECK(head_dim % 4 == 0, "HINT: the 2-D rotary needs head_dim % 4 == 0");
+  // rotary_pos_emb = cat(freqs[h], freqs[w]) over VisionRotaryEmbedding(head_dim / 2).
+  const std::vector<float> base = RopeInvFreq(head_dim / 2, theta, {});
+  AxesRope out;
+  out.axes = 2;
+  for (int a = 0; a < 2; ++a) {
+    out.inv_freq.insert(out.inv_freq.end(), base.begin(), base.end());
+    out.axis_of.insert(out.axis_of.end(), base.size(), static_cast<uint8_t>(a));
+  }
+  return out;
+}
+
 void ApplyRope(const Exec& ex, const RopeSpec& r, const Positions& p, float* x, int64_t rows,
                int64_t heads, int64_t head_dim, int64_t ld) {
-  OCULAR_CHECK(p.axes == 1 && p.rows == rows, "HINT: multi-axis RoPE is not implemented");
-  if (r.inv_freq != nullptr) {
+  OCULAR_CHECK(p.axes == r.axes && p.rows == rows, "HINT: positions of another RoPE");
+  if (r.axes > 1) {
+    OCULAR_CHECK(r.inv_freq != nullptr && r.axis_of != nullptr);
+    ops::RopeAxes(ex, x, rows, heads, head_dim, ld, p.pos, r.inv_freq, r.axis_of);
+  } else if (r.inv_freq != nullptr) {
     ops::Rope(ex, x, rows, heads, head_dim, ld, p.pos, r.inv_freq);
   } else {
     ops::Rope(ex, x, rows, heads, head_dim, ld, p.pos, r.theta, r.divisor);

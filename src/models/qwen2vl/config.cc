@@ -1,0 +1,194 @@
+#include "models/qwen2vl/config.h"
+
+#include "models/config_section.h"
+
+namespace ocular::qwen2vl {
+
+namespace {
+
+using config_internal::Json;
+using config_internal::kMaxHeads;
+using config_internal::kMaxHidden;
+using config_internal::kMaxIntermediate;
+using config_internal::kMaxLayers;
+using config_internal::kMaxPositions;
+using config_internal::kMaxScalar;
+using config_internal::kMaxVocab;
+using config_internal::Section;
+using config_internal::Shown;
+using config_internal::TokenId;
+
+Status ParseVision(const Section& s, VisionConfig* c) {
+  // ACT2FN["quick_gelu"] in Qwen2VLVisionBlock's VisionMlp; every release uses it.
+  OCULAR_RETURN_IF_ERROR(
+      s.RequireDefault("hidden_act", "quick_gelu", "the ViT MLP is fc2(quick_gelu(fc1(x)))"));
+  OCULAR_RETURN_IF_ERROR(s.Int("depth", 1, kMaxLayers, &c->depth));
+  OCULAR_RETURN_IF_ERROR(s.Int("embed_dim", 1, kMaxHidden, &c->embed_dim));
+  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
+  OCULAR_RETURN_IF_ERROR(s.Float("mlp_ratio", 0, true, 64, &c->mlp_ratio));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_heads", 1, kMaxHeads, &c->num_heads));
+  OCULAR_RETURN_IF_ERROR(s.Int("in_channels", 1, 16, &c->in_channels));
+  OCULAR_RETURN_IF_ERROR(s.Int("patch_size", 1, 1024, &c->patch_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("spatial_merge_size", 1, 64, &c->spatial_merge_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("temporal_patch_size", 1, 64, &c->temporal_patch_size));
+  return Status::Ok();
+}
+
+// The text fields: under text_config (transformers >= 4.53's save_pretrained) or at the top
+// level (the released checkpoints; Qwen2VLConfig builds its text config from them).
+Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
+  OCULAR_RETURN_IF_ERROR(
+      s.RequireDefault("hidden_act", "silu", "the MLP is SwiGLU: silu(gate) * up"));
+  // Qwen2VLDecoderLayer: sliding windows are not implemented for eager attention; transformers
+  // warns and then masks sliding layers anyway. Refused rather than guessed.
+  OCULAR_RETURN_IF_ERROR(
+      s.RequireDefault("use_sliding_window", false, "every layer attends to the whole context"));
+  OCULAR_RETURN_IF_ERROR(s.RequireDefault("attention_dropout", 0.0, "inference has no dropout"));
+  OCULAR_RETURN_IF_ERROR(s.Int("vocab_size", 1, kMaxVocab, &c->vocab_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &c->intermediate_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &c->num_hidden_layers));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &c->num_attention_heads));
+  c->num_key_value_heads = c->num_attention_heads;  // the class default: num_attention_heads
+  OCULAR_RETURN_IF_ERROR(s.Int("num_key_value_heads", 1, kMaxHeads, &c->num_key_value_heads));
+  OCULAR_RETURN_IF_ERROR(
+      s.Int("max_position_embeddings", 1, kMaxPositions, &c->max_position_embeddings));
+  OCULAR_RETURN_IF_ERROR(s.Float("rms_norm_eps", 0, true, 1, &c->rms_norm_eps));
+  OCULAR_RETURN_IF_ERROR(s.Float("rope_theta", 1, true, kMaxScalar, &c->rope_theta));
+  OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id));
+  if (const Json* lt = s.Find("layer_types")) {
+    for (const Json& t : lt->is_array() ? *lt : Json::array({*lt})) {
+      if (t != "full_attention") {
+        return s.Fail(StatusCode::kUnimplemented, s.Key("layer_types"), " = ", Shown(*lt),
+                      " is not supported (full_attention layers only)");
+      }
+    }
+  }
+  OCULAR_ASSIGN_OR_RETURN(const Json* rs, s.Object("rope_scaling"));
+  if (rs == nullptr) {
+    // Qwen2VLAttention reads rope_scaling["mrope_section"]: transformers fails without it.
+    return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling"),
+                  " is missing (Qwen2-VL's M-RoPE needs its mrope_section)");
+  }
+  const Section r(*rs, source, s.Key("rope_scaling"));
+  std::string type;
+  OCULAR_RETURN_IF_ERROR(r.RopeType(&type));
+  // "mrope" is the released spelling; the config class rewrites it to "default" (the same
+  // frequencies, _compute_default_rope_parameters).
+  if (!type.empty() && type != "default" && type != "mrope") {
+    return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), " = ", Shown(*rs),
+                  " is not supported (M-RoPE with default frequencies)");
+  }
+  const Json* sec = r.Find("mrope_section");
+  bool ok = sec != nullptr && sec->is_array() && sec->size() == 3;
+  for (size_t i = 0; ok && i < 3; ++i) {
+    ok = (*sec)[i].is_number_integer() && (*sec)[i].get<int64_t>() >= 1 &&
+         (*sec)[i].get<int64_t>() <= 4096;
+    if (ok) c->mrope_section[i] = (*sec)[i].get<int>();
+  }
+  if (!ok) {
+    return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling.mrope_section"), " = ",
+                  sec ? Shown(*sec) : std::string("(missing)"),
+                  " must list 3 positive integers (temporal, height, width)");
+  }
+  for (const auto& [key, value] : rs->items()) {
+    if (key != "type" && key != "rope_type" && key != "mrope_section") {
+      return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), ".", key.substr(0, 40),
+                    " is not supported (M-RoPE takes mrope_section only)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status VisionConfig::Validate() const {
+  auto fail = [](StatusCode code, const auto&... args) {
+    return Error(code, "config", "vision_config: ", args...);
+  };
+  if (embed_dim % num_heads != 0 || head_dim() % 4 != 0) {
+    return fail(StatusCode::kDataLoss, "embed_dim (", embed_dim, ") / num_heads (", num_heads,
+                ") must be a whole head size divisible by 4 (the 2-D rotary)");
+  }
+  if (in_channels != 3) return fail(StatusCode::kUnimplemented, "in_channels must be 3 (RGB)");
+  if (mlp_dim() < 1) return fail(StatusCode::kDataLoss, "embed_dim * mlp_ratio is below 1");
+  return Status::Ok();
+}
+
+Status TextConfig::Validate() const {
+  auto fail = [](const auto&... args) {
+    return Error(StatusCode::kDataLoss, "config", "text_config: ", args...);
+  };
+  if (hidden_size % num_attention_heads != 0 || num_attention_heads % num_key_value_heads != 0) {
+    return fail("hidden_size (", hidden_size, ") must be divisible by num_attention_heads (",
+                num_attention_heads, "), and that by num_key_value_heads (", num_key_value_heads,
+                ")");
+  }
+  const int half = head_dim() / 2;
+  if (head_dim() % 2 != 0 || mrope_section[0] + mrope_section[1] + mrope_section[2] != half) {
+    return fail("rope_scaling.mrope_section [", mrope_section[0], ", ", mrope_section[1], ", ",
+                mrope_section[2], "] must sum to head_dim / 2 = ", half);
+  }
+  if (eos_token_id >= vocab_size) {
+    return fail("eos_token_id (", eos_token_id, ") is past the vocabulary (", vocab_size, ")");
+  }
+  return Status::Ok();
+}
+
+Status Qwen2VLConfig::Validate() const {
+  OCULAR_RETURN_IF_ERROR(vision.Validate());
+  OCULAR_RETURN_IF_ERROR(text.Validate());
+  for (int id : {image_token_id, video_token_id, vision_start_token_id, vision_end_token_id}) {
+    if (id >= text.vocab_size) {
+      return Error(StatusCode::kDataLoss, "config", "the vision token id ", id,
+                   " is past the vocabulary (", text.vocab_size, ")");
+    }
+  }
+  if (vision.hidden_size != text.hidden_size) {
+    return Error(StatusCode::kDataLoss, "config", "vision_config.hidden_size (", vision.hidden_size,
+                 ") must be the text hidden_size (", text.hidden_size,
+                 "): the merger's output replaces token embeddings");
+  }
+  return Status::Ok();
+}
+
+StatusOr<Qwen2VLConfig> ParseQwen2VLConfig(const std::string& json_text,
+                                           const std::string& source) {
+  OCULAR_ASSIGN_OR_RETURN(Json j, ParseJson(json_text, source, "config"));
+  if (!j.is_object()) return Error(StatusCode::kDataLoss, "config", source, ": not a JSON object");
+  const Section top(j, source, "");
+  Qwen2VLConfig c;
+  std::string model_type;
+  OCULAR_RETURN_IF_ERROR(top.String("model_type", &model_type));
+  if (model_type != "qwen2_vl") {
+    return top.Fail(StatusCode::kUnimplemented, "model_type '", model_type.substr(0, 40),
+                    "' is not supported (qwen2_vl)");
+  }
+  OCULAR_RETURN_IF_ERROR(top.String("torch_dtype", &c.torch_dtype));
+  OCULAR_RETURN_IF_ERROR(top.String("dtype", &c.torch_dtype));
+  OCULAR_RETURN_IF_ERROR(TokenId(top, "image_token_id", &c.image_token_id));
+  OCULAR_RETURN_IF_ERROR(TokenId(top, "video_token_id", &c.video_token_id));
+  OCULAR_RETURN_IF_ERROR(TokenId(top, "vision_start_token_id", &c.vision_start_token_id));
+  OCULAR_RETURN_IF_ERROR(TokenId(top, "vision_end_token_id", &c.vision_end_token_id));
+  OCULAR_RETURN_IF_ERROR(top.Bool("tie_word_embeddings", &c.tie_word_embeddings));
+  const Json empty = Json::object();
+  OCULAR_ASSIGN_OR_RETURN(const Json* vc, top.Object("vision_config"));
+  OCULAR_RETURN_IF_ERROR(
+      ParseVision(Section(vc ? *vc : empty, source, "vision_config"), &c.vision));
+  OCULAR_ASSIGN_OR_RETURN(const Json* tc, top.Object("text_config"));
+  const Section text = tc ? Section(*tc, source, "text_config") : top;
+  OCULAR_RETURN_IF_ERROR(ParseText(text, source, &c.text));
+  // tie_embeddings_and_encoder_decoder reads get_text_config(decoder=True).tie_word_embeddings:
+  // with a text_config its own (default false), else the top level's.
+  if (tc != nullptr) {
+    c.tie_word_embeddings = false;
+    OCULAR_RETURN_IF_ERROR(text.Bool("tie_word_embeddings", &c.tie_word_embeddings));
+  }
+  return config_internal::Validated(std::move(c), source);
+}
+
+StatusOr<Qwen2VLConfig> LoadQwen2VLConfig(const FileSet& files) {
+  return config_internal::ReadConfigJson(files, &ParseQwen2VLConfig);
+}
+
+}  // namespace ocular::qwen2vl

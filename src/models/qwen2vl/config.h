@@ -1,0 +1,68 @@
+// Qwen2-VL (model_type "qwen2_vl") configuration: plain data mirroring HF config.json field
+// names and transformers 4.57's defaults (models/qwen2_vl/configuration_qwen2_vl.py).
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "core/file_set.h"
+#include "ocular/status.h"
+
+namespace ocular::qwen2vl {
+
+// Qwen2VLVisionConfig (vision_config).
+struct VisionConfig {
+  int depth = 32;
+  int embed_dim = 1280;
+  int hidden_size = 3584;  // the merger's output: the text hidden size
+  float mlp_ratio = 4;     // the MLP is int(embed_dim * mlp_ratio) wide
+  int num_heads = 16;
+  int in_channels = 3;
+  int patch_size = 14;
+  int spatial_merge_size = 2;
+  int temporal_patch_size = 2;
+
+  int head_dim() const { return embed_dim / num_heads; }
+  int mlp_dim() const { return static_cast<int>(embed_dim * static_cast<double>(mlp_ratio)); }
+  int patch_floats() const { return in_channels * temporal_patch_size * patch_size * patch_size; }
+  int merge_rows() const { return spatial_merge_size * spatial_merge_size; }
+  Status Validate() const;
+};
+
+// Qwen2VLTextConfig (text_config, or the top level of older config.json files).
+struct TextConfig {
+  int vocab_size = 152064;  // rows of embed_tokens and lm_head (past the tokenizer's ids)
+  int hidden_size = 8192;
+  int intermediate_size = 29568;
+  int num_hidden_layers = 80;
+  int num_attention_heads = 64;
+  int num_key_value_heads = 8;
+  int max_position_embeddings = 32768;
+  float rms_norm_eps = 1e-5f;
+  float rope_theta = 1000000.0f;
+  std::array<int, 3> mrope_section = {16, 24, 24};  // rope_scaling.mrope_section (required)
+  int eos_token_id = -1;
+
+  int head_dim() const { return hidden_size / num_attention_heads; }
+  Status Validate() const;
+};
+
+struct Qwen2VLConfig {
+  std::string torch_dtype;  // informational
+  VisionConfig vision;
+  TextConfig text;
+  bool tie_word_embeddings = false;
+  int image_token_id = 151655;
+  int video_token_id = 151656;
+  int vision_start_token_id = 151652;
+  int vision_end_token_id = 151653;
+  Status Validate() const;
+};
+
+// Parses config.json text. Errors: kDataLoss malformed or inconsistent, kResourceExhausted over
+// ocular's limits, kUnimplemented a value ocular does not implement (use_sliding_window,
+// rope_scaling other than M-RoPE's default, an activation other than QuickGELU / SiLU).
+StatusOr<Qwen2VLConfig> ParseQwen2VLConfig(const std::string& json_text, const std::string& source);
+StatusOr<Qwen2VLConfig> LoadQwen2VLConfig(const FileSet& files);
+
+}  // namespace ocular::qwen2vl

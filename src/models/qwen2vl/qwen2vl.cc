@@ -1,0 +1,321 @@
+#include "models/qwen2vl/qwen2vl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/arena.h"
+#include "core/check.h"
+#include "io/checkpoint.h"
+#include "kernels/ops.h"
+#include "models/blocks/decoder_layer.h"
+#include "models/blocks/norm.h"
+#include "models/blocks/scratch.h"
+#include "models/qwen2vl/vision.h"
+#include "models/weights.h"
+
+namespace ocular::qwen2vl {
+
+namespace {
+
+WeightSlot Mat(Matrix* m) { return WeightSlot{m, nullptr}; }
+WeightSlot Vec(TensorView* v) { return WeightSlot{nullptr, v}; }
+
+struct Item {
+  std::string name;
+  WeightSlot slot;
+  Shape shape;
+};
+
+Status Visit(const std::string& prefix, std::initializer_list<Item> items,
+             const TensorVisitor& fn) {
+  for (const Item& it : items)
+    OCULAR_RETURN_IF_ERROR(fn(prefix + it.name, it.shape, it.slot, true));
+  return Status::Ok();
+}
+
+Status VisitVision(const Qwen2VLConfig& cfg, VisionWeights* w, const TensorVisitor& fn) {
+  const VisionConfig& c = cfg.vision;
+  const int64_t D = c.embed_dim, Iv = c.mlp_dim(), Dm = D * c.merge_rows();
+  const int64_t p = c.patch_size, H = cfg.text.hidden_size;
+  OCULAR_RETURN_IF_ERROR(fn("visual.patch_embed.proj.weight",
+                            {D, c.in_channels, c.temporal_patch_size, p, p}, Mat(&w->patch_w),
+                            true));
+  w->blocks.resize(c.depth);
+  for (int i = 0; i < c.depth; ++i) {
+    VisionBlockWeights& b = w->blocks[i];
+    OCULAR_RETURN_IF_ERROR(Visit("visual.blocks." + std::to_string(i) + ".",
+                                 {
+                                     {"norm1.weight", Vec(&b.norm1_w), {D}},
+                                     {"norm1.bias", Vec(&b.norm1_b), {D}},
+                                     {"norm2.weight", Vec(&b.norm2_w), {D}},
+                                     {"norm2.bias", Vec(&b.norm2_b), {D}},
+                                     {"attn.qkv.weight", Mat(&b.qkv_w), {3 * D, D}},
+                                     {"attn.qkv.bias", Vec(&b.qkv_b), {3 * D}},
+                                     {"attn.proj.weight", Mat(&b.proj_w), {D, D}},
+                                     {"attn.proj.bias", Vec(&b.proj_b), {D}},
+                                     {"mlp.fc1.weight", Mat(&b.fc1_w), {Iv, D}},
+                                     {"mlp.fc1.bias", Vec(&b.fc1_b), {Iv}},
+                                     {"mlp.fc2.weight", Mat(&b.fc2_w), {D, Iv}},
+                                     {"mlp.fc2.bias", Vec(&b.fc2_b), {D}},
+                                 },
+                                 fn));
+  }
+  return Visit("visual.merger.",
+               {
+                   {"ln_q.weight", Vec(&w->ln_q_w), {D}},
+                   {"ln_q.bias", Vec(&w->ln_q_b), {D}},
+                   {"mlp.0.weight", Mat(&w->mlp0_w), {Dm, Dm}},
+                   {"mlp.0.bias", Vec(&w->mlp0_b), {Dm}},
+                   {"mlp.2.weight", Mat(&w->mlp2_w), {H, Dm}},
+                   {"mlp.2.bias", Vec(&w->mlp2_b), {H}},
+               },
+               fn);
+}
+
+Status VisitText(const Qwen2VLConfig& cfg, Weights* w, const TensorVisitor& fn) {
+  const TextConfig& c = cfg.text;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size, d = c.head_dim();
+  const int64_t q = int64_t{c.num_attention_heads} * d, kv = int64_t{c.num_key_value_heads} * d;
+  OCULAR_RETURN_IF_ERROR(fn("model.embed_tokens.weight", {V, H}, Mat(&w->embed), true));
+  w->layers.resize(c.num_hidden_layers);
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    TextLayerWeights& l = w->layers[i];
+    OCULAR_RETURN_IF_ERROR(
+        Visit("model.layers." + std::to_string(i) + ".",
+              {
+                  {"input_layernorm.weight", Vec(&l.input_norm), {H}},
+                  {"self_attn.q_proj.weight", Mat(&l.q_w), {q, H}},
+                  {"self_attn.q_proj.bias", Vec(&l.q_b), {q}},
+                  {"self_attn.k_proj.weight", Mat(&l.k_w), {kv, H}},
+                  {"self_attn.k_proj.bias", Vec(&l.k_b), {kv}},
+                  {"self_attn.v_proj.weight", Mat(&l.v_w), {kv, H}},
+                  {"self_attn.v_proj.bias", Vec(&l.v_b), {kv}},
+                  {"self_attn.o_proj.weight", Mat(&l.o_w), {H, q}},
+                  {"post_attention_layernorm.weight", Vec(&l.post_attn_norm), {H}},
+                  {"mlp.gate_proj.weight", Mat(&l.gate_w), {I, H}},
+                  {"mlp.up_proj.weight", Mat(&l.up_w), {I, H}},
+                  {"mlp.down_proj.weight", Mat(&l.down_w), {H, I}},
+              },
+              fn));
+  }
+  OCULAR_RETURN_IF_ERROR(fn("model.norm.weight", {H}, Vec(&w->final_norm), true));
+  if (cfg.tie_word_embeddings) return Status::Ok();  // lm_head = embed_tokens
+  return fn("lm_head.weight", {V, H}, Mat(&w->lm_head), true);
+}
+
+Status ForEachTensor(const Qwen2VLConfig& cfg, Weights* w, const TensorVisitor& fn) {
+  OCULAR_RETURN_IF_ERROR(VisitVision(cfg, &w->vision, fn));
+  return VisitText(cfg, w, fn);
+}
+
+// Released checkpoints use the legacy names (model.layers, visual, lm_head); transformers
+// >= 4.52 loads them through _checkpoint_conversion_mapping and may save the new ones.
+std::vector<std::string> NameCandidates(const std::string& name) {
+  std::vector<std::string> out = {name};
+  if (name.starts_with("model.")) out.push_back("model.language_model." + name.substr(6));
+  if (name.starts_with("visual.")) out.push_back("model." + name);
+  return out;
+}
+
+// One third of the fused qkv projection: rows [part * D, (part + 1) * D).
+Matrix Rows(const Matrix& m, int64_t first, int64_t n) {
+  Matrix out = m;
+  out.data = m.row(first);
+  out.rows = n;
+  return out;
+}
+TensorView Slice(const TensorView& v, int64_t first, int64_t n) {
+  TensorView out = v;
+  out.data = static_cast<const std::byte*>(v.data) + first * DTypeSize(v.dtype);
+  out.shape = {n};
+  return out;
+}
+
+// Qwen2VLDecoderLayer: Qwen2RMSNorm (Llama's form), Qwen2VLAttention (q/k/v biases, no o bias,
+// GQA, scale head_dim^-0.5, M-RoPE at the prompt's positions, causal), Qwen2MLP
+// down(silu(gate(x)) * up(x)).
+blocks::DecoderLayerSpec TextLayerSpec(const TextConfig& c, const blocks::RopeSpec& rope) {
+  blocks::DecoderLayerSpec s;
+  s.norm = blocks::NormKind::kLlamaRms;
+  s.eps = c.rms_norm_eps;
+  blocks::AttentionSpec& a = s.attn;
+  a.hidden = c.hidden_size;
+  a.heads = c.num_attention_heads;
+  a.kv_heads = c.num_key_value_heads;
+  a.head_dim = c.head_dim();
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim()));  // self.scaling
+  a.rope = rope;
+  s.mlp = {c.hidden_size, c.intermediate_size, blocks::MlpAct::kSilu, /*gated=*/true};
+  return s;
+}
+
+blocks::DecoderLayerWeights LayerView(const TextLayerWeights& l) {
+  blocks::DecoderLayerWeights w;
+  w.attn = {&l.q_w, &l.k_w, &l.v_w, &l.o_w, &l.q_b, &l.k_b, &l.v_b, nullptr};
+  w.mlp = {&l.gate_w, nullptr, &l.up_w, &l.down_w, nullptr};
+  w.attn_norm = &l.input_norm;
+  w.ffn_norm = &l.post_attn_norm;
+  return w;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Qwen2VL>> Qwen2VL::Load(const ModelFiles& files) {
+  OCULAR_ASSIGN_OR_RETURN(Qwen2VLConfig cfg, LoadQwen2VLConfig(*files.files));
+  if (files.gguf != nullptr) {
+    return Error(StatusCode::kUnimplemented, "qwen2_vl", files.path,
+                 ": Qwen2-VL runs from HF directories only (no GGUF names yet)");
+  }
+  std::unique_ptr<Qwen2VL> m(new Qwen2VL());
+  OCULAR_ASSIGN_OR_RETURN(m->image_, LoadImageConfig(*files.files));
+  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
+  m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
+  m->cfg_ = std::move(cfg);
+  OCULAR_RETURN_IF_ERROR(m->BindWeights());
+  const TextConfig& t = m->cfg_.text;
+  m->text_rope_ = blocks::MultimodalRope(t.head_dim(), t.rope_theta, t.mrope_section);
+  // Qwen2VisionTransformerPretrainedModel: VisionRotaryEmbedding(head_dim // 2), theta 10000.
+  m->vision_rope_ = blocks::VisionRope2d(m->cfg_.vision.head_dim(), 10000.0f);
+  m->BuildSpec();
+  return m;
+}
+
+Status Qwen2VL::BindWeights() {
+  BindRules rules;
+  rules.candidates = NameCandidates;
+  rules.is_text = [](const std::string& name) {
+    return name.find("visual.") == std::string::npos &&
+           name.find("embed_tokens.") == std::string::npos;
+  };
+  rules.tag = "qwen2_vl";
+  rules.model = "Qwen2-VL (qwen2_vl)";
+  OCULAR_ASSIGN_OR_RETURN(BoundWeights bound,
+                          BindTensors(*source_, rules, [&](const TensorVisitor& fn) {
+                            return ForEachTensor(cfg_, &w_, fn);
+                          }));
+  if (cfg_.tie_word_embeddings) w_.lm_head = w_.embed;
+  const int64_t D = cfg_.vision.embed_dim;
+  for (VisionBlockWeights& b : w_.vision.blocks) {
+    // qkv(x).reshape(seq, 3, heads, -1): q, k, v are the thirds of the output rows.
+    b.q_w = Rows(b.qkv_w, 0, D);
+    b.k_w = Rows(b.qkv_w, D, D);
+    b.v_w = Rows(b.qkv_w, 2 * D, D);
+    b.q_b = Slice(b.qkv_b, 0, D);
+    b.k_b = Slice(b.qkv_b, D, D);
+    b.v_b = Slice(b.qkv_b, 2 * D, D);
+  }
+  spec_.weight_bytes = bound.weight_bytes;
+  spec_.text_weight_bytes = bound.text_weight_bytes;
+  spec_.weight_dtype = bound.weight_dtype;
+  spec_.float_dtype = bound.float_dtype;
+  spec_.quantized = bound.quantized;
+  spec_.weight_formats = bound.weight_formats;
+  return Status::Ok();
+}
+
+void Qwen2VL::BuildSpec() {
+  const TextConfig& t = cfg_.text;
+  const VisionConfig& v = cfg_.vision;
+  spec_.family = "qwen2_vl";
+  spec_.architecture = "Qwen2-VL (qwen2_vl)";
+  spec_.hidden_size = t.hidden_size;
+  spec_.vocab_size = t.vocab_size;
+  spec_.max_positions = t.max_position_embeddings;
+  spec_.kv.kv_dim = int64_t{t.num_key_value_heads} * t.head_dim();
+  for (int i = 0; i < t.num_hidden_layers; ++i) {
+    ocular::LayerSpec l;
+    l.rope_theta = t.rope_theta;
+    spec_.layers.push_back(l);
+    spec_.kv.window.push_back(0);
+    spec_.kv.cross.push_back(0);
+  }
+  // A typical image for planning and ModelInfo: the largest smart_resize makes, as a square.
+  const int64_t patches = image_.max_patches();
+  spec_.image_size = static_cast<int>(std::sqrt(static_cast<double>(patches))) * v.patch_size;
+  spec_.image_tokens = static_cast<int>(patches / v.merge_rows());
+  spec_.image_token_id = cfg_.image_token_id;
+  spec_.eos_ids = {t.eos_token_id};
+  // Per image of `patches` rows: patch embed, blocks (qkv, proj, MLP, attention), merger.
+  const double N = static_cast<double>(patches), D = v.embed_dim, Iv = v.mlp_dim();
+  const double Dm = D * v.merge_rows(), K = v.patch_floats();
+  const double block = 2 * N * (4 * D * D + 2 * D * Iv) + 2 * 2 * N * N * D;
+  spec_.image_gflop = (2 * N * K * D + v.depth * block +
+                       2 * (N / v.merge_rows()) * (Dm * Dm + Dm * t.hidden_size)) /
+                      1e9;
+}
+
+size_t Qwen2VL::WorkspaceBytes(const WorkspaceShape& s) const {
+  const TextConfig& t = cfg_.text;
+  const size_t encode =
+      s.images > 0 ? EncodeBytes(cfg_, s.images * image_.max_patches(), s.threads) : 0;
+  const size_t layer =
+      blocks::DecoderLayerBytes(TextLayerSpec(t, text_rope_.spec()), s.rows, s.context, s.threads);
+  const size_t logits =
+      blocks::FloatBytes(ops::MatMulArenaFloats(s.threads, s.rows, t.hidden_size));
+  return std::max({encode, layer, logits});
+}
+
+void Qwen2VL::EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
+                           float* features, Tracer* tracer) const {
+  qwen2vl::EncodeImages(ex, cfg_, w_.vision, vision_rope_.spec(), images, pixels, features, tracer);
+}
+
+Status Qwen2VL::Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
+                      int64_t feature_rows, float* x, Tracer* tracer) const {
+  const int64_t T = static_cast<int64_t>(ids.size()), H = cfg_.text.hidden_size;
+  const int64_t V = w_.embed.rows;
+  int64_t pads = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (ids[t] < 0 || ids[t] >= V) {
+      return Error(StatusCode::kInvalidArgument, "qwen2_vl", "token id ", ids[t], " at position ",
+                   t, " is outside the vocabulary [0, ", V, ")");
+    }
+    pads += ids[t] == cfg_.image_token_id;
+  }
+  if (pads != (features != nullptr ? feature_rows : 0)) {
+    // get_placeholder_mask: "Image features and image tokens do not match".
+    return Error(StatusCode::kInvalidArgument, "qwen2_vl", "prompt has ", pads,
+                 " image pads but the images produced ", features ? feature_rows : 0,
+                 " feature rows");
+  }
+  // inputs_embeds = embed_tokens(input_ids).masked_scatter(image_mask, image_embeds)
+  ops::EmbedRows(ex, w_.embed, ids.data(), T, x, H);
+  int64_t next = 0;
+  for (int64_t t = 0; t < T && features != nullptr; ++t) {
+    if (ids[t] == cfg_.image_token_id) std::copy_n(features + next++ * H, H, x + t * H);
+  }
+  Tap(tracer, "decoder.inputs_embeds", x, {T, H});
+  return Status::Ok();
+}
+
+void Qwen2VL::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
+                            int end) const {
+  const TextConfig& t = cfg_.text;
+  const int64_t H = t.hidden_size;
+  OCULAR_CHECK(0 <= begin && begin <= end && end <= t.num_hidden_layers);
+  const blocks::DecoderLayerSpec spec = TextLayerSpec(t, text_rope_.spec());
+  for (int i = begin; i < end; ++i) {
+    // x = x + self_attn(input_layernorm(x)); x = x + mlp(post_attention_layernorm(x))
+    blocks::DecoderLayer(ex, spec, LayerView(w_.layers[i]), i, batch, x,
+                         blocks::Taps{tracer, "decoder.layers.", i});
+    TapIndexed(tracer, "decoder.layers.", i, x, {batch.rows, H});
+  }
+  if (end < t.num_hidden_layers) return;
+  blocks::ApplyNorm(ex, {blocks::NormKind::kLlamaRms, &w_.final_norm, nullptr, t.rms_norm_eps}, x,
+                    batch.rows, H, x);
+  Tap(tracer, "decoder.norm", x, {batch.rows, H});
+}
+
+void Qwen2VL::Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const {
+  const int64_t H = cfg_.text.hidden_size;
+  ops::MatMul(ex, hidden, rows, H, H, w_.lm_head, nullptr, logits, w_.lm_head.rows);
+}
+
+Status Qwen2VL::ForEachWeight(const WeightVisitor& fn) const {
+  (void)fn;
+  return Error(StatusCode::kUnimplemented, "qwen2_vl",
+               "`ocular quantize` has no GGUF names for Qwen2-VL yet");
+}
+
+}  // namespace ocular::qwen2vl

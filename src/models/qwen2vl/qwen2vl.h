@@ -1,0 +1,61 @@
+// Qwen2-VL (model_type "qwen2_vl") behind the VlModel seam (models/model.h):
+//   images  -> the vision tower (vision.h): patches -> ViT with 2-D rotary -> 2x2 merger, one
+//              feature row per <|image_pad|>
+//   prompt  -> Qwen2 decoder (GQA, q/k/v biases, SwiGLU, RMSNorm) with M-RoPE at the prompt's
+//              get_rope_index positions (Prompt::positions, 3 axes); a decode step at cache
+//              index i is at i + rope_deltas on every axis
+// Reference: transformers 4.57 models/qwen2_vl/modeling_qwen2_vl.py
+// (Qwen2VLForConditionalGeneration).
+#pragma once
+
+#include <memory>
+
+#include "io/model_files.h"
+#include "io/tensor_source.h"
+#include "models/blocks/rope.h"
+#include "models/model.h"
+#include "models/qwen2vl/config.h"
+#include "models/qwen2vl/processor.h"
+#include "models/qwen2vl/weights.h"
+
+namespace ocular::qwen2vl {
+
+class Qwen2VL final : public VlModel {
+ public:
+  // An HF directory. Every tensor's presence and shape is checked; an unused tensor is an
+  // error (kUnimplemented).
+  static StatusOr<std::unique_ptr<Qwen2VL>> Load(const ModelFiles& files);
+
+  const Qwen2VLConfig& config() const { return cfg_; }
+  const ModelSpec& spec() const override { return spec_; }
+  // Encoding is planned for images of the processor's largest size (max_pixels).
+  size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
+
+  void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
+                    float* features, Tracer* tracer) const override;
+  // x = embed_tokens(ids), each <|image_pad|> row replaced by the next feature row
+  // (masked_scatter). Errors: an id outside the vocabulary; pads != feature rows. Tap:
+  // decoder.inputs_embeds.
+  Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
+               int64_t feature_rows, float* x, Tracer* tracer) const override;
+  // Taps: decoder.layers.{i} (and their sub-taps), decoder.norm.
+  void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
+                     int end) const override;
+  void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
+  // Not yet: `ocular quantize` has no GGUF names for Qwen2-VL (kUnimplemented).
+  Status ForEachWeight(const WeightVisitor& fn) const override;
+
+ private:
+  Qwen2VL() = default;
+  Status BindWeights();
+  void BuildSpec();
+
+  Qwen2VLConfig cfg_;
+  ImageConfig image_;
+  std::unique_ptr<TensorSource> source_;
+  Weights w_;
+  blocks::AxesRope text_rope_, vision_rope_;
+  ModelSpec spec_;
+};
+
+}  // namespace ocular::qwen2vl

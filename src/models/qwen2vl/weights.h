@@ -1,0 +1,59 @@
+// Qwen2-VL's weights in HF layout and stored format. Shapes: D vision embed_dim, Iv its MLP
+// (embed_dim * mlp_ratio), K = 3 * temporal_patch_size * patch_size^2, Dm = D * merge^2,
+// H text hidden, I text MLP, V vocab, Hq/Hkv heads, d head_dim.
+#pragma once
+
+#include <vector>
+
+#include "core/matrix.h"
+#include "core/tensor.h"
+
+namespace ocular::qwen2vl {
+
+struct VisionBlockWeights {
+  TensorView norm1_w, norm1_b;  // [D]
+  Matrix qkv_w;                 // [3D, D]  attn.qkv (q, k, v rows one after the other)
+  TensorView qkv_b;             // [3D]
+  Matrix proj_w;                // [D, D]   attn.proj
+  TensorView proj_b;            // [D]
+  TensorView norm2_w, norm2_b;  // [D]
+  Matrix fc1_w;                 // [Iv, D]
+  TensorView fc1_b;             // [Iv]
+  Matrix fc2_w;                 // [D, Iv]
+  TensorView fc2_b;             // [D]
+  // Views of qkv_w / qkv_b's thirds (set after binding; not visited).
+  Matrix q_w, k_w, v_w;
+  TensorView q_b, k_b, v_b;
+};
+
+struct VisionWeights {
+  Matrix patch_w;  // [D, 3, tp, p, p] (Conv3d, no bias) as the matrix [D, K]
+  std::vector<VisionBlockWeights> blocks;
+  TensorView ln_q_w, ln_q_b;  // [D]   merger.ln_q
+  Matrix mlp0_w;              // [Dm, Dm] merger.mlp.0
+  TensorView mlp0_b;          // [Dm]
+  Matrix mlp2_w;              // [H, Dm]  merger.mlp.2
+  TensorView mlp2_b;          // [H]
+};
+
+struct TextLayerWeights {
+  TensorView input_norm;      // [H]
+  Matrix q_w;                 // [Hq*d, H]
+  TensorView q_b;             // [Hq*d]
+  Matrix k_w, v_w;            // [Hkv*d, H]
+  TensorView k_b, v_b;        // [Hkv*d]
+  Matrix o_w;                 // [H, Hq*d] (no bias)
+  TensorView post_attn_norm;  // [H] the pre-MLP norm
+  Matrix gate_w, up_w;        // [I, H]
+  Matrix down_w;              // [H, I]
+};
+
+struct Weights {
+  VisionWeights vision;
+  Matrix embed;    // [V, H]
+  Matrix lm_head;  // [V, H]; == embed when tie_word_embeddings
+  std::vector<TextLayerWeights> layers;
+  TensorView final_norm;  // [H]
+};
+
+}  // namespace ocular::qwen2vl

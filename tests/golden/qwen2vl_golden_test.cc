@@ -1,0 +1,291 @@
+// Qwen2-VL (qwen2_vl) against transformers 4.57, tap by tap (fixtures:
+// tools/reference/make_qwen2vl.py): the processor's pixels, image_grid_thw, ids, get_rope_index
+// positions and rope_deltas exactly; then the vision tower, every decoder layer, the logits
+// and 32 greedy tokens from the prompt the processor built.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "image/image.h"
+#include "kernels/exec.h"
+#include "models/qwen2vl/config.h"
+#include "models/qwen2vl/processor.h"
+#include "models/registry.h"
+#include "ocular/engine.h"
+#include "runtime/generator.h"
+#include "runtime/kv_pool.h"
+#include "runtime/recorder.h"
+#include "runtime/runner.h"
+#include "support/fixture.h"
+#include "support/golden.h"
+#include "support/harness.h"
+
+namespace ocular {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kTiny[] = "testdata/tiny/qwen2vl";
+constexpr char kGolden[] = "testdata/golden/qwen2vl";
+
+std::vector<std::string> Cases() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(kGolden)) {
+    if (e.path().extension() == ".safetensors") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int64_t> I64(const TensorView& t) {
+  return std::vector<int64_t>(t.as<int64_t>(), t.as<int64_t>() + t.numel());
+}
+
+std::vector<int32_t> Ids(const TensorView& t) {
+  std::vector<int32_t> ids(t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i) ids[i] = static_cast<int32_t>(t.as<int64_t>()[i]);
+  return ids;
+}
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+int64_t Differ(const std::vector<float>& mine, const TensorView& ref) {
+  if (static_cast<int64_t>(mine.size()) != ref.numel()) return -1;
+  int64_t n = 0;
+  for (size_t k = 0; k < mine.size(); ++k) n += mine[k] != ref.as<float>()[k];
+  return n;
+}
+
+// smart_resize's branches on sizes worked out by hand from image_processing_qwen2_vl.py.
+TEST(Qwen2VLProcessorTest, SmartResizeRoundsScalesAndRefuses) {
+  const int64_t lo = 56 * 56, hi = 28 * 28 * 1280;
+  struct Case {
+    int h, w, want_h, want_w;
+  };
+  const Case cases[] = {
+      {56, 56, 56, 56},         // already a multiple
+      {42, 70, 56, 56},         // round(1.5) = 2, round(2.5) = 2 (half to even), then >= min
+      {40, 60, 56, 84},         // below min_pixels: ceil(h * beta / 28) * 28
+      {480, 640, 476, 644},     // nearest multiples
+      {4000, 3000, 1148, 840},  // above max_pixels: floor(h / beta / 28) * 28
+  };
+  for (const Case& c : cases) {
+    auto r = qwen2vl::SmartResize(c.h, c.w, 28, lo, hi);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->first, c.want_h) << c.h << "x" << c.w;
+    EXPECT_EQ(r->second, c.want_w) << c.h << "x" << c.w;
+  }
+  auto wide = qwen2vl::SmartResize(10, 2010, 28, lo, hi);
+  ASSERT_FALSE(wide.ok());
+  EXPECT_EQ(wide.status().code(), StatusCode::kInvalidArgument);
+}
+
+// Qwen2VLImageProcessor on 36 PNG files of odd sizes (RGB, grey, palette): pixel values and
+// image_grid_thw byte-identical.
+TEST(Qwen2VLProcessorTest, PixelsAndGridsMatchQwen2VLImageProcessor) {
+  auto fx = fixture::GoldenTaps::Open("testdata/golden/qwen2vl-pixels.safetensors");
+  ASSERT_TRUE(fx.ok()) << fx.status().ToString();
+  const auto& meta = fx->file().metadata();
+  qwen2vl::ImageConfig c;  // the defaults, as make_processor's (CLIP mean/std, BICUBIC)
+  c.patch_size = std::stoi(meta.at("patch_size"));
+  c.min_pixels = std::stoll(meta.at("min_pixels"));
+  c.max_pixels = std::stoll(meta.at("max_pixels"));
+  auto parsed = qwen2vl::ParseImageConfig("{}", "defaults");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  c.pp = parsed->pp;
+  int images = 0;
+  for (const std::string& name : fx->TapNames()) {
+    if (!name.ends_with("/pixel_values")) continue;
+    const std::string key = name.substr(0, name.find('/'));
+    SCOPED_TRACE(key);
+    auto image = LoadImage("testdata/golden/qwen2vl-pixels/" + key + ".png");
+    ASSERT_TRUE(image.ok()) << image.status().ToString();
+    auto patches = qwen2vl::Patchify(*image, c);
+    ASSERT_TRUE(patches.ok()) << patches.status().ToString();
+    const std::vector<int64_t> grid = I64(*fx->file().Find(key + "/image_grid_thw"));
+    EXPECT_EQ(std::vector<int64_t>(patches->grid.begin(), patches->grid.end()), grid);
+    EXPECT_EQ(Differ(patches->values, *fx->file().Find(name)), 0);
+    ++images;
+  }
+  EXPECT_GE(images, 30);
+}
+
+// The tiny checkpoint's preprocessor_config.json and what is refused.
+TEST(Qwen2VLProcessorTest, ConfigsParseAndRefuse) {
+  auto c = qwen2vl::ParseImageConfig(
+      R"({"size": {"shortest_edge": 100, "longest_edge": 1000}, "max_pixels": 2000})", "p");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->min_pixels, 100);
+  EXPECT_EQ(c->max_pixels, 2000);  // max_pixels overrides size.longest_edge (__init__)
+  EXPECT_FLOAT_EQ(static_cast<float>(c->pp.image_mean[0]), 0.48145466f);
+  EXPECT_FALSE(qwen2vl::ParseImageConfig(R"({"do_resize": false})", "p").ok());
+  EXPECT_FALSE(qwen2vl::ParseImageConfig(R"({"size": {"height": 3}})", "p").ok());
+  EXPECT_FALSE(qwen2vl::ParseImageConfig(R"({"resample": 1})", "p").ok());
+
+  const char* base = R"({"model_type": "qwen2_vl", "hidden_size": 64, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "vision_config": {"hidden_size": 64, "embed_dim": 32,
+      "num_heads": 2}, "vocab_size": 200000)";
+  auto ok = qwen2vl::ParseQwen2VLConfig(
+      std::string(base) + R"(, "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]}})",
+      "c");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->text.num_key_value_heads, 2);
+  EXPECT_EQ(ok->text.mrope_section[1], 3);
+  struct Bad {
+    std::string tail;
+    StatusCode code;
+  };
+  const Bad bad[] = {
+      {"}", StatusCode::kDataLoss},  // no rope_scaling: no mrope_section
+      {R"(, "rope_scaling": {"type": "mrope", "mrope_section": [2, 2, 2]}})",
+       StatusCode::kDataLoss},  // 6 != head_dim / 2
+      {R"(, "rope_scaling": {"type": "linear", "factor": 2, "mrope_section": [2, 3, 3]}})",
+       StatusCode::kUnimplemented},
+      {R"(, "use_sliding_window": true, "rope_scaling": {"mrope_section": [2, 3, 3]}})",
+       StatusCode::kUnimplemented},
+      {R"(, "hidden_act": "gelu", "rope_scaling": {"mrope_section": [2, 3, 3]}})",
+       StatusCode::kUnimplemented},
+  };
+  for (const Bad& b : bad) {
+    auto r = qwen2vl::ParseQwen2VLConfig(base + b.tail, "config.json");
+    ASSERT_FALSE(r.ok()) << b.tail;
+    EXPECT_EQ(r.status().code(), b.code) << r.status().ToString();
+  }
+}
+
+struct Loaded {
+  LoadedModel m;
+  ThreadPool pool{2};
+  Backend backend{pool};
+  std::unique_ptr<KvPool> kv;
+  std::unique_ptr<Runner> runner;
+};
+
+std::unique_ptr<Loaded> LoadTiny() {
+  auto l = std::make_unique<Loaded>();
+  auto m = LoadModel(kTiny);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (!m.ok()) return nullptr;
+  l->m = std::move(*m);
+  l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, KvDType::kF32);
+  l->runner = std::make_unique<Runner>(*l->m.model, l->backend, Precision::kF32,
+                                       RunnerLimits{.max_batch = 1, .max_images = 4});
+  return l;
+}
+
+// The processor's prompt for a case: its images through AddImage, then MakePrompt.
+StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images,
+                            const std::string& text) {
+  Prompt with_images;
+  const std::vector<std::string> names = Split(images);
+  for (size_t i = 0; i < names.size(); ++i) {
+    OCULAR_ASSIGN_OR_RETURN(Image im, LoadImage("testdata/golden/inputs/" + names[i] + ".png"));
+    OCULAR_RETURN_IF_ERROR(p.AddImage(im, false, static_cast<int32_t>(i), &with_images));
+  }
+  return p.MakePrompt(std::move(with_images), static_cast<int>(names.size()), text, nullptr, {});
+}
+
+TEST(Qwen2VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  auto m = LoadTiny();
+  ASSERT_NE(m, nullptr);
+  const std::vector<std::string> cases = Cases();
+  ASSERT_GE(cases.size(), 4u);
+  for (const std::string& file : cases) {
+    SCOPED_TRACE(file);
+    auto taps = fixture::GoldenTaps::Open(file);
+    ASSERT_TRUE(taps.ok()) << taps.status().ToString();
+    const SafetensorsFile& g = taps->file();
+    const auto& meta = g.metadata();
+    auto prompt = CasePrompt(*m->m.processor, meta.at("images"), meta.at("prompt"));
+    ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
+    // Processor: ids, pixel values, grids, get_rope_index's positions and rope_deltas.
+    ASSERT_EQ(prompt->ids, Ids(*g.Find("input_ids")));
+    const std::vector<int64_t> want_pos = I64(*g.Find("position_ids"));
+    const int64_t T = prompt->size();
+    for (int a = 0; a < 3; ++a) {
+      for (int64_t t = 0; t < T; ++t) {
+        ASSERT_EQ(prompt->positions.At(a, t, T), want_pos[a * T + t])
+            << "axis " << a << " row " << t;
+      }
+    }
+    EXPECT_EQ(prompt->positions.decode_offset, g.Find("rope_deltas")->as<int64_t>()[0]);
+    if (const TensorView* pv = g.Find("pixel_values")) {
+      EXPECT_EQ(Differ(prompt->pixels, *pv), 0) << "pixel values differ";
+      const std::vector<int64_t> grids = I64(*g.Find("image_grid_thw"));
+      ASSERT_EQ(grids.size(), 3 * prompt->images.size());
+      for (size_t i = 0; i < prompt->images.size(); ++i) {
+        for (int k = 0; k < 3; ++k) EXPECT_EQ(prompt->images[i].grid[k], grids[3 * i + k]);
+      }
+    } else {
+      EXPECT_TRUE(prompt->images.empty());
+    }
+    // Model: every tap, the logits and the greedy continuation.
+    const TensorView* gen = g.Find("generated_ids");
+    GenerationRequest req;
+    req.prompt = std::make_shared<Prompt>(std::move(*prompt));
+    req.max_new_tokens = static_cast<int>(gen->numel());
+    req.record_prompt_logits = true;
+    req.record_decode_logits = true;
+    RecordingTracer tracer;
+    auto out = Generate(*m->runner, *m->kv, req, &tracer);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    tracer.Add("decode_logits", out->decode_logits);
+    const int compared = testing_support::ExpectEveryTapWithin(*taps, tracer, 1e-5);
+    EXPECT_GE(compared, 7);
+    EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
+  }
+}
+
+TEST(Qwen2VLGoldenTest, PromptsWithTheWrongTagsAreRefused) {
+  auto m = LoadModel(kTiny);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const Processor& p = *m->processor;
+  const std::string tag = qwen2vl::Qwen2VLProcessor::kImageTag;
+  EXPECT_FALSE(CasePrompt(p, "photo", tag + tag + "two tags, one image").ok());
+  EXPECT_FALSE(CasePrompt(p, "photo", "<|image_pad|> a pad without its vision_start").ok());
+  EXPECT_FALSE(CasePrompt(p, "", tag + "a tag, no image").ok());
+  // No tag at all: the images go first, as "<tag><tag>text".
+  auto first = CasePrompt(p, "photo,gray", "what differs?");
+  auto tagged = CasePrompt(p, "photo,gray", tag + tag + "what differs?");
+  ASSERT_TRUE(first.ok() && tagged.ok());
+  EXPECT_EQ(first->ids, tagged->ids);
+  EXPECT_EQ(first->positions.ids, tagged->positions.ids);
+}
+
+// As `ocular run -m testdata/tiny/qwen2vl -i photo.png -i gray.png -p "..."` runs it: files ->
+// processor -> scheduler -> model, transformers' tokens (the runtime's own prompt path).
+TEST(Qwen2VLEngineTest, TwoImagesFromFilesGiveTransformersTokens) {
+  auto engine = Engine::Load(kTiny, EngineOptions{.threads = 2});
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  auto taps = fixture::GoldenTaps::Open(std::string(kGolden) + "/two.safetensors");
+  ASSERT_TRUE(taps.ok()) << taps.status().ToString();
+  const auto& meta = taps->file().metadata();
+  std::vector<ImageInput> images;
+  for (const std::string& name : Split(meta.at("images"))) {
+    images.emplace_back("testdata/golden/inputs/" + name + ".png");
+  }
+  GenerateOptions o;
+  o.max_tokens = 32;
+  o.stop_at_eos = false;
+  auto r = (*engine)->Generate(images, meta.at("prompt"), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->prompt_ids, Ids(*taps->file().Find("input_ids")));
+  EXPECT_EQ(r->output_ids, Ids(*taps->file().Find("generated_ids")));
+}
+
+}  // namespace
+}  // namespace ocular
