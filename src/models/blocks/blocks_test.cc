@@ -356,6 +356,46 @@ TEST(RopeTest, InvFreqIsHfsDefaultWithoutScaling) {
   for (int k = 0; k < 5; ++k) EXPECT_FLOAT_EQ(inv[k], 1.0f / std::pow(500000.0f, 2.0f * k / 10));
 }
 
+// Multi-axis RoPE (M-RoPE's mrope_section, the ViT's 2-D rotary): frequency k turns by its
+// axis's position, as apply_multimodal_rotary_pos_emb / apply_rotary_pos_emb_vision compute it.
+TEST(RopeTest, MultiAxisRopeIsTheFormulaOnEveryIsa) {
+  const int64_t rows = 7, heads = 3, d = 24, half = d / 2;
+  const int sections[] = {2, 4, 6};
+  const AxesRope mrope = MultimodalRope(d, 1000.0f, sections);
+  const AxesRope vision = VisionRope2d(d, 10000.0f);
+  ASSERT_EQ(mrope.axis_of.size(), static_cast<size_t>(half));
+  EXPECT_EQ(mrope.axis_of[1], 0);
+  EXPECT_EQ(mrope.axis_of[2], 1);
+  EXPECT_EQ(mrope.axis_of[11], 2);
+  EXPECT_EQ(vision.axis_of[half / 2 - 1], 0);
+  EXPECT_EQ(vision.axis_of[half / 2], 1);
+  EXPECT_FLOAT_EQ(vision.inv_freq[half / 2], 1.0f);  // each axis starts at theta^0
+  for (const AxesRope* r : {&mrope, &vision}) {
+    std::vector<int64_t> pos(static_cast<size_t>(r->axes * rows));
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int64_t>((i * 7) % 11);
+    const std::vector<float> x = RandomFloats(rows * heads * d, 21);
+    Vec want = ToVec(x);
+    for (int64_t t = 0; t < rows; ++t) {
+      for (int64_t h = 0; h < heads; ++h) {
+        double* v = &want[(t * heads + h) * d];
+        for (int64_t k = 0; k < half; ++k) {
+          const double a = static_cast<double>(pos[r->axis_of[k] * rows + t]) * r->inv_freq[k];
+          const double x1 = v[k], x2 = v[k + half];
+          v[k] = x1 * std::cos(a) - x2 * std::sin(a);
+          v[k + half] = x2 * std::cos(a) + x1 * std::sin(a);
+        }
+      }
+    }
+    ForEachIsa([&](const std::string&) {
+      TestExec t(1);
+      std::vector<float> got = x;
+      ApplyRope(t.ex, r->spec(), Positions{pos.data(), rows, r->axes}, got.data(), rows, heads, d,
+                heads * d);
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+    });
+  }
+}
+
 TEST(ScratchTest, CountingAndTakingAgree) {
   Arena arena(4096);
   size_t taken = 0;
