@@ -75,8 +75,9 @@ struct Family {
 constexpr Family kFamilies[] = {
     {"paligemma", LoadPaliGemma}, {"gemma3", LoadGemma3},  // Gemma3ForConditionalGeneration
     {"gemma3_text", LoadGemma3},                           // Gemma3ForCausalLM
-    {"mllama", LoadMllama},     // MllamaForConditionalGeneration (Llama 3.2 Vision)
-    {"qwen2_vl", LoadQwen2VL},  // Qwen2VLForConditionalGeneration
+    {"mllama", LoadMllama},       // MllamaForConditionalGeneration (Llama 3.2 Vision)
+    {"qwen2_vl", LoadQwen2VL},    // Qwen2VLForConditionalGeneration
+    {"qwen2_5_vl", LoadQwen2VL},  // Qwen2_5_VLForConditionalGeneration
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Qwen2-VL (qwen2_vl) against transformers 4.57, tap by tap (fixtures:
+// Qwen2-VL (qwen2_vl) and Qwen2.5-VL (qwen2_5_vl) against transformers 4.57, tap by tap (fixtures:
 // tools/reference/make_qwen2vl.py): the processor's pixels, image_grid_thw, ids, get_rope_index
 // positions and rope_deltas exactly; then the vision tower, every decoder layer, the logits
 // and 32 greedy tokens from the prompt the processor built.
@@ -32,11 +32,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kTiny[] = "testdata/tiny/qwen2vl";
-constexpr char kGolden[] = "testdata/golden/qwen2vl";
 
-std::vector<std::string> Cases() {
+std::vector<std::string> Cases(const std::string& checkpoint) {
   std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(kGolden)) {
+  for (const auto& e : fs::directory_iterator("testdata/golden/" + checkpoint)) {
     if (e.path().extension() == ".safetensors") out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());
@@ -159,6 +158,23 @@ TEST(Qwen2VLProcessorTest, ConfigsParseAndRefuse) {
       {R"(, "hidden_act": "gelu", "rope_scaling": {"mrope_section": [2, 3, 3]}})",
        StatusCode::kUnimplemented},
   };
+  // Qwen2.5-VL: the vision config's own names (hidden_size is the ViT's, out_hidden_size the
+  // merger's output) and the window fields.
+  auto v25 = qwen2vl::ParseQwen2VLConfig(
+      R"({"model_type": "qwen2_5_vl", "hidden_size": 64, "num_attention_heads": 4,
+          "vision_config": {"hidden_size": 32, "out_hidden_size": 64, "num_heads": 2,
+          "intermediate_size": 40, "depth": 4, "fullatt_block_indexes": [1, 3],
+          "window_size": 112}, "vocab_size": 200000,
+          "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]}})",
+      "c25");
+  ASSERT_TRUE(v25.ok()) << v25.status().ToString();
+  EXPECT_TRUE(v25->qwen25());
+  EXPECT_EQ(v25->vision.embed_dim, 32);
+  EXPECT_EQ(v25->vision.hidden_size, 64);
+  EXPECT_EQ(v25->vision.mlp_dim(), 40);
+  EXPECT_EQ(v25->vision.window_merged(), 4);  // 112 px / 2 / 14
+  EXPECT_TRUE(v25->vision.full_attention(3));
+  EXPECT_FALSE(v25->vision.full_attention(2));
   for (const Bad& b : bad) {
     auto r = qwen2vl::ParseQwen2VLConfig(base + b.tail, "config.json");
     ASSERT_FALSE(r.ok()) << b.tail;
@@ -174,9 +190,9 @@ struct Loaded {
   std::unique_ptr<Runner> runner;
 };
 
-std::unique_ptr<Loaded> LoadTiny() {
+std::unique_ptr<Loaded> LoadTiny(const std::string& checkpoint) {
   auto l = std::make_unique<Loaded>();
-  auto m = LoadModel(kTiny);
+  auto m = LoadModel("testdata/tiny/" + checkpoint);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   if (!m.ok()) return nullptr;
   l->m = std::move(*m);
@@ -192,18 +208,24 @@ StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images,
   Prompt with_images;
   const std::vector<std::string> names = Split(images);
   for (size_t i = 0; i < names.size(); ++i) {
-    OCULAR_ASSIGN_OR_RETURN(Image im, LoadImage("testdata/golden/inputs/" + names[i] + ".png"));
+    // make_qwen2vl.py input_images: inputs/<name>.png, or a path under testdata/golden.
+    const std::string dir = names[i].find('/') != std::string::npos ? "" : "inputs/";
+    OCULAR_ASSIGN_OR_RETURN(Image im, LoadImage("testdata/golden/" + dir + names[i] + ".png"));
     OCULAR_RETURN_IF_ERROR(p.AddImage(im, false, static_cast<int32_t>(i), &with_images));
   }
   return p.MakePrompt(std::move(with_images), static_cast<int>(names.size()), text, nullptr, {});
 }
 
-TEST(Qwen2VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
+// Qwen2-VL: LayerNorm + QuickGELU ViT, untied lm_head. Qwen2.5-VL: RMSNorm + SwiGLU ViT with
+// window attention (uneven windows), tied embeddings.
+class Qwen2VLGoldenTest : public testing::TestWithParam<const char*> {};
+
+TEST_P(Qwen2VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
-  auto m = LoadTiny();
+  auto m = LoadTiny(GetParam());
   ASSERT_NE(m, nullptr);
-  const std::vector<std::string> cases = Cases();
-  ASSERT_GE(cases.size(), 4u);
+  const std::vector<std::string> cases = Cases(GetParam());
+  ASSERT_GE(cases.size(), 5u);
   for (const std::string& file : cases) {
     SCOPED_TRACE(file);
     auto taps = fixture::GoldenTaps::Open(file);
@@ -250,7 +272,10 @@ TEST(Qwen2VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   }
 }
 
-TEST(Qwen2VLGoldenTest, PromptsWithTheWrongTagsAreRefused) {
+INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Qwen2VLGoldenTest, testing::Values("qwen2vl", "qwen25vl"),
+                         [](const auto& info) { return std::string(info.param); });
+
+TEST(Qwen2VLPromptTest, PromptsWithTheWrongTagsAreRefused) {
   auto m = LoadModel(kTiny);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   const Processor& p = *m->processor;
@@ -266,12 +291,12 @@ TEST(Qwen2VLGoldenTest, PromptsWithTheWrongTagsAreRefused) {
   EXPECT_EQ(first->positions.ids, tagged->positions.ids);
 }
 
-// As `ocular run -m testdata/tiny/qwen2vl -i photo.png -i gray.png -p "..."` runs it: files ->
+// As `ocular run -m testdata/tiny/qwen25vl -i photo.png -i gray.png -p "..."` runs it: files ->
 // processor -> scheduler -> model, transformers' tokens (the runtime's own prompt path).
 TEST(Qwen2VLEngineTest, TwoImagesFromFilesGiveTransformersTokens) {
-  auto engine = Engine::Load(kTiny, EngineOptions{.threads = 2});
+  auto engine = Engine::Load("testdata/tiny/qwen25vl", EngineOptions{.threads = 2});
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  auto taps = fixture::GoldenTaps::Open(std::string(kGolden) + "/two.safetensors");
+  auto taps = fixture::GoldenTaps::Open("testdata/golden/qwen25vl/two.safetensors");
   ASSERT_TRUE(taps.ok()) << taps.status().ToString();
   const auto& meta = taps->file().metadata();
   std::vector<ImageInput> images;

@@ -1,4 +1,4 @@
-"""Tiny random-init Qwen2-VL checkpoints, their goldens and a pixel fixture, from transformers.
+"""Tiny random-init Qwen2-VL and Qwen2.5-VL checkpoints, their goldens and a pixel fixture.
 
 Writes, in the HF layout of Qwen/Qwen2-VL-7B-Instruct (save_pretrained):
   testdata/tiny/qwen2vl     Qwen2VLForConditionalGeneration: a 2-block ViT (embed_dim 48,
@@ -9,7 +9,13 @@ Writes, in the HF layout of Qwen/Qwen2-VL-7B-Instruct (save_pretrained):
                             untied lm_head and vocab_size past the tokenizer's last id;
                             preprocessor min_pixels 56*56, max_pixels 28*28*12 (small images
                             scale up, larger ones down)
-  testdata/golden/qwen2vl/<case>.safetensors   the taps below, self-checked against
+  testdata/tiny/qwen25vl    Qwen2_5_VLForConditionalGeneration: a 3-block ViT (hidden 48,
+                            4 heads, RMSNorm + SwiGLU MLP 64 with biases, RMSNorm merger) with
+                            window attention (window_size 56: windows of 2x2 merged patches,
+                            which the 3-wide and 5-wide merged grids split unevenly; block 1
+                            full attention), the same decoder with tied embeddings; max_pixels
+                            28*28*20 so the images have several windows
+  testdata/golden/qwen2vl*/<case>.safetensors  the taps below, self-checked against
                             model.generate(do_sample=False)
   testdata/golden/qwen2vl-pixels.safetensors   Qwen2VLImageProcessor (the PIL one) on the
                             synthetic PNGs of testdata/golden/qwen2vl-pixels/ (odd sizes; RGB,
@@ -19,7 +25,10 @@ Writes, in the HF layout of Qwen/Qwen2-VL-7B-Instruct (save_pretrained):
 Taps (batch dimension dropped; N = patches of all images, M = N / merge^2 feature rows):
   input_ids [T] (I64)      pixel_values [N, 3*2*14*14]      image_grid_thw [n, 3] (I64)
   position_ids [3, T] (I64)  rope_deltas [1] (I64)          get_rope_index
-  vision.patch_embed [N, D]  vision.blocks.{i} [N, D]       vision.merger [M, H]
+  vision.embeddings [N, D]   visual.patch_embed (patch rows in the processor's order)
+  vision.layers.{i} [N, D]   visual.blocks[i] (Qwen2.5-VL: rows in window order)
+  projector [M, H]           visual.merger (Qwen2.5-VL: before the inverse window permutation)
+  (the stage names ocular's parity report orders, runtime/parity.cc)
   decoder.inputs_embeds [T, H] (image rows replaced)        decoder.layers.{i} [T, H]
   decoder.norm [T, H]  logits [T, V]  generated_ids [G] (I64)  decode_logits [G, V]
 
@@ -64,6 +73,12 @@ TEXT = dict(hidden_size=48, intermediate_size=80, num_hidden_layers=3, num_atten
             rms_norm_eps=1e-6, rope_theta=10000.0, tie_word_embeddings=False,
             use_sliding_window=False, rope_scaling={"type": "mrope", "mrope_section": [1, 2, 3]})
 
+VISION_25 = dict(depth=3, hidden_size=48, intermediate_size=64, hidden_act="silu", num_heads=4,
+                 in_channels=3, patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
+                 window_size=56, out_hidden_size=48, fullatt_block_indexes=[1])
+TEXT_25 = dict(TEXT, tie_word_embeddings=True)
+MAX_PIXELS_25 = 28 * 28 * 20
+
 # (images, prompt) per case: an image whose sides are not multiples of 28 (60x40 -> 84x56),
 # two images with text before, between and after them, a grey image, text only.
 VISION_TAG = "<|vision_start|><|image_pad|><|vision_end|>"
@@ -72,6 +87,9 @@ CASES = {
     "two": (["photo", "gray"], "look " + VISION_TAG + " and " + VISION_TAG + " what differs?"),
     "gray": (["gray"], "what is this? " + VISION_TAG),
     "text_only": ([], "what color is the square?"),
+    # A palette PNG (the pixel fixture's) of 120x90 -> 112x84: a merged grid of 3x4, windows of
+    # 2x2 and 1x2 in Qwen2.5-VL.
+    "palette": (["qwen2vl-pixels/120x90s23P"], VISION_TAG + "describe"),
 }
 
 # Sizes for the pixel fixture (width, height): up- and downscaled, sides around multiples of
@@ -126,36 +144,39 @@ def load_tokenizer():
                                                   unk_token=None)
 
 
-def make_processor(tokenizer, patch_size=14, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS):
-    from transformers import Qwen2VLImageProcessor, Qwen2VLProcessor
+def make_processor(tokenizer, patch_size=14, min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS,
+                   qwen25=False):
+    from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
     image_processor = Qwen2VLImageProcessor(
         do_resize=True, resample=3, do_rescale=True, rescale_factor=1 / 255, do_normalize=True,
         image_mean=MEAN, image_std=STD, do_convert_rgb=True, min_pixels=min_pixels,
         max_pixels=max_pixels, patch_size=patch_size, temporal_patch_size=2, merge_size=2)
-    return Qwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
-                            video_processor=Qwen2VLVideoProcessor())
+    cls = Qwen2_5_VLProcessor if qwen25 else Qwen2VLProcessor
+    return cls(image_processor=image_processor, tokenizer=tokenizer,
+               video_processor=Qwen2VLVideoProcessor())
 
 
-def make_config(tokenizer):
-    from transformers import Qwen2VLConfig
+def make_config(tokenizer, qwen25=False):
+    from transformers import Qwen2_5_VLConfig, Qwen2VLConfig
 
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIALS}
     vocab = (len(tokenizer) + 63) // 64 * 64 + 16  # past the tokenizer, as the real 151936
-    text = dict(TEXT, vocab_size=vocab, bos_token_id=ids["<|endoftext|>"],
+    text = dict(TEXT_25 if qwen25 else TEXT, vocab_size=vocab, bos_token_id=ids["<|endoftext|>"],
                 eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"])
-    cfg = Qwen2VLConfig(text_config=text, vision_config=VISION,
-                        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-                        vision_start_token_id=ids["<|vision_start|>"],
-                        vision_end_token_id=ids["<|vision_end|>"],
-                        tie_word_embeddings=False)
+    cls = Qwen2_5_VLConfig if qwen25 else Qwen2VLConfig
+    cfg = cls(text_config=text, vision_config=VISION_25 if qwen25 else VISION,
+              image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+              vision_start_token_id=ids["<|vision_start|>"],
+              vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=qwen25)
     cfg._attn_implementation = "eager"
     return cfg
 
 
-def init_weights(model, seed):
-    """O(1)-activation init by parameter name (sorted for a stable RNG order)."""
+def init_weights(model, seed, embed_std=1.0):
+    """O(1)-activation init by parameter name (sorted for a stable RNG order). A tied checkpoint
+    gets smaller embeddings: else each token's own row dominates its logits (it repeats)."""
     gen = torch.Generator().manual_seed(seed)
 
     def normal(shape, std, mean=0.0):
@@ -164,7 +185,7 @@ def init_weights(model, seed):
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):
             if "embed_tokens" in name:
-                value = normal(p.shape, 1.0)
+                value = normal(p.shape, embed_std)
             elif name.endswith("language_model.norm.weight"):
                 value = normal(p.shape, 0.1, mean=4.0)
             elif ("norm" in name or "ln_q" in name) and name.endswith("bias"):
@@ -194,15 +215,23 @@ def save(model, out_dir, processor):
                 common.write_bytes(os.path.join(out_dir, name), f.read())
 
 
-def make_tiny():
-    from transformers import Qwen2VLForConditionalGeneration
+def model_class(name):
+    from transformers import Qwen2_5_VLForConditionalGeneration, Qwen2VLForConditionalGeneration
 
+    return Qwen2_5_VLForConditionalGeneration if name == "qwen25vl" else Qwen2VLForConditionalGeneration
+
+
+def make_tiny():
     tokenizer = load_tokenizer()
-    torch.manual_seed(21)
-    model = Qwen2VLForConditionalGeneration(make_config(tokenizer)).eval()
-    init_weights(model, 21)
-    save(model, os.path.join(TINY, "qwen2vl"), make_processor(tokenizer))
-    print("tiny: qwen2vl")
+    for seed, name in ((21, "qwen2vl"), (22, "qwen25vl")):
+        qwen25 = name == "qwen25vl"
+        torch.manual_seed(seed)
+        model = model_class(name)(make_config(tokenizer, qwen25)).eval()
+        init_weights(model, seed, embed_std=0.1 if qwen25 else 1.0)
+        processor = make_processor(tokenizer, max_pixels=MAX_PIXELS_25 if qwen25 else MAX_PIXELS,
+                                   qwen25=qwen25)
+        save(model, os.path.join(TINY, name), processor)
+        print(f"tiny: {name}")
 
 
 # ---- goldens --------------------------------------------------------------------------------
@@ -213,10 +242,10 @@ class Recorder(taps_lib.TapRecorder):
     def __init__(self, model):  # pylint: disable=super-init-not-called
         self.taps, self._active, self._handles = {}, False, []
         visual = model.model.visual
-        self._hook(visual.patch_embed, "vision.patch_embed")
+        self._hook(visual.patch_embed, "vision.embeddings")
         for i, block in enumerate(visual.blocks):
-            self._hook(block, f"vision.blocks.{i}")
-        self._hook(visual.merger, "vision.merger")
+            self._hook(block, f"vision.layers.{i}")
+        self._hook(visual.merger, "projector")
         decoder = model.model.language_model
         self._pre_hook(decoder.layers[0], "decoder.inputs_embeds", kwarg="hidden_states")
         for i, layer in enumerate(decoder.layers):
@@ -265,17 +294,23 @@ def check_generate(model, inputs, taps):
 
 
 def input_images():
-    return {n: Image.open(os.path.join(INPUTS, n + ".png")) for n in ("photo", "gray")}
+    """Case images by name: inputs/<name>.png, or <name>.png under testdata/golden for a path."""
+    names = {n for images, _ in CASES.values() for n in images}
+    return {n: Image.open(os.path.join(GOLDEN if "/" in n else INPUTS, n + ".png")) for n in names}
 
 
 def make_goldens():
-    from transformers import AutoProcessor, Qwen2VLForConditionalGeneration
-
     taps_lib.I64_TAPS = taps_lib.I64_TAPS + ("image_grid_thw", "position_ids", "rope_deltas")
+    for name in ("qwen2vl", "qwen25vl"):
+        make_checkpoint_goldens(name)
+
+
+def make_checkpoint_goldens(name):
+    from transformers import AutoProcessor
+
     images = input_images()
-    name = "qwen2vl"
     path = os.path.join(TINY, name)
-    model = Qwen2VLForConditionalGeneration.from_pretrained(
+    model = model_class(name).from_pretrained(
         path, dtype=torch.float32, attn_implementation="eager").eval()
     processor = AutoProcessor.from_pretrained(path, use_fast=False)
     out_dir = os.path.join(GOLDEN, name)

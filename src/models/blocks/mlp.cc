@@ -52,7 +52,7 @@ void Mlp(const Exec& ex, const MlpSpec& m, const MlpWeights& w, const float* x, 
   MlpBuffers b(s, m, rows);
   if (m.gated) {
     // gate, up = gate_proj(x), up_proj(x); h = act(gate) * up
-    ops::MatMuls(ex, x, rows, H, H, {{w.w1, w.b1, b.h, I}, {w.up, nullptr, b.up, I}});
+    ops::MatMuls(ex, x, rows, H, H, {{w.w1, w.b1, b.h, I}, {w.up, w.up_b, b.up, I}});
     Activate(ex, m.act, b.h, n);
     ops::Mul(ex, b.h, b.up, b.h, n);
   } else {

@@ -1,5 +1,6 @@
 // The feed-forward blocks, configured by data (MlpSpec):
-//   gated (GeGLU, SwiGLU):  out = down(act(gate(x)) * up(x))      (GemmaMLP, LlamaMLP)
+//   gated (GeGLU, SwiGLU):  out = down(act(gate(x)) * up(x))      (GemmaMLP, LlamaMLP;
+//                           Qwen2_5_VLMLP with biases)
 //   two-layer:              out = fc2(act(fc1(x) + b1)) + b2       (SiglipMLP, CLIPMLP)
 #pragma once
 
@@ -28,11 +29,12 @@ struct MlpSpec {
 };
 
 struct MlpWeights {
-  const Matrix* w1 = nullptr;      // gate_proj / fc1  [inner, hidden]
-  const TensorView* b1 = nullptr;  // fc1 bias (nullable)
-  const Matrix* up = nullptr;      // up_proj [inner, hidden] (gated only)
-  const Matrix* w2 = nullptr;      // down_proj / fc2  [hidden, inner]
-  const TensorView* b2 = nullptr;  // fc2 bias (nullable)
+  const Matrix* w1 = nullptr;        // gate_proj / fc1  [inner, hidden]
+  const TensorView* b1 = nullptr;    // fc1 bias (nullable)
+  const Matrix* up = nullptr;        // up_proj [inner, hidden] (gated only)
+  const Matrix* w2 = nullptr;        // down_proj / fc2  [hidden, inner]
+  const TensorView* b2 = nullptr;    // fc2 / down_proj bias (nullable)
+  const TensorView* up_b = nullptr;  // up_proj bias (nullable; Qwen2.5-VL's ViT)
 };
 
 // out[rows, hidden] = mlp(x[rows, hidden]).

@@ -1,5 +1,7 @@
 #include "models/qwen2vl/config.h"
 
+#include <algorithm>
+
 #include "models/config_section.h"
 
 namespace ocular::qwen2vl {
@@ -18,14 +20,46 @@ using config_internal::Section;
 using config_internal::Shown;
 using config_internal::TokenId;
 
+// A list of block indexes in [0, kMaxLayers).
+Status IndexList(const Section& s, const char* key, std::vector<int>* out) {
+  const Json* v = s.Find(key);
+  if (v == nullptr) return Status::Ok();
+  if (!v->is_array() || v->size() > static_cast<size_t>(kMaxLayers)) {
+    return s.Fail(StatusCode::kDataLoss, s.Key(key), " must be a list of block indexes, got ",
+                  Shown(*v));
+  }
+  out->clear();
+  for (const Json& e : *v) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= kMaxLayers) {
+      return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v),
+                    " must list block indexes");
+    }
+    out->push_back(e.get<int>());
+  }
+  return Status::Ok();
+}
+
 Status ParseVision(const Section& s, VisionConfig* c) {
-  // ACT2FN["quick_gelu"] in Qwen2VLVisionBlock's VisionMlp; every release uses it.
-  OCULAR_RETURN_IF_ERROR(
-      s.RequireDefault("hidden_act", "quick_gelu", "the ViT MLP is fc2(quick_gelu(fc1(x)))"));
   OCULAR_RETURN_IF_ERROR(s.Int("depth", 1, kMaxLayers, &c->depth));
-  OCULAR_RETURN_IF_ERROR(s.Int("embed_dim", 1, kMaxHidden, &c->embed_dim));
-  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
-  OCULAR_RETURN_IF_ERROR(s.Float("mlp_ratio", 0, true, 64, &c->mlp_ratio));
+  if (c->qwen25) {
+    // Qwen2_5_VLVisionConfig: hidden_size is the ViT's width, out_hidden_size the merger's
+    // output; Qwen2_5_VLMLP is down(act(gate(x)) * up(x)) with ACT2FN[hidden_act].
+    c->embed_dim = 3584;
+    c->intermediate_size = 3420;
+    OCULAR_RETURN_IF_ERROR(s.RequireDefault("hidden_act", "silu", "the ViT MLP is SwiGLU"));
+    OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->embed_dim));
+    OCULAR_RETURN_IF_ERROR(s.Int("out_hidden_size", 1, kMaxHidden, &c->hidden_size));
+    OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &c->intermediate_size));
+    OCULAR_RETURN_IF_ERROR(s.Int("window_size", 1, 1 << 16, &c->window_size));
+    OCULAR_RETURN_IF_ERROR(IndexList(s, "fullatt_block_indexes", &c->fullatt_block_indexes));
+  } else {
+    // ACT2FN["quick_gelu"] in Qwen2VLVisionBlock's VisionMlp; every release uses it.
+    OCULAR_RETURN_IF_ERROR(
+        s.RequireDefault("hidden_act", "quick_gelu", "the ViT MLP is fc2(quick_gelu(fc1(x)))"));
+    OCULAR_RETURN_IF_ERROR(s.Int("embed_dim", 1, kMaxHidden, &c->embed_dim));
+    OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
+    OCULAR_RETURN_IF_ERROR(s.Float("mlp_ratio", 0, true, 64, &c->mlp_ratio));
+  }
   OCULAR_RETURN_IF_ERROR(s.Int("num_heads", 1, kMaxHeads, &c->num_heads));
   OCULAR_RETURN_IF_ERROR(s.Int("in_channels", 1, 16, &c->in_channels));
   OCULAR_RETURN_IF_ERROR(s.Int("patch_size", 1, 1024, &c->patch_size));
@@ -102,6 +136,11 @@ Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
 
 }  // namespace
 
+bool VisionConfig::full_attention(int block) const {
+  return !qwen25 || std::find(fullatt_block_indexes.begin(), fullatt_block_indexes.end(), block) !=
+                        fullatt_block_indexes.end();
+}
+
 Status VisionConfig::Validate() const {
   auto fail = [](StatusCode code, const auto&... args) {
     return Error(code, "config", "vision_config: ", args...);
@@ -112,6 +151,10 @@ Status VisionConfig::Validate() const {
   }
   if (in_channels != 3) return fail(StatusCode::kUnimplemented, "in_channels must be 3 (RGB)");
   if (mlp_dim() < 1) return fail(StatusCode::kDataLoss, "embed_dim * mlp_ratio is below 1");
+  if (qwen25 && window_merged() < 1) {
+    return fail(StatusCode::kDataLoss, "window_size (", window_size,
+                ") is below one merged patch (", spatial_merge_size * patch_size, " px)");
+  }
   return Status::Ok();
 }
 
@@ -158,12 +201,12 @@ StatusOr<Qwen2VLConfig> ParseQwen2VLConfig(const std::string& json_text,
   if (!j.is_object()) return Error(StatusCode::kDataLoss, "config", source, ": not a JSON object");
   const Section top(j, source, "");
   Qwen2VLConfig c;
-  std::string model_type;
-  OCULAR_RETURN_IF_ERROR(top.String("model_type", &model_type));
-  if (model_type != "qwen2_vl") {
-    return top.Fail(StatusCode::kUnimplemented, "model_type '", model_type.substr(0, 40),
-                    "' is not supported (qwen2_vl)");
+  OCULAR_RETURN_IF_ERROR(top.String("model_type", &c.model_type));
+  if (c.model_type != "qwen2_vl" && c.model_type != "qwen2_5_vl") {
+    return top.Fail(StatusCode::kUnimplemented, "model_type '", c.model_type.substr(0, 40),
+                    "' is not supported (qwen2_vl, qwen2_5_vl)");
   }
+  c.vision.qwen25 = c.model_type == "qwen2_5_vl";
   OCULAR_RETURN_IF_ERROR(top.String("torch_dtype", &c.torch_dtype));
   OCULAR_RETURN_IF_ERROR(top.String("dtype", &c.torch_dtype));
   OCULAR_RETURN_IF_ERROR(TokenId(top, "image_token_id", &c.image_token_id));

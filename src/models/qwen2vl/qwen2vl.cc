@@ -44,16 +44,34 @@ Status VisitVision(const Qwen2VLConfig& cfg, VisionWeights* w, const TensorVisit
   w->blocks.resize(c.depth);
   for (int i = 0; i < c.depth; ++i) {
     VisionBlockWeights& b = w->blocks[i];
-    OCULAR_RETURN_IF_ERROR(Visit("visual.blocks." + std::to_string(i) + ".",
+    const std::string pre = "visual.blocks." + std::to_string(i) + ".";
+    OCULAR_RETURN_IF_ERROR(Visit(pre,
                                  {
                                      {"norm1.weight", Vec(&b.norm1_w), {D}},
-                                     {"norm1.bias", Vec(&b.norm1_b), {D}},
                                      {"norm2.weight", Vec(&b.norm2_w), {D}},
-                                     {"norm2.bias", Vec(&b.norm2_b), {D}},
                                      {"attn.qkv.weight", Mat(&b.qkv_w), {3 * D, D}},
                                      {"attn.qkv.bias", Vec(&b.qkv_b), {3 * D}},
                                      {"attn.proj.weight", Mat(&b.proj_w), {D, D}},
                                      {"attn.proj.bias", Vec(&b.proj_b), {D}},
+                                 },
+                                 fn));
+    if (c.qwen25) {  // Qwen2RMSNorm norms; Qwen2_5_VLMLP(bias=True)
+      OCULAR_RETURN_IF_ERROR(Visit(pre,
+                                   {
+                                       {"mlp.gate_proj.weight", Mat(&b.fc1_w), {Iv, D}},
+                                       {"mlp.gate_proj.bias", Vec(&b.fc1_b), {Iv}},
+                                       {"mlp.up_proj.weight", Mat(&b.up_w), {Iv, D}},
+                                       {"mlp.up_proj.bias", Vec(&b.up_b), {Iv}},
+                                       {"mlp.down_proj.weight", Mat(&b.fc2_w), {D, Iv}},
+                                       {"mlp.down_proj.bias", Vec(&b.fc2_b), {D}},
+                                   },
+                                   fn));
+      continue;
+    }
+    OCULAR_RETURN_IF_ERROR(Visit(pre,
+                                 {
+                                     {"norm1.bias", Vec(&b.norm1_b), {D}},
+                                     {"norm2.bias", Vec(&b.norm2_b), {D}},
                                      {"mlp.fc1.weight", Mat(&b.fc1_w), {Iv, D}},
                                      {"mlp.fc1.bias", Vec(&b.fc1_b), {Iv}},
                                      {"mlp.fc2.weight", Mat(&b.fc2_w), {D, Iv}},
@@ -61,10 +79,12 @@ Status VisitVision(const Qwen2VLConfig& cfg, VisionWeights* w, const TensorVisit
                                  },
                                  fn));
   }
+  if (!c.qwen25) {
+    OCULAR_RETURN_IF_ERROR(fn("visual.merger.ln_q.bias", {D}, Vec(&w->ln_q_b), true));
+  }
   return Visit("visual.merger.",
                {
                    {"ln_q.weight", Vec(&w->ln_q_w), {D}},
-                   {"ln_q.bias", Vec(&w->ln_q_b), {D}},
                    {"mlp.0.weight", Mat(&w->mlp0_w), {Dm, Dm}},
                    {"mlp.0.bias", Vec(&w->mlp0_b), {Dm}},
                    {"mlp.2.weight", Mat(&w->mlp2_w), {H, Dm}},
@@ -188,8 +208,8 @@ Status Qwen2VL::BindWeights() {
     return name.find("visual.") == std::string::npos &&
            name.find("embed_tokens.") == std::string::npos;
   };
-  rules.tag = "qwen2_vl";
-  rules.model = "Qwen2-VL (qwen2_vl)";
+  rules.tag = cfg_.model_type;
+  rules.model = cfg_.qwen25() ? "Qwen2.5-VL (qwen2_5_vl)" : "Qwen2-VL (qwen2_vl)";
   OCULAR_ASSIGN_OR_RETURN(BoundWeights bound,
                           BindTensors(*source_, rules, [&](const TensorVisitor& fn) {
                             return ForEachTensor(cfg_, &w_, fn);
@@ -217,8 +237,8 @@ Status Qwen2VL::BindWeights() {
 void Qwen2VL::BuildSpec() {
   const TextConfig& t = cfg_.text;
   const VisionConfig& v = cfg_.vision;
-  spec_.family = "qwen2_vl";
-  spec_.architecture = "Qwen2-VL (qwen2_vl)";
+  spec_.family = cfg_.model_type;
+  spec_.architecture = cfg_.qwen25() ? "Qwen2.5-VL (qwen2_5_vl)" : "Qwen2-VL (qwen2_vl)";
   spec_.hidden_size = t.hidden_size;
   spec_.vocab_size = t.vocab_size;
   spec_.max_positions = t.max_position_embeddings;

@@ -1,11 +1,13 @@
-// Qwen2-VL (model_type "qwen2_vl") behind the VlModel seam (models/model.h):
+// Qwen2-VL (model_type "qwen2_vl") and Qwen2.5-VL ("qwen2_5_vl": its ViT's blocks and window
+// attention, vision.h; the same decoder) behind the VlModel seam (models/model.h):
 //   images  -> the vision tower (vision.h): patches -> ViT with 2-D rotary -> 2x2 merger, one
 //              feature row per <|image_pad|>
 //   prompt  -> Qwen2 decoder (GQA, q/k/v biases, SwiGLU, RMSNorm) with M-RoPE at the prompt's
 //              get_rope_index positions (Prompt::positions, 3 axes); a decode step at cache
 //              index i is at i + rope_deltas on every axis
 // Reference: transformers 4.57 models/qwen2_vl/modeling_qwen2_vl.py
-// (Qwen2VLForConditionalGeneration).
+// (Qwen2VLForConditionalGeneration), models/qwen2_5_vl/modeling_qwen2_5_vl.py
+// (Qwen2_5_VLForConditionalGeneration).
 #pragma once
 
 #include <memory>

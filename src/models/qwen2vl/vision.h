@@ -1,12 +1,19 @@
-// Qwen2-VL's vision tower (Qwen2VisionTransformerPretrainedModel):
+// Qwen2-VL's vision tower (Qwen2VisionTransformerPretrainedModel) and Qwen2.5-VL's
+// (Qwen2_5_VisionTransformerPretrainedModel):
 //   x = patch_embed(pixel_values)            Conv3d(3, D, (tp, p, p)) over each patch row: x·Wᵀ
 //   x = blocks(x)                            LayerNorm + attention with the 2-D rotary + LayerNorm
 //                                            + QuickGELU MLP; each image's rows attend among
 //                                            themselves (cu_seqlens)
 //   features = merger(x)                     ln_q, each merge window's rows as one [merge² D]
 //                                            row, Linear, GELU, Linear -> [rows / merge², H]
+// Qwen2.5-VL: RMSNorm + SwiGLU blocks; the rows (and their rotary positions) permuted into
+// window order by merge units before the blocks (get_window_index: windows of window_size px,
+// cut short at the grid's right and bottom edges), the blocks but fullatt_block_indexes
+// attending within their window, the merger's rows put back in patch order after it.
 // Reference: transformers 4.57 models/qwen2_vl/modeling_qwen2_vl.py (PatchEmbed, rot_pos_emb,
-// VisionAttention, Qwen2VLVisionBlock, PatchMerger).
+// VisionAttention, Qwen2VLVisionBlock, PatchMerger), models/qwen2_5_vl/modeling_qwen2_5_vl.py
+// (Qwen2_5_VisionTransformerPretrainedModel.get_window_index / forward, Qwen2_5_VLVisionBlock,
+// Qwen2_5_VLPatchMerger).
 #pragma once
 
 #include <cstddef>
@@ -26,7 +33,9 @@ size_t EncodeBytes(const Qwen2VLConfig& cfg, int64_t rows, int threads);
 
 // features[sum feature_rows, H] of the images (their VisionInput::grid {t, h, w} in patches;
 // pixel values as Patchify makes them, image after image). `rope`: VisionRope2d of the heads.
-// Taps: vision.patch_embed, vision.blocks.{i} [rows, D], vision.merger [rows / merge², H].
+// Taps (named as the parity report orders stages): vision.embeddings (visual.patch_embed),
+// vision.layers.{i} (visual.blocks[i]) [rows, D], projector (visual.merger) [rows / merge², H];
+// Qwen2.5-VL's layers and projector in window order, as transformers holds them.
 void EncodeImages(const Exec& ex, const Qwen2VLConfig& cfg, const VisionWeights& w,
                   const blocks::RopeSpec& rope, std::span<const VisionInput> images,
                   const float* pixels, float* features, Tracer* tracer);

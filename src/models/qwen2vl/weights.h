@@ -1,5 +1,5 @@
-// Qwen2-VL's weights in HF layout and stored format. Shapes: D vision embed_dim, Iv its MLP
-// (embed_dim * mlp_ratio), K = 3 * temporal_patch_size * patch_size^2, Dm = D * merge^2,
+// Qwen2-VL's and Qwen2.5-VL's weights in HF layout and stored format. Shapes: D vision
+// embed_dim, Iv its MLP, K = 3 * temporal_patch_size * patch_size^2, Dm = D * merge^2,
 // H text hidden, I text MLP, V vocab, Hq/Hkv heads, d head_dim.
 #pragma once
 
@@ -11,15 +11,17 @@
 namespace ocular::qwen2vl {
 
 struct VisionBlockWeights {
-  TensorView norm1_w, norm1_b;  // [D]
+  TensorView norm1_w, norm1_b;  // [D] (Qwen2.5-VL: RMSNorm, no bias)
   Matrix qkv_w;                 // [3D, D]  attn.qkv (q, k, v rows one after the other)
   TensorView qkv_b;             // [3D]
   Matrix proj_w;                // [D, D]   attn.proj
   TensorView proj_b;            // [D]
   TensorView norm2_w, norm2_b;  // [D]
-  Matrix fc1_w;                 // [Iv, D]
+  Matrix fc1_w;                 // [Iv, D]  Qwen2-VL: mlp.fc1; Qwen2.5-VL: mlp.gate_proj
   TensorView fc1_b;             // [Iv]
-  Matrix fc2_w;                 // [D, Iv]
+  Matrix up_w;                  // [Iv, D]  Qwen2.5-VL: mlp.up_proj
+  TensorView up_b;              // [Iv]
+  Matrix fc2_w;                 // [D, Iv]  Qwen2-VL: mlp.fc2; Qwen2.5-VL: mlp.down_proj
   TensorView fc2_b;             // [D]
   // Views of qkv_w / qkv_b's thirds (set after binding; not visited).
   Matrix q_w, k_w, v_w;
@@ -29,7 +31,7 @@ struct VisionBlockWeights {
 struct VisionWeights {
   Matrix patch_w;  // [D, 3, tp, p, p] (Conv3d, no bias) as the matrix [D, K]
   std::vector<VisionBlockWeights> blocks;
-  TensorView ln_q_w, ln_q_b;  // [D]   merger.ln_q
+  TensorView ln_q_w, ln_q_b;  // [D]   merger.ln_q (Qwen2.5-VL: RMSNorm, no bias)
   Matrix mlp0_w;              // [Dm, Dm] merger.mlp.0
   TensorView mlp0_b;          // [Dm]
   Matrix mlp2_w;              // [H, Dm]  merger.mlp.2
