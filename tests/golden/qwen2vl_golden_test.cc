@@ -182,6 +182,48 @@ TEST(Qwen2VLProcessorTest, ConfigsParseAndRefuse) {
   }
 }
 
+// The released configs' shapes (Qwen/Qwen2-VL-2B-Instruct's flat config.json, Qwen/Qwen2.5-VL-
+// 3B-Instruct's), keys ocular does not read included (in_chans, spatial_patch_size, sliding_window
+// with use_sliding_window false, vision_token_id).
+TEST(Qwen2VLConfigTest, ReleasedConfigsParse) {
+  auto q2 = qwen2vl::ParseQwen2VLConfig(R"({"architectures": ["Qwen2VLForConditionalGeneration"],
+      "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645,
+      "vision_start_token_id": 151652, "vision_end_token_id": 151653, "vision_token_id": 151654,
+      "image_token_id": 151655, "video_token_id": 151656, "hidden_act": "silu",
+      "hidden_size": 1536, "intermediate_size": 8960, "max_position_embeddings": 32768,
+      "max_window_layers": 28, "model_type": "qwen2_vl", "num_attention_heads": 12,
+      "num_hidden_layers": 28, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+      "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": true,
+      "torch_dtype": "bfloat16", "use_cache": true, "use_sliding_window": false,
+      "vision_config": {"depth": 32, "embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16,
+        "in_chans": 3, "hidden_size": 1536, "patch_size": 14, "spatial_merge_size": 2,
+        "spatial_patch_size": 14, "temporal_patch_size": 2},
+      "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}, "vocab_size": 151936})",
+                                        "Qwen2-VL-2B-Instruct");
+  ASSERT_TRUE(q2.ok()) << q2.status().ToString();
+  EXPECT_FALSE(q2->qwen25());
+  EXPECT_TRUE(q2->tie_word_embeddings);  // flat config: the top level's
+  EXPECT_EQ(q2->text.head_dim(), 128);
+  EXPECT_EQ(q2->vision.mlp_dim(), 5120);
+  EXPECT_EQ(q2->text.eos_token_id, 151645);
+  auto q25 = qwen2vl::ParseQwen2VLConfig(R"({"model_type": "qwen2_5_vl", "hidden_size": 2048,
+      "intermediate_size": 11008, "num_attention_heads": 16, "num_hidden_layers": 36,
+      "num_key_value_heads": 2, "max_position_embeddings": 128000, "rms_norm_eps": 1e-06,
+      "rope_theta": 1000000.0, "tie_word_embeddings": true, "vocab_size": 151936,
+      "rope_scaling": {"mrope_section": [16, 24, 24], "rope_type": "default", "type": "default"},
+      "vision_config": {"depth": 32, "hidden_act": "silu", "hidden_size": 1280,
+        "intermediate_size": 3420, "num_heads": 16, "in_chans": 3, "out_hidden_size": 2048,
+        "patch_size": 14, "spatial_merge_size": 2, "spatial_patch_size": 14, "window_size": 112,
+        "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2,
+        "temporal_patch_size": 2}})",
+                                         "Qwen2.5-VL-3B-Instruct");
+  ASSERT_TRUE(q25.ok()) << q25.status().ToString();
+  EXPECT_TRUE(q25->qwen25());
+  EXPECT_EQ(q25->vision.embed_dim, 1280);
+  EXPECT_EQ(q25->vision.hidden_size, 2048);
+  EXPECT_EQ(q25->vision.window_merged(), 4);
+}
+
 struct Loaded {
   LoadedModel m;
   ThreadPool pool{2};
