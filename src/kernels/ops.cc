@@ -518,7 +518,8 @@ void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_
 }
 
 void RopeAxes(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
-              const int64_t* pos, const float* inv_freq, const uint8_t* axis_of) {
+              const int64_t* pos, const float* inv_freq, const uint8_t* axis_of,
+              bool f32_rotation) {
   OCULAR_CHECK(head_dim > 0 && head_dim % 2 == 0, "HINT: RoPE needs an even head_dim");
   OCULAR_CHECK(ld >= n_heads * head_dim);
   const kernels::KernelTable& table = ex.table();
@@ -534,6 +535,11 @@ void RopeAxes(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t h
       const float angle = static_cast<float>(pos[int64_t{axis_of[k]} * rows + r]) * inv_freq[k];
       cos[k] = std::cos(angle);
       sin[k] = std::sin(angle);
+    }
+    if (bf16 && f32_rotation) {
+      table.rope_row(x + r * ld, n_heads, head_dim, cos, sin);
+      table.round_bf16(x + r * ld, n_heads * head_dim);
+      continue;
     }
     if (bf16) table.round_bf16(cos, head_dim);
     (bf16 ? table.rope_row_bf16 : table.rope_row)(x + r * ld, n_heads, head_dim, cos, sin);

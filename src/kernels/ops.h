@@ -110,9 +110,13 @@ void Rope(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_
 // inv_freq[k], cos/sin in f32, the rotation as Rope's. Qwen2-VL's M-RoPE
 // (modeling_qwen2_vl.py apply_multimodal_rotary_pos_emb: the cos/sin of each mrope_section
 // taken from its own axis) and its ViT's 2-D rotary (rot_pos_emb: h positions, then w).
+// f32_rotation: the rotation in f32 with f32 cos/sin and each result rounded to the activation
+// dtype once (apply_rotary_pos_emb_vision: q.float() ... .to(orig_q_dtype)); otherwise as Rope
+// under kBF16 (cos/sin and every product rounded, apply_multimodal_rotary_pos_emb on bf16).
 // REQUIRES: head_dim even; axis_of[k] < the axes pos holds.
 void RopeAxes(const Exec& ex, float* x, int64_t rows, int64_t n_heads, int64_t head_dim, int64_t ld,
-              const int64_t* pos, const float* inv_freq, const uint8_t* axis_of);
+              const int64_t* pos, const float* inv_freq, const uint8_t* axis_of,
+              bool f32_rotation = false);
 
 // Keys and values of one attention call: rows [Tk, Hkv, d] with row strides ldk/ldv
 // (elements), f32 or bf16 (a bf16 KV cache). With ring > 0 the rows are a ring buffer:

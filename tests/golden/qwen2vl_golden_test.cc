@@ -238,9 +238,11 @@ std::unique_ptr<Loaded> LoadTiny(const std::string& checkpoint) {
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   if (!m.ok()) return nullptr;
   l->m = std::move(*m);
-  l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, KvDType::kF32);
-  l->runner = std::make_unique<Runner>(*l->m.model, l->backend, Precision::kF32,
-                                       RunnerLimits{.max_batch = 1, .max_images = 4});
+  const bool bf16 = l->m.model->spec().weight_dtype == DType::kBF16;  // run as torch runs it
+  l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, bf16 ? KvDType::kBF16 : KvDType::kF32);
+  l->runner =
+      std::make_unique<Runner>(*l->m.model, l->backend, bf16 ? Precision::kBF16 : Precision::kF32,
+                               RunnerLimits{.max_batch = 1, .max_images = 4});
   return l;
 }
 
@@ -259,15 +261,22 @@ StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images,
 }
 
 // Qwen2-VL: LayerNorm + QuickGELU ViT, untied lm_head. Qwen2.5-VL: RMSNorm + SwiGLU ViT with
-// window attention (uneven windows), tied embeddings.
-class Qwen2VLGoldenTest : public testing::TestWithParam<const char*> {};
+// window attention (uneven windows), tied embeddings. qwen2vl-bf16: Qwen2-VL's weights in
+// bfloat16, against torch's bf16 run (two cases).
+struct Checkpoint {
+  const char* name;
+  double tolerance;  // relative error per tap
+  size_t cases;
+};
+
+class Qwen2VLGoldenTest : public testing::TestWithParam<Checkpoint> {};
 
 TEST_P(Qwen2VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
-  auto m = LoadTiny(GetParam());
+  auto m = LoadTiny(GetParam().name);
   ASSERT_NE(m, nullptr);
-  const std::vector<std::string> cases = Cases(GetParam());
-  ASSERT_GE(cases.size(), 5u);
+  const std::vector<std::string> cases = Cases(GetParam().name);
+  ASSERT_EQ(cases.size(), GetParam().cases);
   for (const std::string& file : cases) {
     SCOPED_TRACE(file);
     auto taps = fixture::GoldenTaps::Open(file);
@@ -308,14 +317,21 @@ TEST_P(Qwen2VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
     auto out = Generate(*m->runner, *m->kv, req, &tracer);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     tracer.Add("decode_logits", out->decode_logits);
-    const int compared = testing_support::ExpectEveryTapWithin(*taps, tracer, 1e-5);
+    const int compared = testing_support::ExpectEveryTapWithin(*taps, tracer, GetParam().tolerance);
     EXPECT_GE(compared, 7);
     EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Qwen2VLGoldenTest, testing::Values("qwen2vl", "qwen25vl"),
-                         [](const auto& info) { return std::string(info.param); });
+INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Qwen2VLGoldenTest,
+                         testing::Values(Checkpoint{"qwen2vl", 1e-5, 5},
+                                         Checkpoint{"qwen25vl", 1e-5, 5},
+                                         Checkpoint{"qwen2vl-bf16", 1e-2, 2}),
+                         [](const auto& info) {
+                           std::string n = info.param.name;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 TEST(Qwen2VLPromptTest, PromptsWithTheWrongTagsAreRefused) {
   auto m = LoadModel(kTiny);

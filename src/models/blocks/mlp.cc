@@ -37,9 +37,10 @@ void Activate(const Exec& ex, MlpAct act, float* x, int64_t n) {
     case MlpAct::kSilu:  // torch: x / (1 + exp(-x)); the kernels' Exp (<= 3 ulp) might flip bf16
       for (int64_t i = 0; i < n; ++i) x[i] = Round(ex, x[i] / (1.0f + std::exp(-x[i])));
       return;
-    case MlpAct::kQuickGelu:  // x * torch.sigmoid(1.702 * x)
+    case MlpAct::kQuickGelu:  // x * torch.sigmoid(1.702 * x), each op rounded as torch's
       for (int64_t i = 0; i < n; ++i) {
-        x[i] = Round(ex, x[i] * (1.0f / (1.0f + std::exp(-1.702f * x[i]))));
+        const float t = Round(ex, 1.702f * x[i]);
+        x[i] = Round(ex, x[i] * Round(ex, 1.0f / (1.0f + std::exp(-t))));
       }
       return;
   }

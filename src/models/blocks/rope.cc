@@ -63,7 +63,7 @@ void ApplyRope(const Exec& ex, const RopeSpec& r, const Positions& p, float* x, 
   OCULAR_CHECK(p.axes == r.axes && p.rows == rows, "HINT: positions of another RoPE");
   if (r.axes > 1) {
     OCULAR_CHECK(r.inv_freq != nullptr && r.axis_of != nullptr);
-    ops::RopeAxes(ex, x, rows, heads, head_dim, ld, p.pos, r.inv_freq, r.axis_of);
+    ops::RopeAxes(ex, x, rows, heads, head_dim, ld, p.pos, r.inv_freq, r.axis_of, r.f32_rotation);
   } else if (r.inv_freq != nullptr) {
     ops::Rope(ex, x, rows, heads, head_dim, ld, p.pos, r.inv_freq);
   } else {

@@ -30,6 +30,7 @@ struct RopeSpec {
   const float* inv_freq = nullptr;   // [head_dim / 2], owned by the model
   const uint8_t* axis_of = nullptr;  // [head_dim / 2] (multi-axis), owned by the model
   int axes = 1;
+  bool f32_rotation = false;  // multi-axis: rotate in f32, round once (ops::RopeAxes)
   bool enabled() const { return theta > 0 || inv_freq != nullptr; }
 };
 

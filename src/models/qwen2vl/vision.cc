@@ -30,6 +30,7 @@ blocks::EncoderLayerSpec BlockSpec(const VisionConfig& c, const blocks::RopeSpec
     s.mlp = {c.embed_dim, c.mlp_dim(), blocks::MlpAct::kSilu, /*gated=*/true};
   }
   s.attn.rope = rope;
+  s.attn.rope.f32_rotation = true;  // apply_rotary_pos_emb_vision: q.float(), cos.float()
   return s;
 }
 
@@ -46,7 +47,8 @@ blocks::EncoderLayerWeights BlockView(const VisionConfig& c, const VisionBlockWe
 
 struct EncodeBuffers {
   EncodeBuffers(Scratch& s, const Qwen2VLConfig& c, int64_t rows)
-      : x(s.Floats(rows * c.vision.embed_dim)),
+      : px(s.Floats(rows * c.vision.patch_floats())),
+        x(s.Floats(rows * c.vision.embed_dim)),
         ln(s.Floats(rows * c.vision.embed_dim)),
         pos(s.Take<int64_t>(2 * rows)),
         begin(s.Take<int32_t>(rows)),
@@ -57,6 +59,7 @@ struct EncodeBuffers {
         wpos(c.qwen25() ? s.Take<int64_t>(2 * rows) : nullptr),
         merged(c.qwen25() ? s.Floats(rows / c.vision.merge_rows() * c.text.hidden_size) : nullptr) {
   }
+  float* px;       // the pixel values in the activation dtype (pixel_values.type(visual.dtype))
   float* x;        // [rows, D]
   float* ln;       // merger.ln_q(x); the window permutation's scratch
   int64_t* pos;    // [2, rows]: patch row, patch column (rot_pos_emb)
@@ -142,7 +145,9 @@ void EncodeImages(const Exec& ex, const Qwen2VLConfig& cfg, const VisionWeights&
   Scratch scratch(ex.arena);
   EncodeBuffers b(scratch, cfg, rows);
   // hidden_states = self.proj(pixel_values.view(-1, C, tp, p, p)): one row per patch.
-  ops::MatMul(ex, pixels, rows, K, K, w.patch_w, nullptr, b.x, D);
+  std::copy_n(pixels, rows * K, b.px);
+  ops::CastToActivation(ex, b.px, rows * K);  // get_image_features: pixel_values.type(dtype)
+  ops::MatMul(ex, b.px, rows, K, K, w.patch_w, nullptr, b.x, D);
   Tap(tracer, "vision.embeddings", b.x, {rows, D});
   // rot_pos_emb: each image's patch rows in (block row, block column, row, column) order, t
   // times; cu_seqlens: the rows of one frame attend among themselves.
