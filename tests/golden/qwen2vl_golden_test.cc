@@ -326,7 +326,8 @@ TEST_P(Qwen2VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Qwen2VLGoldenTest,
                          testing::Values(Checkpoint{"qwen2vl", 1e-5, 5},
                                          Checkpoint{"qwen25vl", 1e-5, 5},
-                                         Checkpoint{"qwen2vl-bf16", 1e-2, 2}),
+                                         Checkpoint{"qwen2vl-bf16", 1e-2, 2},
+                                         Checkpoint{"qwen25vl-bf16", 1e-2, 2}),
                          [](const auto& info) {
                            std::string n = info.param.name;
                            std::replace(n.begin(), n.end(), '-', '_');

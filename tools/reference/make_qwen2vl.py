@@ -15,8 +15,8 @@ Writes, in the HF layout of Qwen/Qwen2-VL-7B-Instruct (save_pretrained):
                             which the 3-wide and 5-wide merged grids split unevenly; block 1
                             full attention), the same decoder with tied embeddings; max_pixels
                             28*28*20 so the images have several windows
-  testdata/tiny/qwen2vl-bf16  qwen2vl's weights in bfloat16 (goldens run in bfloat16, as a
-                            user runs the released checkpoints)
+  testdata/tiny/qwen2vl-bf16, qwen25vl-bf16   the same weights in bfloat16 (goldens run in
+                            bfloat16, as a user runs the released checkpoints)
   testdata/golden/qwen2vl*/<case>.safetensors  the taps below, self-checked against
                             model.generate(do_sample=False)
   testdata/golden/qwen2vl-pixels.safetensors   Qwen2VLImageProcessor (the PIL one) on the
@@ -235,9 +235,8 @@ def make_tiny():
                                    qwen25=qwen25)
         save(model, os.path.join(TINY, name), processor)
         print(f"tiny: {name}")
-        if name == "qwen2vl":
-            save(model.to(torch.bfloat16), os.path.join(TINY, "qwen2vl-bf16"), processor)
-            print("tiny: qwen2vl-bf16")
+        save(model.to(torch.bfloat16), os.path.join(TINY, name + "-bf16"), processor)
+        print(f"tiny: {name}-bf16")
 
 
 # ---- goldens --------------------------------------------------------------------------------
@@ -307,7 +306,7 @@ def input_images():
 
 def make_goldens():
     taps_lib.I64_TAPS = taps_lib.I64_TAPS + ("image_grid_thw", "position_ids", "rope_deltas")
-    for name in ("qwen2vl", "qwen25vl", "qwen2vl-bf16"):
+    for name in ("qwen2vl", "qwen25vl", "qwen2vl-bf16", "qwen25vl-bf16"):
         make_checkpoint_goldens(name)
 
 
