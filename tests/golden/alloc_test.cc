@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "image/image.h"
 #include "models/registry.h"
 #include "support/count_allocations.h"
 #include "support/fixture.h"
@@ -114,6 +115,56 @@ TEST(MllamaAllocationTest, EncodePrefillAndDecodeAllocateNothing) {
     p.prompt = prompt;
     p.max_new_tokens = 20;
     auto cache = kv.Acquire(static_cast<int64_t>(ids.size()) + 20, prompt->feature_rows());
+    ASSERT_TRUE(cache.ok());
+    seqs.push_back(std::make_unique<Sequence>(std::move(p), std::move(*cache), spec.vocab_size,
+                                              model.NewState()));
+    batch.push_back(seqs.back().get());
+  }
+  runner.EncodeImages(*prompt, 0, n, features.data(), nullptr);
+  ASSERT_TRUE(runner.Prefill(*seqs[0], features.data(), nullptr).ok());
+  runner.DecodeStep(std::span<Sequence* const>(batch.data(), 1));
+
+  int64_t before = g_allocations.load();
+  runner.EncodeImages(*prompt, 0, n, features.data(), nullptr);
+  for (int i = 1; i < 4; ++i) ASSERT_TRUE(runner.Prefill(*seqs[i], features.data(), nullptr).ok());
+  EXPECT_EQ(g_allocations.load() - before, 0) << "allocations in encode + 3 prefills";
+  before = g_allocations.load();
+  for (int step = 0; step < 10; ++step) runner.DecodeStep(batch);
+  EXPECT_EQ(g_allocations.load() - before, 0) << "allocations in 10 decode steps of 4 sequences";
+  for (Sequence* s : batch) EXPECT_GE(s->generated().size(), 10u);
+}
+
+// Qwen2.5-VL: after a warm-up, an encode of two images (window attention), prefills at M-RoPE
+// positions and batched decode steps allocate nothing.
+TEST(Qwen2VLAllocationTest, EncodePrefillAndDecodeAllocateNothing) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  if (!OCULAR_COUNT_ALLOCATIONS) GTEST_SKIP() << "allocations are counted without sanitizers";
+  auto loaded = LoadModel("testdata/tiny/qwen25vl");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const VlModel& model = *loaded->model;
+  const ModelSpec& spec = model.spec();
+  Prompt images;
+  for (const char* name : {"photo", "gray"}) {
+    auto image = LoadImage(std::string("testdata/golden/inputs/") + name + ".png");
+    ASSERT_TRUE(image.ok()) << image.status().ToString();
+    ASSERT_TRUE(loaded->processor->AddImage(*image, false, 0, &images).ok());
+  }
+  auto made = loaded->processor->MakePrompt(std::move(images), 2, "what differs?", nullptr, {});
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  const auto prompt = std::make_shared<const Prompt>(std::move(*made));
+  const int64_t n = static_cast<int64_t>(prompt->images.size());
+  ThreadPool pool(2);
+  Backend backend(pool);
+  KvPool kv(spec.kv, KvDType::kF32);
+  Runner runner(model, backend, Precision::kF32, {.max_batch = 4, .max_images = n});
+  std::vector<float> features(prompt->feature_rows() * spec.feature_floats());
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<Sequence*> batch;
+  for (int i = 0; i < 4; ++i) {
+    SequenceParams p;
+    p.prompt = prompt;
+    p.max_new_tokens = 20;
+    auto cache = kv.Acquire(prompt->size() + 20, 0);
     ASSERT_TRUE(cache.ok());
     seqs.push_back(std::make_unique<Sequence>(std::move(p), std::move(*cache), spec.vocab_size,
                                               model.NewState()));
