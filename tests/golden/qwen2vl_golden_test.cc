@@ -22,6 +22,7 @@
 #include "runtime/kv_pool.h"
 #include "runtime/recorder.h"
 #include "runtime/runner.h"
+#include "runtime/sequence.h"
 #include "support/fixture.h"
 #include "support/golden.h"
 #include "support/harness.h"
@@ -242,7 +243,7 @@ std::unique_ptr<Loaded> LoadTiny(const std::string& checkpoint) {
   l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, bf16 ? KvDType::kBF16 : KvDType::kF32);
   l->runner =
       std::make_unique<Runner>(*l->m.model, l->backend, bf16 ? Precision::kBF16 : Precision::kF32,
-                               RunnerLimits{.max_batch = 1, .max_images = 4});
+                               RunnerLimits{.max_batch = 2, .max_images = 4});
   return l;
 }
 
@@ -333,6 +334,46 @@ INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Qwen2VLGoldenTest,
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
+
+// Sequences at different rope_deltas decode together in one [B, H] pass: an image prompt
+// (delta -6) and a text-only one (delta 0) give transformers' tokens as when alone.
+TEST(Qwen2VLBatchTest, SequencesOfOtherRopeDeltasDecodeTogether) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  auto m = LoadTiny("qwen25vl");
+  ASSERT_NE(m, nullptr);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<std::vector<int32_t>> want;
+  std::vector<std::vector<float>> features;
+  for (const char* c : {"two", "text_only"}) {
+    auto taps =
+        fixture::GoldenTaps::Open(std::string("testdata/golden/qwen25vl/") + c + ".safetensors");
+    ASSERT_TRUE(taps.ok()) << taps.status().ToString();
+    const auto& meta = taps->file().metadata();
+    auto prompt = CasePrompt(*m->m.processor, meta.at("images"), meta.at("prompt"));
+    ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
+    want.push_back(Ids(*taps->file().Find("generated_ids")));
+    SequenceParams p;
+    p.prompt = std::make_shared<const Prompt>(std::move(*prompt));
+    p.max_new_tokens = static_cast<int>(want.back().size());
+    const ModelSpec& spec = m->m.model->spec();
+    features.emplace_back(p.prompt->feature_rows() * spec.feature_floats());
+    if (!p.prompt->images.empty()) {
+      m->runner->EncodeImages(*p.prompt, 0, p.prompt->images.size(), features.back().data(),
+                              nullptr);
+    }
+    auto cache = m->kv->Acquire(p.prompt->size() + p.max_new_tokens, 0);
+    ASSERT_TRUE(cache.ok());
+    const bool images = !p.prompt->images.empty();
+    seqs.push_back(std::make_unique<Sequence>(std::move(p), std::move(*cache), spec.vocab_size,
+                                              m->m.model->NewState()));
+    ASSERT_TRUE(
+        m->runner->Prefill(*seqs.back(), images ? features.back().data() : nullptr, nullptr).ok());
+  }
+  std::vector<Sequence*> batch = {seqs[0].get(), seqs[1].get()};
+  while (!seqs[0]->done() || !seqs[1]->done()) m->runner->DecodeStep(batch);
+  EXPECT_EQ(seqs[0]->generated(), want[0]);
+  EXPECT_EQ(seqs[1]->generated(), want[1]);
+}
 
 TEST(Qwen2VLPromptTest, PromptsWithTheWrongTagsAreRefused) {
   auto m = LoadModel(kTiny);
