@@ -57,6 +57,9 @@ struct EngineOptions {
   // Tokens per sequence the activation workspace is planned for at load (0: one image and a
   // short prompt). A longer prompt grows the workspace once, before its prefill runs.
   int max_context = 0;
+  // llama.cpp's mmproj file (the vision encoder and projector) to pair with a llama.cpp text
+  // GGUF given as the model (`llama-mtmd-cli -m text.gguf --mmproj mmproj.gguf`); "": none.
+  std::string mmproj = {};
 };
 
 // An image given as a file path or as encoded bytes (JPEG, PNG, WebP, GIF, BMP).

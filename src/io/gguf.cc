@@ -464,6 +464,51 @@ void GgufWriter::SetBytes(const std::string& key, std::string_view bytes) {
   ++kv_count_;
 }
 
+void GgufWriter::SetF32Array(const std::string& key, const std::vector<float>& values) {
+  PutKey(&header_, key, GgufType::kArray);
+  Put<uint32_t>(&header_, static_cast<uint32_t>(GgufType::kF32));
+  Put<uint64_t>(&header_, values.size());
+  for (float v : values) Put(&header_, v);
+  ++kv_count_;
+}
+void GgufWriter::SetI32Array(const std::string& key, const std::vector<int32_t>& values) {
+  PutKey(&header_, key, GgufType::kArray);
+  Put<uint32_t>(&header_, static_cast<uint32_t>(GgufType::kI32));
+  Put<uint64_t>(&header_, values.size());
+  for (int32_t v : values) Put(&header_, v);
+  ++kv_count_;
+}
+
+void GgufWriter::SetValue(const std::string& key, const GgufValue& v) {
+  PutKey(&header_, key, v.type);
+  switch (v.type) {
+    case GgufType::kString:
+      PutString(&header_, v.str);
+      break;
+    case GgufType::kArray:
+      Put<uint32_t>(&header_, static_cast<uint32_t>(v.elem_type));
+      Put<uint64_t>(&header_, v.count);
+      if (v.elem_type == GgufType::kString) {
+        for (std::string_view e : v.strings) PutString(&header_, e);
+      } else {
+        header_.append(reinterpret_cast<const char*>(v.elems),
+                       static_cast<size_t>(v.count) * ScalarSize(v.elem_type));
+      }
+      break;
+    case GgufType::kF32:
+      Put(&header_, static_cast<float>(v.f));
+      break;
+    case GgufType::kF64:
+      Put(&header_, v.f);
+      break;
+    default: {  // integers and bool: their low bytes, little-endian
+      const uint64_t raw = v.u != 0 ? v.u : static_cast<uint64_t>(v.i);
+      header_.append(reinterpret_cast<const char*>(&raw), ScalarSize(v.type));
+    }
+  }
+  ++kv_count_;
+}
+
 size_t GgufWriter::AddTensor(const std::string& name, const std::vector<int64_t>& shape,
                              WFormat f) {
   OCULAR_CHECK(!name.empty() && name.size() < kMaxNameBytes,

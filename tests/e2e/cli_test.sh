@@ -276,6 +276,27 @@ check "--quant-activations int4 -> 2" 2 $?
 contains "names the choices" "$TMP/err" "int8"
 rm -f "$TMP/ml.gguf" "$TMP/ml8.gguf"
 
+# llama.cpp's pair: its text GGUF and mmproj file (tools/reference/make_llamacpp_pair.py), as
+# `llama-mtmd-cli -m TEXT --mmproj MMPROJ` takes them: trace equals transformers' taps; bench
+# runs; an mmproj for another hidden size is refused (exit 5), the text file as --mmproj too.
+P=testdata/llamacpp
+"$OCULAR" trace -m $P/gemma3-lc-f16.gguf --mmproj $P/mmproj-gemma3-lc-f16.gguf \
+  -i testdata/golden/inputs/photo.png -p "<start_of_image> caption en" --max-tokens 8 \
+  -o "$TMP/lc.safetensors" >/dev/null
+check "trace, llama.cpp pair" 0 $?
+"$OCULAR" diff "$TMP/lc.safetensors" testdata/golden/gemma3-lc/photo.safetensors >"$TMP/diff.txt"
+check "diff, llama.cpp pair within tolerance" 0 $?
+contains "diff, llama.cpp pair compares the projector" "$TMP/diff.txt" "^projector"
+"$OCULAR" bench -m $P/gemma3-lc-f16.gguf --mmproj $P/mmproj-gemma3-lc-f16.gguf \
+  --decode-tokens 2 --prompt-tokens 4 --roofline-gbs 10 >"$TMP/bench.json" 2>"$TMP/err"
+check "bench, llama.cpp pair" 0 $?
+"$OCULAR" run -m testdata/gguf/gemma3_270m_slice.gguf --mmproj $P/mmproj-gemma3-lc-f16.gguf \
+  -p x 2>"$TMP/err"
+check "mmproj of another hidden size -> 5" 5 $?
+contains "names the key" "$TMP/err" "clip.vision.projection_dim = 48"
+"$OCULAR" run -m $P/gemma3-lc-f16.gguf --mmproj $P/gemma3-lc-f16.gguf -p x 2>"$TMP/err"
+check "a text GGUF as --mmproj -> 2" 2 $?
+
 # Chat templates (docs/models.md §11). Gemma 3, two images in one --chat turn: the ids of
 # transformers' apply_chat_template (testdata/chat/goldens.json, gemma3 "two_images").
 G=testdata/tiny/gemma3

@@ -30,7 +30,9 @@ void AddTrace(CLI::App& app, int* rc) {
   cmd->add_option("--out,-o", *out, "output .safetensors")->required();
   cmd->callback([=] {
     // The dump must not overwrite what is being read: the checkpoint or an input image.
-    if (Status s = CheckOutputIsNotAnInput("--out", *out, m->model, *images); !s.ok()) {
+    std::vector<std::string> read = *images;
+    if (!m->mmproj.empty()) read.push_back(m->mmproj);
+    if (Status s = CheckOutputIsNotAnInput("--out", *out, m->model, read); !s.ok()) {
       *rc = Fail(s);
       return;
     }

@@ -25,8 +25,11 @@ void AddPanAndScanFlags(CLI::App* cmd, GenerateOptions* gen) {
 
 void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
   cmd->add_option("--model,-m", a->model,
-                  "HF PaliGemma directory, or a GGUF file (ocular quantize)")
+                  "HF model directory, or a GGUF file (ocular quantize, or llama.cpp's text file)")
       ->required();
+  cmd->add_option("--mmproj", a->mmproj,
+                  "llama.cpp's mmproj file (vision encoder + projector) for a llama.cpp text "
+                  "GGUF given as --model (Gemma 3: projector type gemma3)");
   if (groups & kCompute) {
     // Bounds and help text: TightenOptions.
     cmd->add_option("--threads,-t", a->threads);
@@ -62,6 +65,7 @@ StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch,
   o.precision = a.precision;
   o.kv_cache = a.kv_cache;
   o.quant_activations = a.quant_activations;
+  o.mmproj = a.mmproj;
   return Engine::Load(a.model, o);
 }
 

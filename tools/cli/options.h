@@ -14,6 +14,7 @@ namespace ocular::cli {
 
 struct ModelArgs {
   std::string model;
+  std::string mmproj;  // --mmproj: llama.cpp's vision file for a llama.cpp text GGUF
   int threads = 0;
   int64_t max_pixels = 50'000'000;
   bool exif_rotate = false;

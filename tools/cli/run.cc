@@ -81,7 +81,9 @@ Status CheckRunArgs(const RunArgs& a, bool prompt_given) {
     if (a.images.empty()) return bad("--draw needs an --image");
     if (a.images[0] == "-") return bad("--draw needs the first --image to be a file, not stdin");
     // Checked before generating, not after: a bad path must not cost the run.
-    return CheckOutputIsNotAnInput("--draw", a.draw, a.model.model, a.images);
+    std::vector<std::string> read = a.images;
+    if (!a.model.mmproj.empty()) read.push_back(a.model.mmproj);
+    return CheckOutputIsNotAnInput("--draw", a.draw, a.model.model, read);
   }
   return Status::Ok();
 }
