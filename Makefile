@@ -34,7 +34,7 @@ asan:
 # libFuzzer smoke run of every fuzz target (clang, ASan+UBSan), fixed inputs count and seed.
 FUZZ_TARGETS := image_decode_fuzz tokenizer_json_fuzz tokenizer_model_fuzz safetensors_header_fuzz \
   config_json_fuzz preprocess_json_fuzz detection_parse_fuzz gguf_fuzz npz_fuzz chat_request_fuzz \
-  jinja_template_fuzz
+  jinja_template_fuzz json_schema_fuzz
 fuzz:
 	@scripts/setup --fuzz
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -10,7 +10,7 @@ class GrammarConstraint final : public TokenConstraint {
   GrammarConstraint(std::shared_ptr<const grammar::Grammar> g,
                     std::shared_ptr<const grammar::TokenVocabulary> vocab, std::vector<int32_t> eos)
       : m_(std::move(g), std::move(vocab), std::move(eos)) {}
-  const uint32_t* Mask() override { return m_.NextMask().data(); }
+  const uint32_t* Mask(int tokens_left) override { return m_.NextMask(tokens_left).data(); }
   void Accept(int32_t id) override { m_.Accept(id); }
   bool complete() const override { return m_.complete() || m_.finished(); }
 

@@ -205,8 +205,16 @@ std::vector<BadCase> Corpus() {
       {"stream string", ChatBody("x", "", R"(,"stream":"true")"), 400, "stream"},
       {"stream_options array", ChatBody("x", "", R"(,"stream_options":[])"), 400, "stream_options"},
       {"tools", ChatBody("x", "", R"(,"tools":[])"), 400, "tools"},
-      {"response_format", ChatBody("x", "", R"(,"response_format":{"type":"json_object"})"), 400,
-       "response_format"},
+      {"response_format type", ChatBody("x", "", R"(,"response_format":{"type":"xml"})"), 400,
+       "response_format.type"},
+      {"response_format no schema",
+       ChatBody("x", "", R"(,"response_format":{"type":"json_schema","json_schema":{}})"), 400,
+       "response_format.json_schema.schema"},
+      {"response_format unsupported keyword",
+       ChatBody("x", "",
+                R"(,"response_format":{"type":"json_schema","json_schema":{"name":"a",)"
+                R"("schema":{"type":"object","properties":{"a":{"not":{}}}}}})"),
+       400, "response_format"},
       // Images: encodings, sizes, counts, sources.
       {"invalid base64", ChatBody("x", "data:image/png;base64,!!!notbase64!!!"), 400, img},
       {"base64 with spaces", ChatBody("x", "data:image/png;base64,aGVs bG8="), 400, img},

@@ -433,6 +433,45 @@ bool ReadStop(const json& body, const RequestLimits& limits, ChatRequest* req, A
   return true;
 }
 
+// OpenAI's response_format: {"type": "text"}, {"type": "json_object"} or {"type":
+// "json_schema", "json_schema": {"name": ..., "schema": {...}, "strict": ...}}. The answer is
+// constrained whatever "strict" says. The schema is compiled here, so a refused one is a 400
+// that names the keyword (docs/structured-output.md).
+bool ReadResponseFormat(const json& body, ChatRequest* req, ApiError* err) {
+  auto it = body.find("response_format");
+  if (it == body.end() || it->is_null()) return true;
+  auto type = it->is_object() ? it->find("type") : it->end();
+  if (!it->is_object() || type == it->end() || !type->is_string()) {
+    *err = Bad("response_format", "response_format must be an object with a string \"type\"");
+    return false;
+  }
+  const std::string t = type->get<std::string>();
+  if (t == "json_object") {
+    req->options.json_object = true;
+  } else if (t == "json_schema") {
+    const json* schema = nullptr;
+    if (auto js = it->find("json_schema"); js != it->end() && js->is_object()) {
+      if (auto sc = js->find("schema"); sc != js->end()) schema = &*sc;
+    }
+    if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) {
+      *err = Bad("response_format.json_schema.schema",
+                 "response_format json_schema needs json_schema.schema, a JSON Schema object");
+      return false;
+    }
+    req->options.json_schema = schema->dump();
+  } else if (t != "text") {
+    *err = Bad("response_format.type", StrCat("response_format type must be \"text\", "
+                                              "\"json_object\" or \"json_schema\", not \"",
+                                              t, "\""));
+    return false;
+  }
+  if (Status s = CheckStructuredOutput(req->options); !s.ok()) {
+    *err = Bad("response_format", s.message(), "unsupported_schema");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string ErrorJson(const ApiError& e) {
@@ -546,6 +585,7 @@ ParseResult ParseChatRequest(std::string_view body_text, const RequestLimits& li
     return r;
   }
   if (!ReadStop(body, limits, &req, &err)) return r;
+  if (!ReadResponseFormat(body, &req, &err)) return r;
   // ocular's extension: Gemma 3's pan-and-scan crops (GenerateOptions::pan_and_scan).
   if (auto it = body.find("pan_and_scan"); it != body.end() && !it->is_null()) {
     bool pan_and_scan = false;
@@ -563,7 +603,7 @@ ParseResult ParseChatRequest(std::string_view body_text, const RequestLimits& li
     }
   }
   // Features ocular does not have: refused rather than silently ignored.
-  for (const char* name : {"tools", "functions", "response_format", "logprobs", "top_logprobs"}) {
+  for (const char* name : {"tools", "functions", "logprobs", "top_logprobs"}) {
     auto it = body.find(name);
     if (it == body.end() || it->is_null() || (it->is_boolean() && !it->get<bool>())) continue;
     err = Bad(name, StrCat(name, " is not supported by ocular serve"), "unsupported_parameter");
