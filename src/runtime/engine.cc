@@ -406,10 +406,11 @@ class EngineImpl : public Engine {
     po.separate_newline = o.separate_newline;
     po.chat = o.chat;
     po.date = o.date;
+    po.chat_template = o.chat_template;
+    po.chat_template_kwargs = o.chat_template_kwargs;
     po.image_crops = crops;
-    if ((messages || o.chat) && processor_->chat_format().empty()) {
-      // The processor's error says why: no template in the family or the checkpoint, or one
-      // ocular does not know.
+    if ((messages || o.chat) && processor_->chat_format().empty() && o.chat_template.empty()) {
+      // The processor's error says why: no template in the family or the checkpoint.
       OCULAR_RETURN_IF_ERROR(processor_->RenderChat({ChatMessage::Text("user", "")}, po).status());
       return Error(StatusCode::kUnimplemented, "chat", "this model has no chat format");
     }
