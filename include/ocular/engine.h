@@ -117,6 +117,11 @@ struct GenerateOptions {
   // Chat: the date a template writes (Llama 3.2 Vision's system block: "26 Jul 2024", as
   // strftime("%d %b %Y")); "" = today, local time, as transformers' strftime_now.
   std::string date;
+  // Chat: a Jinja chat template that replaces the checkpoint's ("" = the checkpoint's).
+  std::string chat_template;
+  // Chat: extra template variables, a JSON object ("" = none): apply_chat_template's **kwargs,
+  // the server's chat_template_kwargs (e.g. {"enable_thinking": false}).
+  std::string chat_template_kwargs;
   // Gemma 3's pan-and-scan (transformers' do_pan_and_scan): an image whose long side is at
   // least 1.2x its short one is also shown as 2-4 crops (docs/models.md §9). Unset: the
   // checkpoint's preprocessor_config.json (do_pan_and_scan, usually off). true on another
@@ -179,8 +184,8 @@ struct ModelInfo {
   std::string precision;          // "f32", "bf16", "bf16-fast"
   std::string kv_cache;           // "f32", "bf16"
   std::string quant_activations;  // "int8", "f32" (EngineOptions::quant_activations)
-  // The chat format GenerateChat applies: "gemma3", "llama3.2-vision"; "unrecognized" when the
-  // checkpoint's chat_template is not one ocular knows (GenerateChat refuses, kUnimplemented);
+  // "jinja": GenerateChat renders the checkpoint's chat template (as transformers'
+  // apply_chat_template);
   // "" when the family (PaliGemma) or the checkpoint has none.
   std::string chat_format;
   std::string image_marker;  // "<start_of_image>", "<|image|>"; "" for PaliGemma

@@ -83,6 +83,15 @@ TEST(ChatRequest, PanAndScan) {
   ExpectError(ChatBody("x", "", R"(,"pan_and_scan":1)"), "pan_and_scan");
 }
 
+// vLLM's and llama-server's chat_template_kwargs: the template's extra variables.
+TEST(ChatRequest, ChatTemplateKwargs) {
+  EXPECT_EQ(Parse(ChatBody("x", "", "")).request.options.chat_template_kwargs, "");
+  EXPECT_EQ(Parse(ChatBody("x", "", R"(,"chat_template_kwargs":{"enable_thinking":false})"))
+                .request.options.chat_template_kwargs,
+            R"({"enable_thinking":false})");
+  ExpectError(ChatBody("x", "", R"(,"chat_template_kwargs":"x")"), "chat_template_kwargs");
+}
+
 TEST(ChatRequest, LastUserMessageIsThePromptImagesFromAllTurns) {
   const std::string url = DataUrl(kPng);
   ParseResult r = Parse(

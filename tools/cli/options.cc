@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 
 namespace ocular::cli {
 
@@ -71,6 +72,23 @@ StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch,
 
 bool ReadsStdin(const std::vector<std::string>& paths) {
   return std::find(paths.begin(), paths.end(), "-") != paths.end();
+}
+
+void AddChatTemplateOption(CLI::App* cmd, GenerateOptions* gen) {
+  cmd->add_option("--chat-template",
+                  "a Jinja chat template file to use instead of the checkpoint's")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile)
+      ->each([gen](const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (!in.good() && !in.eof())
+          throw CLI::ValidationError("--chat-template", path + ": unreadable");
+        if (text.size() > (1u << 20))
+          throw CLI::ValidationError("--chat-template", path + ": over 1 MiB");
+        if (text.empty()) throw CLI::ValidationError("--chat-template", path + ": empty");
+        gen->chat_template = std::move(text);
+      });
 }
 
 StatusOr<std::vector<ImageInput>> ReadImages(const std::vector<std::string>& paths) {

@@ -218,7 +218,7 @@ int Chat(Engine& engine, const RunArgs& a, RunContext ctx, Reporter& reporter) {
   const bool interactive = ::isatty(STDIN_FILENO) != 0;
   if (interactive) Note("ocular chat on " + a.model.model + ". /help for commands.");
   ChatSession session;
-  session.templated = !ctx.info.chat_format.empty();
+  session.templated = !ctx.info.chat_format.empty() || !a.gen.chat_template.empty();
   session.marker = ctx.info.image_marker;
   session.images = a.images;
   int rc = 0;
@@ -269,14 +269,16 @@ void AddRun(CLI::App& app, int* rc) {
                   "image file, or - for stdin (repeatable; none = text-only)")
       ->default_str("none");
   auto* prompt = cmd->add_option("--prompt,-p", a->prompt, "task prompt, e.g. \"caption en\"");
-  cmd->add_flag("--chat", a->chat,
-                "load the model once, then read prompts from stdin line by line (/image PATH, "
-                "/reset, /help, /quit; --prompt runs first); with a chat template (Gemma 3, "
-                "Llama 3.2 Vision) the lines are the user turns of one conversation; works piped");
+  cmd->add_flag(
+      "--chat", a->chat,
+      "load the model once, then read prompts from stdin line by line (/image PATH, "
+      "/reset, /help, /quit; --prompt runs first); with a chat template (the checkpoint's, "
+      "or --chat-template) the lines are the user turns of one conversation; works piped");
   cmd->add_option("--date", a->gen.date,
                   "the date a chat template writes (Llama 3.2 Vision, text-only chats: "
                   "\"Today Date: 26 Jul 2024\")")
       ->default_str("today");
+  AddChatTemplateOption(cmd, &a->gen);
   cmd->add_option("--max-tokens", a->gen.max_tokens, "generation limit");
   cmd->add_option("--stop", a->gen.stop,
                   "stop when the answer contains this string (repeatable; cut before it; "

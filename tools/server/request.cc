@@ -592,6 +592,21 @@ ParseResult ParseChatRequest(std::string_view body_text, const RequestLimits& li
     if (!GetBool(body, "pan_and_scan", "pan_and_scan", &pan_and_scan, &err)) return r;
     req.options.pan_and_scan = pan_and_scan;
   }
+  // vLLM's and llama-server's extension: extra chat template variables
+  // (GenerateOptions::chat_template_kwargs), e.g. {"enable_thinking": false}.
+  if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      err = Bad("chat_template_kwargs",
+                StrCat("chat_template_kwargs must be an object, not ", TypeName(*it)));
+      return r;
+    }
+    req.options.chat_template_kwargs = it->dump();
+    if (req.options.chat_template_kwargs.size() > limits.max_prompt_bytes) {
+      err = Bad("chat_template_kwargs",
+                StrCat("chat_template_kwargs is over ", limits.max_prompt_bytes, " bytes"));
+      return r;
+    }
+  }
   if (!GetBool(body, "stream", "stream", &req.stream, &err)) return r;
   if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
     if (!so->is_object()) {
