@@ -396,6 +396,10 @@ void Session::OnWatch(beast::error_code ec, size_t n) {
 void Session::Fail(int status, const std::string& message, const std::string& code) {
   keep_alive_ = false;
   in_exchange_ = true;
+  if (method_.empty()) {  // the head was not understood: logged as "-"
+    method_ = path_ = "-";
+    id_ = StrCat(server_->id_prefix, "-", server_->next_id++);
+  }
   Respond(server_->cb.error(status, message, code));
 }
 
@@ -659,14 +663,22 @@ Server::Server(Limits limits, Callbacks callbacks)
 Server::~Server() { Stop(); }
 
 StatusOr<int> Server::Bind(const std::string& host, int port) {
-  beast::error_code ec;
-  net::ip::address address = net::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
   auto fail = [&](const std::string& why) {
     return Error(StatusCode::kIoError, "serve", "cannot listen on ", host, ":", port, " (", why,
                  ")");
   };
-  if (ec) return fail("not an IP address of this machine");
-  const tcp::endpoint ep(address, static_cast<uint16_t>(port));
+  beast::error_code ec;
+  tcp::resolver resolver(impl_->ioc);
+  const auto found = resolver.resolve(host, std::to_string(port),
+                                      tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || found.empty()) return fail("not an address of this machine");
+  tcp::endpoint ep = found.begin()->endpoint();
+  for (const auto& entry : found) {  // "localhost": 127.0.0.1 rather than ::1, as clients try
+    if (entry.endpoint().address().is_v4()) {
+      ep = entry.endpoint();
+      break;
+    }
+  }
   tcp::acceptor& a = impl_->acceptor;
   if (a.open(ep.protocol(), ec); ec) return fail(ec.message());
   a.set_option(net::socket_base::reuse_address(true), ec);
