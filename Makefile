@@ -7,7 +7,7 @@ ifeq ($(CI),true)
 endif
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all setup configure build test demo asan fuzz reference-env fixtures clean
+.PHONY: all setup configure build test demo asan fuzz fuzz-deep fuzz-build reference-env fixtures clean
 
 all: build
 
@@ -35,12 +35,20 @@ asan:
 FUZZ_TARGETS := image_decode_fuzz tokenizer_json_fuzz tokenizer_model_fuzz safetensors_header_fuzz \
   config_json_fuzz preprocess_json_fuzz detection_parse_fuzz gguf_fuzz npz_fuzz chat_request_fuzz \
   jinja_template_fuzz json_schema_fuzz
-fuzz:
+fuzz: fuzz-build
+	@scripts/fuzz build-fuzz $(FUZZ_RUNS)
+
+# Deeper fuzzing (not CI): every target for FUZZ_SECONDS, the corpus kept in fuzz-corpus/
+# between runs and the executions counted in fuzz-corpus/execs.tsv (docs/testing.md).
+FUZZ_SECONDS ?= 300
+fuzz-deep: fuzz-build
+	@scripts/fuzz build-fuzz --seconds $(FUZZ_SECONDS) --corpus fuzz-corpus
+
+fuzz-build:
 	@scripts/setup --fuzz
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DOCULAR_FUZZ=ON -DOCULAR_SANITIZE=ON >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
-	@scripts/fuzz build-fuzz $(FUZZ_RUNS)
 
 # The Python reference stack (transformers, torch, ...) — only needed to regenerate fixtures.
 reference-env: .venv/.installed

@@ -176,7 +176,9 @@ struct ModelInfo {
   int image_size = 0;
   int image_tokens = 0;
   int vocab_size = 0;
-  std::string weight_dtype;    // "BF16", "F32", ... (F32 for quantized or mixed matrices)
+  int context_length = 0;      // positions a sequence may use, prompt and new tokens together
+  std::string weight_dtype;    // "BF16", "F32", ... (F32 if mixed; "quantized" for a GGUF
+                               // with quantized matrices: weight_formats lists them)
   std::string weight_formats;  // every weight matrix format: "bf16", "q4_k+q6_k+bf16", ...
   size_t weight_bytes = 0;
   int threads = 0;

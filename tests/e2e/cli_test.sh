@@ -66,6 +66,22 @@ if [[ "$(head -c 8 "$TMP/det.png" | od -An -tx1 | tr -d ' ')" == "89504e470d0a1a
 check "eval with a missing set -> 3" 3 $?
 
 # Errors: clear message and documented exit codes, never a crash.
+"$OCULAR" bogus 2>"$TMP/err"
+check "unknown command -> 2" 2 $?
+contains "unknown command is named" "$TMP/err" "unknown command 'bogus' (the commands: run, "
+"$OCULAR" run -m testdata/tiny/pg1 -p x --threads abc 2>"$TMP/err"
+check "--threads abc -> 2" 2 $?
+contains "--threads abc is not a number" "$TMP/err" "abc is not an integer"
+for seed in -1 2e64 18446744073709551616; do
+  "$OCULAR" run -m testdata/tiny/pg1 -p x --seed $seed 2>"$TMP/err"
+  check "--seed $seed -> 2" 2 $?
+done
+"$OCULAR" diff testdata/golden/inputs/photo.png testdata/golden/inputs/photo.png 2>"$TMP/err"
+check "diff on a PNG -> 4" 4 $?
+contains "diff names a PNG as one" "$TMP/err" "not a safetensors file: it is a PNG image"
+echo '{"id":0,"image":"a.png","width":5,"height":5,"kind":"ocr","prefix":"p","suffix":"s"}' >"$TMP/kind.jsonl"
+"$OCULAR" eval -m models/shapes-paligemma --set "$TMP/kind.jsonl" --images "$TMP" 2>"$TMP/err"
+check "eval set with an unknown kind -> 4" 4 $?
 "$OCULAR" run -m "$TMP/nope" -i testdata/golden/inputs/photo.png -p x 2>"$TMP/err"
 check "missing model dir -> 3" 3 $?
 contains "missing model names the path" "$TMP/err" "nope"
@@ -184,7 +200,7 @@ cp $IMG "$TMP/in.png"
 check "--draw onto the input -> 2" 2 $?
 same "--draw left the input alone" $IMG "$TMP/in.png"
 "$OCULAR" run -m $M -i $IMG -p "detect star" --draw "$TMP/d.png" >"$TMP/out" 2>&1
-sed -n 2p "$TMP/out" | grep -q "^wrote $TMP/d.png (1 boxes)" && echo "ok: --draw message after the answer" || { echo "FAIL: --draw order:"; cat "$TMP/out"; fails=$((fails + 1)); }
+sed -n 2p "$TMP/out" | grep -q "^wrote $TMP/d.png (1 box)" && echo "ok: --draw message after the answer" || { echo "FAIL: --draw order:"; cat "$TMP/out"; fails=$((fails + 1)); }
 
 # segment: masks (COCO RLE over the whole image) in --json, painted by --draw.
 "$OCULAR" run -m $M -i $IMG -p "segment star ; triangle" --json --draw "$TMP/seg.png" >"$TMP/seg.json" 2>"$TMP/err"
@@ -284,6 +300,7 @@ contains "bench reports f32 activations" "$TMP/bench.json" '"quant_activations":
   --quant-activations f32 --json >"$TMP/ml.json" 2>"$TMP/err"
 check "mllama: run --quant-activations f32" 0 $?
 contains "run reports f32 activations" "$TMP/ml.json" '"quant_activations":"f32"'
+contains "run names a quantized file's weights quantized" "$TMP/ml.json" '"weight_dtype":"quantized"'
 "$OCULAR" run -m "$TMP/ml8.gguf" -p "x" --quant-activations int4 2>"$TMP/err"
 check "--quant-activations int4 -> 2" 2 $?
 contains "names the choices" "$TMP/err" "int8"

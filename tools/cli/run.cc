@@ -142,8 +142,11 @@ int RunOne(Engine& engine, const RunArgs& a, const RunContext& ctx,
     const auto masks = std::count_if(boxes.begin(), boxes.end(),
                                      [](const Detection& d) { return d.mask.has_value(); });
     if (!a.quiet) {
-      Note("wrote " + a.draw + " (" + std::to_string(boxes.size()) + " boxes" +
-           (masks ? ", " + std::to_string(masks) + " masks)" : ")"));
+      auto count = [](size_t n, const char* noun) {
+        return std::to_string(n) + " " + noun + (n == 1 ? "" : "es");
+      };
+      Note("wrote " + a.draw + " (" + count(boxes.size(), "box") +
+           (masks ? ", " + std::to_string(masks) + (masks == 1 ? " mask)" : " masks)") : ")"));
     }
   }
   return 0;
@@ -286,7 +289,7 @@ void AddRun(CLI::App& app, int* rc) {
       ->default_str("none");
   cmd->add_option("--temperature", a->gen.temperature, "0 = greedy");
   cmd->add_option("--top-k", a->gen.top_k, "sample among the k most likely (0 = off)")
-      ->check(CLI::Range(0, 1 << 30));
+      ->check(IntRange(0, 1 << 30));
   cmd->add_option("--top-p", a->gen.top_p, "nucleus sampling mass (1 = off)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--seed", a->gen.seed, "sampling seed");

@@ -253,7 +253,7 @@ Status Gemma3::Embed(const Exec& ex, std::span<const int32_t> ids, const float* 
     if (ids[t] == image_id && features != nullptr) {
       ++n_image;
     } else if (ids[t] < 0 || ids[t] >= V) {
-      return Error(StatusCode::kInvalidArgument, "gemma3", "token id ", ids[t], " at position ", t,
+      return Error(StatusCode::kDataLoss, "gemma3", "token id ", ids[t], " at position ", t,
                    " is outside the vocabulary [0, ", V, ")");
     }
   }
