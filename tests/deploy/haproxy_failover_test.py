@@ -41,7 +41,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def http(port, method, path, body=None, timeout=120):
+def request(port, method, path, body=None, timeout=120):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
@@ -73,7 +73,7 @@ class Replica:
         def healthy():
             assert self.proc.poll() is None, "replica exited:\n" + self.stderr()
             try:
-                return http(self.port, "GET", "/health", timeout=5)[0] == 200
+                return request(self.port, "GET", "/health", timeout=5)[0] == 200
             except OSError:
                 return False
 
@@ -105,7 +105,7 @@ class HAProxy:
     def servers(self):
         """r1/r2 → the stats CSV row (status UP/DOWN, stot = requests sent to it)."""
         try:
-            status, _, body = http(self.stats_port, "GET", "/stats;csv", timeout=5)
+            status, _, body = request(self.stats_port, "GET", "/stats;csv", timeout=5)
         except OSError:
             return {"r1": {"status": "?"}, "r2": {"status": "?"}}
         rows = csv.DictReader(io.StringIO(body.decode().lstrip("# ")))
@@ -139,7 +139,7 @@ class Load:
         while not self.done.is_set():
             start = time.monotonic()
             try:
-                status, headers, body = http(self.port, "POST", "/v1/chat/completions", self.body)
+                status, headers, body = request(self.port, "POST", "/v1/chat/completions", self.body)
                 replica = headers.get("X-Ocular-Replica", headers.get("x-ocular-replica", ""))
             except OSError as e:
                 status, replica, body = f"error: {e}", "", b""
