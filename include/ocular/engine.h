@@ -59,8 +59,7 @@ struct EngineOptions {
   int max_context = 0;
 };
 
-// An image given as a file path, as encoded bytes (JPEG, PNG, WebP, GIF, BMP) or as decoded
-// pixels (interleaved 8-bit RGB, what PIL's convert("RGB") holds).
+// An image given as a file path or as encoded bytes (JPEG, PNG, WebP, GIF, BMP).
 struct ImageInput {
   ImageInput(std::string file_path) : path(std::move(file_path)) {}  // NOLINT: implicit
   ImageInput(const char* file_path) : path(file_path) {}             // NOLINT: implicit
@@ -70,23 +69,9 @@ struct ImageInput {
     in.from_bytes = true;
     return in;
   }
-  // `rgb`: width * height * 3 bytes, row-major, rgb[(y * width + x) * 3 + c]; checked when the
-  // request runs (kInvalidArgument: a size that does not match; kResourceExhausted: over
-  // EngineOptions::max_image_pixels). EXIF rotation does not apply.
-  static ImageInput FromPixels(int width, int height, std::vector<uint8_t> rgb,
-                               std::string name = "<pixels>") {
-    ImageInput in = FromBytes(std::move(rgb), std::move(name));
-    in.from_bytes = false;
-    in.from_pixels = true;
-    in.width = width;
-    in.height = height;
-    return in;
-  }
-  std::string path;  // the file, or a name for error messages when from_bytes / from_pixels
-  std::vector<uint8_t> bytes;  // the encoded image when from_bytes; the RGB pixels when from_pixels
+  std::string path;            // the file, or a name for error messages when from_bytes
+  std::vector<uint8_t> bytes;  // the encoded image when from_bytes
   bool from_bytes = false;
-  bool from_pixels = false;
-  int width = 0, height = 0;  // from_pixels only
 };
 
 // The stages of a request, in order, as a ProgressCallback sees them.

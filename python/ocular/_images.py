@@ -1,4 +1,4 @@
-"""Image inputs: what the engine takes (a path, encoded bytes, decoded RGB pixels)."""
+"""Image inputs: what the engine takes (a path or the bytes of an encoded file)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ def to_engine_image(image: Any) -> Any:
     Accepts a path (``str`` or ``os.PathLike``), the bytes of an encoded file (JPEG, PNG,
     WebP, GIF, BMP: decoded by the engine exactly as for a path), a ``PIL.Image.Image``
     (converted to RGB as ``image.convert("RGB")``) or a ``numpy`` array of shape
-    ``(height, width, 3)`` and dtype ``uint8`` (RGB; passed as pixels, not re-encoded).
+    ``(height, width, 3)`` and dtype ``uint8`` (RGB). PIL images and arrays are handed over
+    as an uncompressed 24-bit BMP written by Pillow: lossless, so the engine sees the exact
+    pixels.
     """
     if isinstance(image, str):
         return image
@@ -21,8 +23,7 @@ def to_engine_image(image: Any) -> Any:
     if isinstance(image, (bytes, bytearray, memoryview)):
         return bytes(image)
     if _is_pil(image):
-        rgb = image if image.mode == "RGB" else image.convert("RGB")
-        return (rgb.width, rgb.height, rgb.tobytes(), "<PIL.Image>")
+        return _bmp(image if image.mode == "RGB" else image.convert("RGB"))
     if _is_numpy(image):
         return _from_array(image)
     raise TypeError(
@@ -56,5 +57,14 @@ def _from_array(array: Any) -> Any:
         )
     if array.dtype != np.uint8:
         raise ValueError(f"image: a numpy image must have dtype uint8; got {array.dtype}")
-    height, width = int(array.shape[0]), int(array.shape[1])
-    return (width, height, np.ascontiguousarray(array).tobytes(), "<numpy array>")
+    from PIL import Image
+
+    return _bmp(Image.fromarray(np.ascontiguousarray(array), mode="RGB"))
+
+
+def _bmp(rgb: Any) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    rgb.save(out, format="BMP")
+    return out.getvalue()

@@ -2,8 +2,8 @@
 # Python files carry the public API's types (py.typed).
 from typing import Any, Callable, Optional, Sequence, Union
 
-# str: a path; bytes: an encoded file; (width, height, rgb bytes, name): decoded pixels.
-_Image = Union[str, bytes, tuple[int, int, bytes, str]]
+# str: a path; bytes: an encoded file (PIL images and arrays arrive as BMP).
+_Image = Union[str, bytes]
 _Message = tuple[str, Sequence[Optional[str]]]  # (role, [text | None for an image, ...])
 
 class Engine:

@@ -39,8 +39,8 @@ T ValueOrRaise(ocular::StatusOr<T> v) {
   return std::move(v).value();
 }
 
-// Python image values as the package passes them: str (a path), bytes (an encoded file) or
-// (width, height, rgb bytes, name) (decoded pixels). Copied: the engine runs without the GIL.
+// Python image values as the package passes them: str (a path) or bytes (an encoded file;
+// PIL images and numpy arrays arrive as BMP). Copied: the engine runs without the GIL.
 ocular::ImageInput ToImage(nb::handle h) {
   if (nb::isinstance<nb::str>(h)) return ocular::ImageInput(nb::cast<std::string>(h));
   if (nb::isinstance<nb::bytes>(h)) {
@@ -48,15 +48,7 @@ ocular::ImageInput ToImage(nb::handle h) {
     const auto* p = static_cast<const uint8_t*>(b.data());
     return ocular::ImageInput::FromBytes(std::vector<uint8_t>(p, p + b.size()));
   }
-  if (nb::isinstance<nb::tuple>(h) && nb::len(h) == 4) {
-    nb::tuple t = nb::borrow<nb::tuple>(h);
-    nb::bytes b = nb::cast<nb::bytes>(t[2]);
-    const auto* p = static_cast<const uint8_t*>(b.data());
-    return ocular::ImageInput::FromPixels(nb::cast<int>(t[0]), nb::cast<int>(t[1]),
-                                          std::vector<uint8_t>(p, p + b.size()),
-                                          nb::cast<std::string>(t[3]));
-  }
-  throw nb::type_error("image: expected str, bytes or (width, height, rgb, name)");
+  throw nb::type_error("image: expected str (a path) or bytes (an encoded image)");
 }
 
 std::vector<ocular::ImageInput> ToImages(nb::handle list) {

@@ -45,24 +45,6 @@ size_t PeakRssBytes() {
   return static_cast<size_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-// An ImageInput::FromPixels image, its size checked as a decoder checks a header.
-StatusOr<Image> PixelsImage(const ImageInput& in, int64_t max_pixels) {
-  const int64_t w = in.width, h = in.height;
-  if (w <= 0 || h <= 0 || static_cast<int64_t>(in.bytes.size()) != w * h * 3) {
-    return Error(StatusCode::kInvalidArgument, "image", in.path, ": ", in.bytes.size(),
-                 " bytes of pixels for ", w, "x", h, " RGB (expected width * height * 3 > 0)");
-  }
-  if (w * h > max_pixels) {
-    return Error(StatusCode::kResourceExhausted, "image", in.path, ": ", w, "x", h, " = ", w * h,
-                 " pixels, over the limit of ", max_pixels);
-  }
-  Image img;
-  img.width = in.width;
-  img.height = in.height;
-  img.rgb = in.bytes;
-  return img;
-}
-
 double MsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -459,9 +441,7 @@ class EngineImpl : public Engine {
     std::vector<Tensor> views;
     for (size_t i = 0; i < images.size(); ++i) {
       const ImageInput& in = images[i];
-      StatusOr<Image> img = in.from_pixels  ? PixelsImage(in, d.max_pixels)
-                            : in.from_bytes ? DecodeImage(in.bytes, d)
-                                            : LoadImage(in.path, d);
+      StatusOr<Image> img = in.from_bytes ? DecodeImage(in.bytes, d) : LoadImage(in.path, d);
       if (!img.ok()) {
         if (!in.from_bytes) return img.status();
         return Status(img.status().code(), in.path + ": " + img.status().message());

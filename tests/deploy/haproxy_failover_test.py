@@ -10,7 +10,9 @@ chat completions all along:
     502 from HAProxy (not a hang: it ends long before the server timeout); every request
     started after the kill succeeds (HAProxy retries refused connections on the live replica
     and marks the dead one down by /health);
-  - once the replica is back (HAProxy's health check sees /health 200), it gets traffic again.
+  - once the replica is back (HAProxy's health check sees /health 200), it gets traffic again;
+  - a busy replica's /metrics has the gauges an inference gateway reads (queue depth, running
+    requests, ocular_kv_cache_usage_ratio in (0, 1]).
 Figures (requests, failures, how fast they failed, time to down / back) go to stdout and, with
 --report, to FILE as JSON.
 """
@@ -175,6 +177,22 @@ def main():
         lb = HAProxy(replicas)
         load = Load(lb.port)
         wait_until("answers from both replicas", lambda: load.count("r1") >= 3 and load.count("r2") >= 3)
+
+        # The metrics an inference gateway's endpoint picker reads (docs/scale-out.md): queue
+        # depth, running requests and the batch's KV-cache use, > 0 while r2 is answering.
+        seen = {}
+
+        def busy_metrics():
+            body = request(replicas[1].port, "GET", "/metrics", timeout=5)[2].decode()
+            for line in body.splitlines():
+                if line and not line.startswith("#"):
+                    name, value = line.rsplit(" ", 1)
+                    seen[name] = float(value)
+            return seen.get("ocular_kv_cache_usage_ratio", 0) > 0
+
+        wait_until("ocular_kv_cache_usage_ratio > 0 on a busy replica", busy_metrics)
+        assert 0 < seen["ocular_kv_cache_usage_ratio"] <= 1
+        assert "ocular_queue_depth" in seen and "ocular_requests_running" in seen
 
         # Kill r1 while requests are in flight on it.
         wait_until("a request in flight on r1", lambda: int(lb.servers()["r1"]["scur"]) > 0)
