@@ -147,8 +147,8 @@ nb::dict DetectionDict(const ocular::Detection& d) {
   out["seg"] = d.seg;
   if (d.mask) {
     const ocular::InstanceMask& m = *d.mask;
-    out["mask"] = nb::make_tuple(m.image_width, m.image_height, m.x0, m.y0, m.width, m.height,
-                                 Bytes(m.bits));
+    out["mask"] =
+        nb::make_tuple(m.image_width, m.image_height, m.x0, m.y0, m.width, m.height, Bytes(m.bits));
   } else {
     out["mask"] = nb::none();
   }
@@ -401,17 +401,17 @@ NB_MODULE(_ocular, m) {
     try {
       std::rethrow_exception(p);
     } catch (const StatusError& e) {
-      nb::object err = nb::module_::import_("ocular.errors")
-                           .attr("from_status")(static_cast<int>(e.status.code()),
-                                                ocular::StatusCodeName(e.status.code()),
-                                                e.status.message());
+      nb::object err =
+          nb::module_::import_("ocular.errors")
+              .attr("from_status")(static_cast<int>(e.status.code()),
+                                   ocular::StatusCodeName(e.status.code()), e.status.message());
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err.ptr())), err.ptr());
     }
   });
   nb::class_<Model>(m, "Engine")
       .def_static("load", &Model::Load, "path"_a, "threads"_a, "precision"_a, "kv_cache"_a,
-                  "quant_activations"_a, "max_batch"_a, "image_cache_bytes"_a,
-                  "max_image_pixels"_a, "seg_model"_a, nb::rv_policy::take_ownership)
+                  "quant_activations"_a, "max_batch"_a, "image_cache_bytes"_a, "max_image_pixels"_a,
+                  "seg_model"_a, nb::rv_policy::take_ownership)
       .def("generate", &Model::Generate, "images"_a, "prompt"_a.none(), "messages"_a.none(),
            "options"_a, "on_text"_a.none())
       .def("generate_batch", &Model::GenerateBatch, "requests"_a, "make_error"_a)

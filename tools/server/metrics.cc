@@ -127,11 +127,8 @@ std::string RenderEngineStats(const EngineStats& s) {
   const size_t slots = s.decode_steps_by_batch.empty() ? 0 : s.decode_steps_by_batch.size() - 1;
   std::snprintf(line, sizeof line,
                 "# HELP ocular_kv_cache_usage_ratio Share of the decode batch's KV caches in "
-                "use (running / max batch).
-# TYPE ocular_kv_cache_usage_ratio gauge
-"
-                "ocular_kv_cache_usage_ratio %.6f
-",
+                "use (running / max batch).\n# TYPE ocular_kv_cache_usage_ratio gauge\n"
+                "ocular_kv_cache_usage_ratio %.6f\n",
                 slots == 0 ? 0.0 : static_cast<double>(s.running) / static_cast<double>(slots));
   out += line;
   Metric(&out, "ocular_prefills_total", "counter", "Prompts prefilled.", s.prefills);
