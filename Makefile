@@ -11,9 +11,10 @@ GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
 all: build
 
-# CI also installs Chromium for the web page test (server_web_page skips without it).
+# CI also installs Chromium for the web page test (server_web_page skips without it) and
+# HAProxy for the load-balancer fail-over test (deploy_haproxy_failover skips without it).
 setup:
-	@scripts/setup $(if $(filter true,$(CI)),--web)
+	@scripts/setup $(if $(filter true,$(CI)),--web --lb)
 
 configure: setup
 	@cmake -S . -B $(BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
