@@ -149,6 +149,9 @@ struct Timings {
   double decode_ms = 0;   // all decode steps
   int prefill_tokens = 0;
   int decode_tokens = 0;
+  // Structured output (json_schema / json_object / regex): of decode_ms, the time spent on the
+  // grammar's token masks and steps (0 without one).
+  double constraint_ms = 0;
 };
 
 struct GenerateResult {

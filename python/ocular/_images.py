@@ -59,7 +59,7 @@ def _from_array(array: Any) -> Any:
         raise ValueError(f"image: a numpy image must have dtype uint8; got {array.dtype}")
     from PIL import Image
 
-    return _bmp(Image.fromarray(np.ascontiguousarray(array), mode="RGB"))
+    return _bmp(Image.fromarray(np.ascontiguousarray(array)))
 
 
 def _bmp(rgb: Any) -> bytes:

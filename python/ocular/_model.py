@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import queue
 import threading
@@ -13,7 +14,7 @@ from typing import Any, Iterator, Optional, Sequence
 from . import _chat
 from ._images import to_engine_image
 from ._ocular import Engine as _Engine
-from .errors import UnimplementedError, from_status
+from .errors import from_status
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Timings:
     decode_ms: float
     prefill_tokens: int
     decode_tokens: int
+    constraint_ms: float = 0.0  # of decode_ms: the grammar's token masks (structured output)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,9 +118,14 @@ def _options(
     separate_newline: bool = False,
     pan_and_scan: Optional[bool] = None,
     date: str = "",
+    json_schema: Any = None,
+    json_object: bool = False,
+    regex: Optional[str] = None,
 ) -> dict:
     if isinstance(stop, str):
         stop = [stop]
+    if json_schema is not None and not isinstance(json_schema, str):
+        json_schema = json.dumps(json_schema)  # a dict (or list, bool) schema
     return {
         "max_tokens": int(max_tokens),
         "temperature": float(temperature),
@@ -130,7 +137,25 @@ def _options(
         "separate_newline": bool(separate_newline),
         "pan_and_scan": pan_and_scan,
         "date": date,
+        "json_schema": json_schema or "",
+        "json_object": bool(json_object),
+        "regex": regex or "",
     }
+
+
+def _response_format(rf: Optional[dict]) -> dict:
+    """OpenAI's (and llama-cpp-python's) chat ``response_format`` as generate options."""
+    if rf is None or rf.get("type") == "text":
+        return {}
+    if rf.get("type") == "json_object":
+        # llama-cpp-python also takes a "schema" here.
+        return {"json_schema": rf["schema"]} if "schema" in rf else {"json_object": True}
+    if rf.get("type") == "json_schema":
+        js = rf.get("json_schema")
+        if not isinstance(js, dict) or "schema" not in js:
+            raise ValueError('response_format json_schema needs {"json_schema": {"schema": ...}}')
+        return {"json_schema": js["schema"]}
+    raise ValueError(f"unsupported response_format type: {rf.get('type')!r}")
 
 
 def _images(images: Any) -> list:
@@ -210,7 +235,11 @@ class Model:
             ``(H, W, 3)`` uint8 numpy array (RGB).
         options: max_tokens=64, temperature=0.0 (greedy), top_k=0, top_p=1.0, seed=0,
             stop=None (strings that end the answer, cut before them), stop_at_eos=True,
-            separate_newline=False, pan_and_scan=None (Gemma 3), date="" (Llama 3.2 chat).
+            separate_newline=False, pan_and_scan=None (Gemma 3), date="" (Llama 3.2 chat);
+            structured output (one of): json_schema=dict or JSON text (the answer matches the
+            schema), json_object=True (any JSON object), regex=str (the answer matches it).
+            A schema the compiler does not support raises ``InvalidArgumentError`` naming
+            the keyword.
         Raises an ``ocular.OcularError`` subclass on bad input (undecodable image, prompt
         over the context, bad option) with the engine's code and message.
         """
@@ -244,7 +273,13 @@ class Model:
                     raise x
         return results
 
-    def chat(self, messages: Sequence[dict], stream: bool = False, **options: Any) -> Any:
+    def chat(
+        self,
+        messages: Sequence[dict],
+        stream: bool = False,
+        response_format: Optional[dict] = None,
+        **options: Any,
+    ) -> Any:
         """Answers an OpenAI-style conversation; returns an OpenAI ``chat.completion`` dict
         (as llama-cpp-python's ``create_chat_completion``), or with stream=True an iterator of
         ``chat.completion.chunk`` dicts.
@@ -257,8 +292,11 @@ class Model:
         Models with a chat template (Gemma 3, Llama 3.2 Vision) format every message; the
         others (PaliGemma) answer the last user message's text about the images of the user
         messages, as ``ocular serve`` does. max_tokens defaults to 256 here.
+        response_format: as OpenAI's: ``{"type": "json_object"}`` or ``{"type": "json_schema",
+            "json_schema": {"name": ..., "schema": {...}}}`` (constrained decoding).
         """
         options.setdefault("max_tokens", 256)
+        options.update(_response_format(response_format))
         run = self._chat_call(messages, _options(**options))
         model = os.path.basename(os.path.normpath(self.path))
         if not stream:
@@ -315,13 +353,10 @@ def load(
     max_batch: sequences decoded together (concurrent requests, generate_batch).
     image_cache_bytes: vision features kept for images seen again (0: off).
     seg_model: the mask model for ``segment`` answers (None: the one next to the checkpoint).
-    mmproj: a llama.cpp vision projector file for a GGUF text model; not supported yet.
+    mmproj: llama.cpp's mmproj file (vision encoder + projector) paired with a llama.cpp text
+        GGUF given as ``path`` (as ``llama-mtmd-cli -m text.gguf --mmproj mmproj.gguf``).
     Raises NotFoundError, DataLossError, UnimplementedError, ... (ocular.errors).
     """
-    if mmproj is not None:
-        raise UnimplementedError(
-            "Unimplemented", f"[python] mmproj={mmproj!r}: llama.cpp mmproj files are not read yet"
-        )
     engine = _Engine.load(
         os.fspath(path),
         int(threads),
@@ -332,5 +367,6 @@ def load(
         int(image_cache_bytes),
         int(max_image_pixels),
         seg_model or "",
+        os.fspath(mmproj) if mmproj is not None else "",
     )
     return Model(engine, os.fspath(path))

@@ -18,6 +18,7 @@ class Engine:
         image_cache_bytes: int,
         max_image_pixels: int,
         seg_model: str,
+        mmproj: str,
     ) -> Engine: ...
     def generate(
         self,

@@ -82,6 +82,12 @@ ocular::GenerateOptions ToOptions(nb::dict d) {
       if (!v.is_none()) o.pan_and_scan = nb::cast<bool>(v);
     } else if (key == "date") {
       o.date = nb::cast<std::string>(v);
+    } else if (key == "json_schema") {
+      o.json_schema = nb::cast<std::string>(v);
+    } else if (key == "json_object") {
+      o.json_object = nb::cast<bool>(v);
+    } else if (key == "regex") {
+      o.regex = nb::cast<std::string>(v);
     } else {
       throw nb::key_error(("unknown generate option: " + key).c_str());
     }
@@ -164,8 +170,9 @@ class Model {
   static Model* Load(const std::string& path, int threads, const std::string& precision,
                      const std::string& kv_cache, const std::string& quant_activations,
                      int max_batch, size_t image_cache_bytes, int64_t max_image_pixels,
-                     const std::string& seg_model) {
+                     const std::string& seg_model, const std::string& mmproj) {
     ocular::EngineOptions o;
+    o.mmproj = mmproj;
     o.threads = threads;
     o.precision = precision;
     o.kv_cache = kv_cache;
@@ -349,6 +356,7 @@ class Model {
     timings["decode_ms"] = r.timings.decode_ms;
     timings["prefill_tokens"] = r.timings.prefill_tokens;
     timings["decode_tokens"] = r.timings.decode_tokens;
+    timings["constraint_ms"] = r.timings.constraint_ms;
     d["timings"] = timings;
     nb::list detections;
     d["mask_warning"] = "";
@@ -411,7 +419,7 @@ NB_MODULE(_ocular, m) {
   nb::class_<Model>(m, "Engine")
       .def_static("load", &Model::Load, "path"_a, "threads"_a, "precision"_a, "kv_cache"_a,
                   "quant_activations"_a, "max_batch"_a, "image_cache_bytes"_a, "max_image_pixels"_a,
-                  "seg_model"_a, nb::rv_policy::take_ownership)
+                  "seg_model"_a, "mmproj"_a, nb::rv_policy::take_ownership)
       .def("generate", &Model::Generate, "images"_a, "prompt"_a.none(), "messages"_a.none(),
            "options"_a, "on_text"_a.none())
       .def("generate_batch", &Model::GenerateBatch, "requests"_a, "make_error"_a)

@@ -24,8 +24,10 @@ def ocular_run():
     if not os.path.exists(binary):
         pytest.skip(f"no ocular binary at {binary}")
 
-    def run(prompt, *args):
-        cmd = [binary, "run", "-m", MODEL, "-p", prompt, "--json", "-t", "2", *args]
+    def run(prompt, *args, model=MODEL, mmproj=None):
+        cmd = [binary, "run", "-m", model, "-p", prompt, "--json", "-t", "2", *args]
+        if mmproj:
+            cmd += ["--mmproj", mmproj]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         return json.loads(out)
 

@@ -227,8 +227,64 @@ def test_errors_carry_code_and_message(model, tmp_path):
         model.generate("caption en", images=np.zeros((4, 4), np.uint8))
     with pytest.raises(TypeError):
         model.generate("caption en", images=[3])
-    with pytest.raises(ocular.UnimplementedError, match="mmproj"):
+    with pytest.raises(ocular.InvalidArgumentError, match="--mmproj pairs an mmproj file"):
         ocular.load(MODEL, mmproj="x.gguf")
+
+
+PAIR = ("testdata/llamacpp/gemma3-lc-f32.gguf", "testdata/llamacpp/mmproj-gemma3-lc-f32.gguf")
+
+
+def test_llamacpp_pair_equals_ocular_run(ocular_run):
+    """llama.cpp's text GGUF + mmproj pair (a tiny Gemma 3, converted by llama.cpp's own
+    convert_hf_to_gguf.py): the same tokens as `ocular run -m text.gguf --mmproj mmproj.gguf`."""
+    m = ocular.load(PAIR[0], mmproj=PAIR[1], threads=2)
+    assert "gemma3" in m.info["architecture"]
+    prompt = "<start_of_image> describe"
+    r = m.generate(prompt, images=[IMAGE], max_tokens=8)
+    cli = ocular_run(prompt, "-i", IMAGE, "--max-tokens", "8", model=PAIR[0], mmproj=PAIR[1])
+    assert r.tokens == cli["output_ids"] and r.prompt_tokens == cli["prompt_ids"]
+    with pytest.raises(ocular.NotFoundError):
+        ocular.load(PAIR[0], mmproj="testdata/llamacpp/missing.gguf")
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"shape": {"enum": ["star", "square", "triangle"]}, "count": {"type": "integer"}},
+    "required": ["shape", "count"],
+    "additionalProperties": False,
+}
+
+
+def test_structured_output_equals_ocular_run(model, ocular_run):
+    import json
+
+    r = model.generate("caption en", images=IMAGE, json_schema=SCHEMA, max_tokens=32)
+    answer = json.loads(r.text)
+    assert set(answer) == {"shape", "count"} and answer["shape"] in SCHEMA["properties"]["shape"]["enum"]
+    assert isinstance(answer["count"], int)
+    cli = ocular_run("caption en", "-i", IMAGE, "--max-tokens", "32", "--json-schema", json.dumps(SCHEMA))
+    assert r.tokens == cli["output_ids"]
+    assert 0 < r.timings.constraint_ms <= r.timings.decode_ms
+    assert model.generate("caption en", images=IMAGE).timings.constraint_ms == 0
+    # The same from a JSON string, and the regex / json_object forms.
+    assert model.generate("caption en", images=IMAGE, json_schema=json.dumps(SCHEMA), max_tokens=32).tokens == r.tokens
+    assert model.generate("caption en", images=IMAGE, regex="[0-9]{3}").text.isdigit()
+    json.loads(model.generate("caption en", images=IMAGE, json_object=True, max_tokens=48).text)
+    with pytest.raises(ocular.InvalidArgumentError, match="patternProperties"):
+        model.generate("caption en", json_schema={"type": "object", "patternProperties": {"a": {}}})
+
+
+def test_chat_response_format(model):
+    import json
+
+    messages = [{"role": "user", "content": [{"type": "image", "image": IMAGE}, {"type": "text", "text": "caption en"}]}]
+    rf = {"type": "json_schema", "json_schema": {"name": "shape", "schema": SCHEMA, "strict": True}}
+    c = model.chat(messages, response_format=rf, max_tokens=32)
+    want = model.generate("caption en", images=IMAGE, json_schema=SCHEMA, max_tokens=32)
+    assert c["choices"][0]["message"]["content"] == want.text
+    json.loads(model.chat(messages, response_format={"type": "json_object"}, max_tokens=48)["choices"][0]["message"]["content"])
+    with pytest.raises(ValueError, match="response_format"):
+        model.chat(messages, response_format={"type": "grammar"})
 
 
 def test_callback_exception_propagates(model):

@@ -271,6 +271,7 @@ class EngineImpl : public Engine {
     r.timings.decode_ms = out.decode_ms;
     r.timings.prefill_tokens = static_cast<int>(r.prompt_ids.size());
     r.timings.decode_tokens = static_cast<int>(out.generated.size());
+    if (sr.gen.constraint) r.timings.constraint_ms = sr.gen.constraint->busy_ms();
     if (prompt_out) *prompt_out = std::move(p);
     return r;
   }

@@ -31,6 +31,12 @@ class TokenConstraint {
   virtual void Accept(int32_t id) = 0;
   // The text so far is a whole answer (an EOS would be allowed, if the sequence has one).
   virtual bool complete() const = 0;
+  // Milliseconds spent in Mask and Accept so far (Timings::constraint_ms); read once the
+  // sequence is done.
+  double busy_ms() const { return busy_ms_; }
+
+ protected:
+  double busy_ms_ = 0;
 };
 
 class Sampler {
