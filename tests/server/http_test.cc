@@ -278,6 +278,10 @@ size_t RssBytes() {
 // After large bodies (4 × 40 MB, refused by the parser's prompt limit after being read and
 // parsed) the process's RSS comes back near where it was (within 24 MiB).
 TEST(Http, MemoryIsGivenBackAfterLargeBodies) {
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in its quarantine (256 MiB): RSS says nothing there.
+  GTEST_SKIP() << "RSS is not measurable under AddressSanitizer";
+#endif
   Running s(ServerOptions{});
   s.server.SetEngine(std::make_unique<ScriptedEngine>());
   for (int i = 0; i < 3; ++i) (void)s.Client().Get("/health");
