@@ -7,13 +7,14 @@ ifeq ($(CI),true)
 endif
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all setup configure build test demo asan fuzz reference-env fixtures clean
+.PHONY: all setup configure build test demo asan fuzz fuzz-deep fuzz-build reference-env fixtures clean
 
 all: build
 
-# CI also installs Chromium for the web page test (server_web_page skips without it).
+# CI also installs Chromium for the web page test (server_web_page skips without it) and
+# HAProxy for the load-balancer fail-over test (deploy_haproxy_failover skips without it).
 setup:
-	@scripts/setup $(if $(filter true,$(CI)),--web)
+	@scripts/setup $(if $(filter true,$(CI)),--web --lb)
 
 configure: setup
 	@cmake -S . -B $(BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
@@ -34,13 +35,21 @@ asan:
 # libFuzzer smoke run of every fuzz target (clang, ASan+UBSan), fixed inputs count and seed.
 FUZZ_TARGETS := image_decode_fuzz tokenizer_json_fuzz tokenizer_model_fuzz safetensors_header_fuzz \
   config_json_fuzz preprocess_json_fuzz detection_parse_fuzz gguf_fuzz npz_fuzz chat_request_fuzz \
-  jinja_template_fuzz
-fuzz:
+  jinja_template_fuzz json_schema_fuzz
+fuzz: fuzz-build
+	@scripts/fuzz build-fuzz $(FUZZ_RUNS)
+
+# Deeper fuzzing (not CI): every target for FUZZ_SECONDS, the corpus kept in fuzz-corpus/
+# between runs and the executions counted in fuzz-corpus/execs.tsv (docs/testing.md).
+FUZZ_SECONDS ?= 300
+fuzz-deep: fuzz-build
+	@scripts/fuzz build-fuzz --seconds $(FUZZ_SECONDS) --corpus fuzz-corpus
+
+fuzz-build:
 	@scripts/setup --fuzz
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DOCULAR_FUZZ=ON -DOCULAR_SANITIZE=ON >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
-	@scripts/fuzz build-fuzz $(FUZZ_RUNS)
 
 # The Python reference stack (transformers, torch, ...) — only needed to regenerate fixtures.
 reference-env: .venv/.installed

@@ -57,6 +57,9 @@ struct EngineOptions {
   // Tokens per sequence the activation workspace is planned for at load (0: one image and a
   // short prompt). A longer prompt grows the workspace once, before its prefill runs.
   int max_context = 0;
+  // llama.cpp's mmproj file (the vision encoder and projector) to pair with a llama.cpp text
+  // GGUF given as the model (`llama-mtmd-cli -m text.gguf --mmproj mmproj.gguf`); "": none.
+  std::string mmproj = {};
 };
 
 // An image given as a file path or as encoded bytes (JPEG, PNG, WebP, GIF, BMP).
@@ -114,6 +117,11 @@ struct GenerateOptions {
   // Chat: the date a template writes (Llama 3.2 Vision's system block: "26 Jul 2024", as
   // strftime("%d %b %Y")); "" = today, local time, as transformers' strftime_now.
   std::string date;
+  // Chat: a Jinja chat template that replaces the checkpoint's ("" = the checkpoint's).
+  std::string chat_template;
+  // Chat: extra template variables, a JSON object ("" = none): apply_chat_template's **kwargs,
+  // the server's chat_template_kwargs (e.g. {"enable_thinking": false}).
+  std::string chat_template_kwargs;
   // Gemma 3's pan-and-scan (transformers' do_pan_and_scan): an image whose long side is at
   // least 1.2x its short one is also shown as 2-4 crops (docs/models.md §9). Unset: the
   // checkpoint's preprocessor_config.json (do_pan_and_scan, usually off). true on another
@@ -141,6 +149,9 @@ struct Timings {
   double decode_ms = 0;   // all decode steps
   int prefill_tokens = 0;
   int decode_tokens = 0;
+  // Structured output (json_schema / json_object / regex): of decode_ms, the time spent on the
+  // grammar's token masks and steps (0 without one).
+  double constraint_ms = 0;
 };
 
 struct GenerateResult {
@@ -168,7 +179,9 @@ struct ModelInfo {
   int image_size = 0;
   int image_tokens = 0;
   int vocab_size = 0;
-  std::string weight_dtype;    // "BF16", "F32", ... (F32 for quantized or mixed matrices)
+  int context_length = 0;      // positions a sequence may use, prompt and new tokens together
+  std::string weight_dtype;    // "BF16", "F32", ... (F32 if mixed; "quantized" for a GGUF
+                               // with quantized matrices: weight_formats lists them)
   std::string weight_formats;  // every weight matrix format: "bf16", "q4_k+q6_k+bf16", ...
   size_t weight_bytes = 0;
   int threads = 0;
@@ -176,8 +189,8 @@ struct ModelInfo {
   std::string precision;          // "f32", "bf16", "bf16-fast"
   std::string kv_cache;           // "f32", "bf16"
   std::string quant_activations;  // "int8", "f32" (EngineOptions::quant_activations)
-  // The chat format GenerateChat applies: "gemma3", "llama3.2-vision"; "unrecognized" when the
-  // checkpoint's chat_template is not one ocular knows (GenerateChat refuses, kUnimplemented);
+  // "jinja": GenerateChat renders the checkpoint's chat template (as transformers'
+  // apply_chat_template);
   // "" when the family (PaliGemma) or the checkpoint has none.
   std::string chat_format;
   std::string image_marker;  // "<start_of_image>", "<|image|>"; "" for PaliGemma

@@ -65,6 +65,13 @@ StatusOr<BmpHeader> ParseHeader(std::span<const uint8_t> data) {
     h.top_down = p[25] == 0xFF;
     h.width = U32(p + 18);
     h.height = h.top_down ? (int64_t{1} << 32) - U32(p + 22) : U32(p + 22);
+    if (!h.top_down && (U32(p + 22) & 0x80000000u) != 0) {
+      // Negative, but without the 0xFF top byte Pillow takes as top-down: Pillow reads the
+      // field as an unsigned row count of 2^31 or more. Both readings are named.
+      return Error(StatusCode::kResourceExhausted, "image", "BMP header declares a height of ",
+                   static_cast<int32_t>(U32(p + 22)), ", which Pillow reads as ", h.height,
+                   " rows: a side over any image, beyond any --max-pixels");
+    }
     h.bits = U16(p + 28);
     h.compression = U32(p + 30);
     h.colors = U32(p + 46);

@@ -262,6 +262,16 @@ TEST(DecodeErrorTest, HugeUnsignedBmpSidesDoNotOverflow) {
   EXPECT_NE(image.status().message().find("a side over"), std::string::npos);
 }
 
+TEST(DecodeErrorTest, NegativeBmpHeightIsNamedAsWritten) {
+  // -2147483647 has no 0xFF top byte: not top-down for Pillow, which reads 2147483649 rows.
+  auto image = DecodeImage(BmpWithSize(2, -2147483647));
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted) << image.status().ToString();
+  EXPECT_NE(image.status().message().find("height of -2147483647"), std::string::npos)
+      << image.status().message();
+  EXPECT_NE(image.status().message().find("2147483649 rows"), std::string::npos);
+}
+
 // A bottom-up BMP with a 40-byte header and a BGRX palette; `rows` are the padded pixel rows
 // as stored (bottom row first).
 std::vector<uint8_t> PaletteBmp(int bits, int width, int height,

@@ -218,10 +218,124 @@ StatusOr<std::unique_ptr<GgufFile>> GgufFile::Parse(std::span<const uint8_t> byt
   return g;
 }
 
+namespace {
+
+template <typename... Parts>
+Status Corrupt(const std::string& origin, const Parts&... parts) {
+  return Error(StatusCode::kDataLoss, "gguf", origin, ": ", parts...);
+}
+
+// The value of metadata `key` (its type already read into v->type).
+Status ReadValue(Cursor& c, const std::string& origin, std::string_view key, GgufValue* v) {
+  bool ok = true;
+  if (v->type == GgufType::kString) {
+    ok = c.ReadString(&v->str);
+  } else if (v->type == GgufType::kArray) {
+    uint32_t et = 0;
+    if (!c.Read(&et) || !c.Read(&v->count)) {
+      return Corrupt(origin, "metadata '", Printable(key), "': truncated");
+    }
+    if (!KnownType(et)) {
+      return Corrupt(origin, "metadata '", Printable(key), "': unknown array element type ", et);
+    }
+    v->elem_type = static_cast<GgufType>(et);
+    if (v->elem_type == GgufType::kArray) {
+      return Error(StatusCode::kUnimplemented, "gguf", origin, ": metadata '", Printable(key),
+                   "': nested arrays are not supported");
+    }
+    const size_t es = v->elem_type == GgufType::kString ? 8 : ScalarSize(v->elem_type);
+    if (v->count > c.left() / es) {
+      return Corrupt(origin, "metadata '", Printable(key), "': array count ", v->count,
+                     " exceeds what the file holds");
+    }
+    if (v->elem_type == GgufType::kString) {
+      v->strings.resize(static_cast<size_t>(v->count));
+      for (auto& s : v->strings) ok = ok && c.ReadString(&s);
+    } else {
+      ok = c.Take(static_cast<size_t>(v->count) * es, &v->elems);
+    }
+  } else {
+    ok = ReadScalar(c, v->type, v);
+  }
+  if (!ok) return Corrupt(origin, "metadata '", Printable(key), "': truncated value");
+  return Status::Ok();
+}
+
+// Tensor info `t`: name, dimensions, ggml type and offset (checked against `alignment`).
+Status ReadTensorInfo(Cursor& c, const std::string& origin, uint64_t t, uint64_t alignment,
+                      GgufTensor* ti) {
+  std::string_view name;
+  uint32_t n_dims = 0;
+  if (!c.ReadString(&name) || !c.Read(&n_dims)) {
+    return Corrupt(origin, "tensor info ", t, ": truncated");
+  }
+  ti->name = std::string(name);
+  const std::string shown = Printable(name);
+  if (name.empty() || name.size() > 4096) {
+    return Corrupt(origin, "tensor info ", t, ": name of ", name.size(), " bytes");
+  }
+  if (n_dims < 1 || n_dims > kMaxDims) {
+    return Corrupt(origin, "tensor '", shown, "': n_dims ", n_dims, " (1..4)");
+  }
+  ti->ne.resize(n_dims);
+  uint64_t numel = 1;
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    uint64_t ne = 0;
+    if (!c.Read(&ne)) return Corrupt(origin, "tensor '", shown, "': truncated");
+    if (ne == 0 || ne > (uint64_t{1} << 40) || numel > (uint64_t{1} << 50) / ne) {
+      return Corrupt(origin, "tensor '", shown, "': dimension ", d, " is ", ne);
+    }
+    ti->ne[d] = static_cast<int64_t>(ne);
+    numel *= ne;
+  }
+  if (!c.Read(&ti->type) || !c.Read(&ti->offset)) {
+    return Corrupt(origin, "tensor '", shown, "': truncated");
+  }
+  const GgmlType* gt = FindGgmlType(ti->type);
+  if (gt == nullptr) return Corrupt(origin, "tensor '", shown, "': unknown ggml type ", ti->type);
+  if (ti->ne[0] % gt->block_values != 0) {
+    return Corrupt(origin, "tensor '", shown, "': ne[0] = ", ti->ne[0], " is not a multiple of ",
+                   gt->name, "'s block of ", gt->block_values);
+  }
+  ti->nbytes = static_cast<size_t>(numel / gt->block_values * gt->block_bytes);
+  if (ti->offset % alignment != 0) {
+    return Corrupt(origin, "tensor '", shown, "': offset ", ti->offset, " is not aligned to ",
+                   alignment);
+  }
+  return Status::Ok();
+}
+
+// Points each tensor at its data (the data section starts at `data_start` of `bytes`): every
+// tensor inside the file, none overlapping another.
+Status PlaceTensors(std::span<const uint8_t> bytes, uint64_t data_start, const std::string& origin,
+                    std::vector<GgufTensor>* tensors) {
+  const uint64_t data_size = data_start <= bytes.size() ? bytes.size() - data_start : 0;
+  std::vector<size_t> order(tensors->size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return (*tensors)[a].offset < (*tensors)[b].offset; });
+  uint64_t end_of_previous = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    GgufTensor& ti = (*tensors)[order[k]];
+    if (ti.offset > data_size || ti.nbytes > data_size - ti.offset) {
+      return Corrupt(origin, "tensor '", Printable(ti.name), "': data [", ti.offset, ", +",
+                     ti.nbytes, ") runs past the end of the file (data section of ", data_size,
+                     " bytes)");
+    }
+    if (k > 0 && ti.offset < end_of_previous) {
+      return Corrupt(origin, "tensor '", Printable(ti.name), "' overlaps tensor '",
+                     Printable((*tensors)[order[k - 1]].name), "'");
+    }
+    end_of_previous = ti.offset + ti.nbytes;
+    ti.data = reinterpret_cast<const std::byte*>(bytes.data() + data_start + ti.offset);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status GgufFile::ParseAll(std::span<const uint8_t> bytes) {
-  auto corrupt = [&](auto&&... parts) {
-    return Error(StatusCode::kDataLoss, "gguf", origin_, ": ", parts...);
-  };
+  auto corrupt = [&](const auto&... parts) { return Corrupt(origin_, parts...); };
   Cursor c(bytes);
   uint32_t magic = 0;
   uint64_t n_tensors = 0, n_kv = 0;
@@ -241,10 +355,12 @@ Status GgufFile::ParseAll(std::span<const uint8_t> bytes) {
   if (version_ != 2 && version_ != 3) return corrupt("unknown version ", version_);
   // Each key/value takes at least 13 bytes, each tensor info at least 32: counts beyond what
   // the file can hold are corrupt (and must not size any allocation).
-  if (n_kv > c.left() / 13)
+  if (n_kv > c.left() / 13) {
     return corrupt("metadata_kv_count ", n_kv, " exceeds what the file holds");
-  if (n_tensors > c.left() / 32)
+  }
+  if (n_tensors > c.left() / 32) {
     return corrupt("tensor_count ", n_tensors, " exceeds what the file holds");
+  }
 
   for (uint64_t k = 0; k < n_kv; ++k) {
     std::string_view key;
@@ -252,111 +368,34 @@ Status GgufFile::ParseAll(std::span<const uint8_t> bytes) {
     if (!c.ReadString(&key)) return corrupt("metadata key ", k, ": truncated");
     if (key.empty()) return corrupt("metadata key ", k, ": empty");
     if (!c.Read(&type)) return corrupt("metadata '", Printable(key), "': truncated");
-    if (!KnownType(type))
+    if (!KnownType(type)) {
       return corrupt("metadata '", Printable(key), "': unknown value type ", type);
+    }
     GgufValue v;
     v.type = static_cast<GgufType>(type);
-    bool ok = true;
-    if (v.type == GgufType::kString) {
-      ok = c.ReadString(&v.str);
-    } else if (v.type == GgufType::kArray) {
-      uint32_t et = 0;
-      if (!c.Read(&et) || !c.Read(&v.count))
-        return corrupt("metadata '", Printable(key), "': truncated");
-      if (!KnownType(et))
-        return corrupt("metadata '", Printable(key), "': unknown array element type ", et);
-      v.elem_type = static_cast<GgufType>(et);
-      if (v.elem_type == GgufType::kArray) {
-        return Error(StatusCode::kUnimplemented, "gguf", origin_, ": metadata '", Printable(key),
-                     "': nested arrays are not supported");
-      }
-      const size_t es = v.elem_type == GgufType::kString ? 8 : ScalarSize(v.elem_type);
-      if (v.count > c.left() / es) {
-        return corrupt("metadata '", Printable(key), "': array count ", v.count,
-                       " exceeds what the file holds");
-      }
-      if (v.elem_type == GgufType::kString) {
-        v.strings.resize(static_cast<size_t>(v.count));
-        for (auto& s : v.strings) ok = ok && c.ReadString(&s);
-      } else {
-        ok = c.Take(static_cast<size_t>(v.count) * es, &v.elems);
-      }
-    } else {
-      ok = ReadScalar(c, v.type, &v);
-    }
-    if (!ok) return corrupt("metadata '", Printable(key), "': truncated value");
+    OCULAR_RETURN_IF_ERROR(ReadValue(c, origin_, key, &v));
     if (!kv_.emplace(std::string(key), std::move(v)).second) {
       return corrupt("metadata key '", Printable(key), "' appears twice");
     }
   }
+  alignment_ = kDefaultAlignment;
   if (const GgufValue* a = Find("general.alignment")) {
     if (a->type != GgufType::kU32 || a->u == 0 || (a->u & (a->u - 1)) != 0 ||
         a->u > kMaxAlignment) {
       return corrupt("general.alignment must be a u32 power of two <= ", kMaxAlignment);
     }
     alignment_ = a->u;
-  } else {
-    alignment_ = kDefaultAlignment;
   }
 
   tensors_.resize(static_cast<size_t>(n_tensors));
   for (uint64_t t = 0; t < n_tensors; ++t) {
-    GgufTensor& ti = tensors_[t];
-    std::string_view name;
-    uint32_t n_dims = 0;
-    if (!c.ReadString(&name) || !c.Read(&n_dims)) return corrupt("tensor info ", t, ": truncated");
-    ti.name = std::string(name);
-    const std::string shown = Printable(name);
-    if (name.empty() || name.size() > 4096)
-      return corrupt("tensor info ", t, ": name of ", name.size(), " bytes");
-    if (n_dims < 1 || n_dims > kMaxDims)
-      return corrupt("tensor '", shown, "': n_dims ", n_dims, " (1..4)");
-    ti.ne.resize(n_dims);
-    uint64_t numel = 1;
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      uint64_t ne = 0;
-      if (!c.Read(&ne)) return corrupt("tensor '", shown, "': truncated");
-      if (ne == 0 || ne > (uint64_t{1} << 40) || numel > (uint64_t{1} << 50) / ne) {
-        return corrupt("tensor '", shown, "': dimension ", d, " is ", ne);
-      }
-      ti.ne[d] = static_cast<int64_t>(ne);
-      numel *= ne;
+    OCULAR_RETURN_IF_ERROR(ReadTensorInfo(c, origin_, t, alignment_, &tensors_[t]));
+    if (!tensor_index_.emplace(tensors_[t].name, t).second) {
+      return corrupt("tensor '", Printable(tensors_[t].name), "' appears twice");
     }
-    if (!c.Read(&ti.type) || !c.Read(&ti.offset)) return corrupt("tensor '", shown, "': truncated");
-    const GgmlType* gt = FindGgmlType(ti.type);
-    if (gt == nullptr) return corrupt("tensor '", shown, "': unknown ggml type ", ti.type);
-    if (ti.ne[0] % gt->block_values != 0) {
-      return corrupt("tensor '", shown, "': ne[0] = ", ti.ne[0], " is not a multiple of ", gt->name,
-                     "'s block of ", gt->block_values);
-    }
-    ti.nbytes = static_cast<size_t>(numel / gt->block_values * gt->block_bytes);
-    if (ti.offset % alignment_ != 0) {
-      return corrupt("tensor '", shown, "': offset ", ti.offset, " is not aligned to ", alignment_);
-    }
-    if (!tensor_index_.emplace(ti.name, t).second)
-      return corrupt("tensor '", shown, "' appears twice");
   }
   const uint64_t data_start = (c.pos() + alignment_ - 1) / alignment_ * alignment_;
-  const uint64_t data_size = data_start <= bytes.size() ? bytes.size() - data_start : 0;
-  std::vector<size_t> order(tensors_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return tensors_[a].offset < tensors_[b].offset; });
-  uint64_t end_of_previous = 0;
-  for (size_t k = 0; k < order.size(); ++k) {
-    GgufTensor& ti = tensors_[order[k]];
-    if (ti.offset > data_size || ti.nbytes > data_size - ti.offset) {
-      return corrupt("tensor '", Printable(ti.name), "': data [", ti.offset, ", +", ti.nbytes,
-                     ") runs past the end of the file (data section of ", data_size, " bytes)");
-    }
-    if (k > 0 && ti.offset < end_of_previous) {
-      return corrupt("tensor '", Printable(ti.name), "' overlaps tensor '",
-                     Printable(tensors_[order[k - 1]].name), "'");
-    }
-    end_of_previous = ti.offset + ti.nbytes;
-    ti.data = reinterpret_cast<const std::byte*>(bytes.data() + data_start + ti.offset);
-  }
-  return Status::Ok();
+  return PlaceTensors(bytes, data_start, origin_, &tensors_);
 }
 
 const GgufValue* GgufFile::Find(std::string_view key) const {
@@ -461,6 +500,51 @@ void GgufWriter::SetBytes(const std::string& key, std::string_view bytes) {
   Put<uint32_t>(&header_, static_cast<uint32_t>(GgufType::kU8));
   Put<uint64_t>(&header_, bytes.size());
   header_.append(bytes);
+  ++kv_count_;
+}
+
+void GgufWriter::SetF32Array(const std::string& key, const std::vector<float>& values) {
+  PutKey(&header_, key, GgufType::kArray);
+  Put<uint32_t>(&header_, static_cast<uint32_t>(GgufType::kF32));
+  Put<uint64_t>(&header_, values.size());
+  for (float v : values) Put(&header_, v);
+  ++kv_count_;
+}
+void GgufWriter::SetI32Array(const std::string& key, const std::vector<int32_t>& values) {
+  PutKey(&header_, key, GgufType::kArray);
+  Put<uint32_t>(&header_, static_cast<uint32_t>(GgufType::kI32));
+  Put<uint64_t>(&header_, values.size());
+  for (int32_t v : values) Put(&header_, v);
+  ++kv_count_;
+}
+
+void GgufWriter::SetValue(const std::string& key, const GgufValue& v) {
+  PutKey(&header_, key, v.type);
+  switch (v.type) {
+    case GgufType::kString:
+      PutString(&header_, v.str);
+      break;
+    case GgufType::kArray:
+      Put<uint32_t>(&header_, static_cast<uint32_t>(v.elem_type));
+      Put<uint64_t>(&header_, v.count);
+      if (v.elem_type == GgufType::kString) {
+        for (std::string_view e : v.strings) PutString(&header_, e);
+      } else {
+        header_.append(reinterpret_cast<const char*>(v.elems),
+                       static_cast<size_t>(v.count) * ScalarSize(v.elem_type));
+      }
+      break;
+    case GgufType::kF32:
+      Put(&header_, static_cast<float>(v.f));
+      break;
+    case GgufType::kF64:
+      Put(&header_, v.f);
+      break;
+    default: {  // integers and bool: their low bytes, little-endian
+      const uint64_t raw = v.u != 0 ? v.u : static_cast<uint64_t>(v.i);
+      header_.append(reinterpret_cast<const char*>(&raw), ScalarSize(v.type));
+    }
+  }
   ++kv_count_;
 }
 

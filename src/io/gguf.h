@@ -137,6 +137,10 @@ class GgufWriter {
   void SetStringArray(const std::string& key, const std::vector<std::string>& values);
   // An array of u8 (binary files such as a SentencePiece model).
   void SetBytes(const std::string& key, std::string_view bytes);
+  void SetF32Array(const std::string& key, const std::vector<float>& values);
+  void SetI32Array(const std::string& key, const std::vector<int32_t>& values);
+  // A value as another file holds it (any type, arrays too): copying metadata across files.
+  void SetValue(const std::string& key, const GgufValue& value);
 
   // Declares a tensor of HF `shape` (outermost first) in format `f`. REQUIRES: the name is
   // unique and < 64 bytes (llama.cpp's limit); the last dimension is a multiple of the

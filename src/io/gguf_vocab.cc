@@ -1,6 +1,7 @@
 #include "io/gguf_vocab.h"
 
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -106,9 +107,8 @@ StatusOr<const uint8_t*> Array4(const GgufFile& g, std::string_view key, GgufTyp
   return v->elems;
 }
 
-}  // namespace
-
-StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
+// Refuses tokenizer.* keys, models and pre-tokenizers ocular does not read.
+Status CheckSupported(const GgufFile& g) {
   for (const auto& [key, value] : g.metadata()) {
     if (key.starts_with("tokenizer.") && !KnownKeys().contains(key)) {
       return Refuse(g, "metadata '", key, "' is not implemented (ocular reads ",
@@ -125,6 +125,43 @@ StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
       pre != nullptr && (pre->type != GgufType::kString || pre->str != "default")) {
     return Refuse(g, "tokenizer.ggml.pre other than 'default' is not implemented");
   }
+  return Status::Ok();
+}
+
+// sentencepiece's TrainerSpec (ModelProto field 2): model_type 3 = BPE (2), vocab_size 4,
+// byte_fallback 35, unk/bos/eos/pad ids 40..43 and pieces 45..48 (`name`: an id's piece).
+std::string TrainerSpec(int64_t n, bool byte_fallback, int32_t unk, int32_t bos, int32_t eos,
+                        int32_t pad, const std::function<std::string(int32_t)>& name) {
+  std::string trainer;
+  Int(&trainer, 3, 2);
+  Int(&trainer, 4, n);
+  Int(&trainer, 35, byte_fallback ? 1 : 0);
+  Int(&trainer, 40, unk);
+  Int(&trainer, 41, bos);
+  Int(&trainer, 42, eos);
+  Int(&trainer, 43, pad);
+  Bytes(&trainer, 45, name(unk));
+  if (bos >= 0) Bytes(&trainer, 46, name(bos));
+  if (eos >= 0) Bytes(&trainer, 47, name(eos));
+  if (pad >= 0) Bytes(&trainer, 48, name(pad));
+  return trainer;
+}
+
+// NormalizerSpec (3): name 1 "identity" (no character map), add_dummy_prefix 3,
+// remove_extra_whitespaces 4, escape_whitespaces 5 (spaces become U+2581 as in the pieces).
+std::string NormalizerSpec(bool space_prefix, bool squash_spaces) {
+  std::string norm;
+  Bytes(&norm, 1, "identity");
+  Int(&norm, 3, space_prefix ? 1 : 0);
+  Int(&norm, 4, squash_spaces ? 1 : 0);
+  Int(&norm, 5, 1);
+  return norm;
+}
+
+}  // namespace
+
+StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
+  OCULAR_RETURN_IF_ERROR(CheckSupported(g));
   OCULAR_ASSIGN_OR_RETURN(const bool add_bos,
                           OptionalBool(g, "tokenizer.ggml.add_bos_token", true));
   OCULAR_ASSIGN_OR_RETURN(const bool add_eos,
@@ -197,29 +234,8 @@ StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
   auto name = [&](int32_t id) {
     return id < 0 ? std::string() : std::string(tokens->strings[static_cast<size_t>(id)]);
   };
-  // TrainerSpec (2): model_type 3 = BPE (2), vocab_size 4, byte_fallback 35, unk/bos/eos/pad
-  // ids 40..43 and pieces 45..48.
-  std::string trainer;
-  Int(&trainer, 3, 2);
-  Int(&trainer, 4, n);
-  Int(&trainer, 35, bytes ? 1 : 0);
-  Int(&trainer, 40, unk);
-  Int(&trainer, 41, out.bos_id);
-  Int(&trainer, 42, out.eos_id);
-  Int(&trainer, 43, pad);
-  Bytes(&trainer, 45, name(unk));
-  if (out.bos_id >= 0) Bytes(&trainer, 46, name(out.bos_id));
-  if (out.eos_id >= 0) Bytes(&trainer, 47, name(out.eos_id));
-  if (pad >= 0) Bytes(&trainer, 48, name(pad));
-  Bytes(&proto, 2, trainer);
-  // NormalizerSpec (3): name 1 "identity" (no character map), add_dummy_prefix 3,
-  // remove_extra_whitespaces 4, escape_whitespaces 5 (spaces become U+2581 as in the pieces).
-  std::string norm;
-  Bytes(&norm, 1, "identity");
-  Int(&norm, 3, space_prefix ? 1 : 0);
-  Int(&norm, 4, squash_spaces ? 1 : 0);
-  Int(&norm, 5, 1);
-  Bytes(&proto, 3, norm);
+  Bytes(&proto, 2, TrainerSpec(n, bytes, unk, out.bos_id, out.eos_id, pad, name));
+  Bytes(&proto, 3, NormalizerSpec(space_prefix, squash_spaces));
   out.tokenizer_model = std::move(proto);
 
   nlohmann::ordered_json cfg = {{"add_bos_token", add_bos}, {"add_eos_token", false}};

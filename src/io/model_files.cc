@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "io/mmproj.h"
+
 namespace ocular {
 
 namespace {
@@ -53,13 +55,45 @@ std::string MemoryFiles::Where(std::string_view name) const {
   return origin_ + ":" + std::string(name);
 }
 
-StatusOr<ModelFiles> ModelFiles::Open(const std::string& path, const GgufAdapter& adapter) {
+namespace {
+
+// The mmproj file given with a model at `path`, which must be a llama.cpp text GGUF.
+StatusOr<std::shared_ptr<const GgufFile>> OpenMmproj(const std::string& mmproj,
+                                                     const std::string& path, bool is_gguf) {
+  namespace fs = std::filesystem;
+  if (!is_gguf) {
+    return Error(StatusCode::kInvalidArgument, "model", path,
+                 ": --mmproj pairs an mmproj file with a llama.cpp text GGUF; a model ",
+                 "directory holds its vision tower itself");
+  }
+  std::error_code ec;
+  if (!fs::exists(mmproj, ec)) {
+    return Error(StatusCode::kNotFound, "mmproj", mmproj, ": no such file");
+  }
+  if (!fs::is_regular_file(mmproj, ec) || !GgufFile::HasMagic(mmproj)) {
+    return Error(StatusCode::kInvalidArgument, "mmproj", mmproj, ": not a GGUF file");
+  }
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(mmproj));
+  if (!IsMmproj(*file)) {
+    StatusOr<std::string_view> arch = file->GetString("general.architecture");
+    return Error(StatusCode::kInvalidArgument, "mmproj", mmproj,
+                 ": not an mmproj file (general.architecture is '",
+                 arch.ok() ? std::string(*arch) : std::string("?"), "', an mmproj's is 'clip')");
+  }
+  return std::shared_ptr<const GgufFile>(std::move(file));
+}
+
+}  // namespace
+
+StatusOr<ModelFiles> ModelFiles::Open(const std::string& path, const GgufAdapter& adapter,
+                                      const std::string& mmproj) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   ModelFiles out;
   out.path = path;
   if (fs::is_directory(st)) {
+    if (!mmproj.empty()) return OpenMmproj(mmproj, path, false).status();
     out.files = std::make_unique<DirectoryFiles>(path);
     return out;
   }
@@ -72,8 +106,21 @@ StatusOr<ModelFiles> ModelFiles::Open(const std::string& path, const GgufAdapter
   OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(path));
   out.gguf = std::move(gguf);
   out.files = std::make_unique<GgufFiles>(out.gguf);
+  if (IsMmproj(*out.gguf)) {
+    return Error(StatusCode::kInvalidArgument, "model", path,
+                 ": is an mmproj file (a vision encoder); give the text GGUF as the model and "
+                 "this file as --mmproj");
+  }
+  if (!mmproj.empty()) {
+    if (out.files->Has("config.json")) {
+      return Error(StatusCode::kInvalidArgument, "model", path,
+                   ": --mmproj pairs an mmproj file with a llama.cpp text GGUF; this file is ",
+                   "ocular's own (`ocular quantize`) and holds its vision tower itself");
+    }
+    OCULAR_ASSIGN_OR_RETURN(out.mmproj, OpenMmproj(mmproj, path, true));
+  }
   if (!out.files->Has("config.json") && adapter) {
-    OCULAR_ASSIGN_OR_RETURN(out.files, adapter(*out.gguf));
+    OCULAR_ASSIGN_OR_RETURN(out.files, adapter(*out.gguf, out.mmproj.get()));
     out.llamacpp = true;
     return out;
   }

@@ -3,7 +3,10 @@
 // carries the same small files in its metadata as "ocular.file.<name>" (a string, or an array
 // of u8 for binary files such as tokenizer.model) next to its tensors. A GGUF file converted
 // by llama.cpp carries instead "<architecture>.*" hyperparameters and a "tokenizer.ggml.*"
-// vocabulary; a GgufAdapter (the model registry's) builds the side files from them.
+// vocabulary; a GgufAdapter (the model registry's) builds the side files from them. Such a
+// text file may come with llama.cpp's mmproj file (io/mmproj.h), which holds the vision
+// encoder and projector: the adapter then builds the side files of the multimodal model from
+// both files' metadata.
 #pragma once
 
 #include <functional>
@@ -21,8 +24,10 @@ namespace ocular {
 inline constexpr const char* kGgufFilePrefix = "ocular.file.";
 
 // The side files (config.json, tokenizer.model, ...) of a GGUF file without ocular's
-// embedded ones, built from its metadata; kUnimplemented for an architecture it cannot read.
-using GgufAdapter = std::function<StatusOr<std::unique_ptr<FileSet>>(const GgufFile& gguf)>;
+// embedded ones, built from its metadata and, when not null, its mmproj file's;
+// kUnimplemented for an architecture it cannot read.
+using GgufAdapter =
+    std::function<StatusOr<std::unique_ptr<FileSet>>(const GgufFile& gguf, const GgufFile* mmproj)>;
 
 struct ModelFiles {
   std::string path;
@@ -31,11 +36,16 @@ struct ModelFiles {
   // A GGUF file converted by llama.cpp (its side files built by the adapter): its norm
   // weights are stored as 1 + w (io/gguf_source.h).
   bool llamacpp = false;
+  // llama.cpp's mmproj file paired with the text GGUF (--mmproj); null without one.
+  std::shared_ptr<const GgufFile> mmproj;
 
   // kNotFound (nothing there), kIoError (neither a directory nor a GGUF file),
   // kDataLoss (a corrupt GGUF), kUnimplemented (a GGUF without ocular's embedded config
-  // when there is no `adapter`, or the adapter's refusal).
-  static StatusOr<ModelFiles> Open(const std::string& path, const GgufAdapter& adapter = nullptr);
+  // when there is no `adapter`, or the adapter's refusal). `mmproj` (optional): an mmproj
+  // file to pair with a llama.cpp text GGUF; kInvalidArgument with a model directory, an
+  // ocular GGUF (their vision tower is in them), or a file that is not an mmproj.
+  static StatusOr<ModelFiles> Open(const std::string& path, const GgufAdapter& adapter = nullptr,
+                                   const std::string& mmproj = "");
 };
 
 // Side files held in memory (those an adapter builds), by name.

@@ -33,7 +33,19 @@ StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | base[i];
   if (header_len > kMaxHeaderBytes || header_len > size - 8) {
-    return Bad(path, StrCat("header length ", header_len, " exceeds file size ", size));
+    // Most often not a safetensors file at all: say what it looks like instead of quoting the
+    // first 8 bytes of a PNG as a header length.
+    const std::string_view head(reinterpret_cast<const char*>(base), 8);
+    std::string kind;
+    if (head.substr(0, 4) == "\x89PNG") kind = "a PNG image";
+    if (head.substr(0, 3) == "\xff\xd8\xff") kind = "a JPEG image";
+    if (head.substr(0, 4) == "GGUF") kind = "a GGUF file";
+    if (head.substr(0, 2) == "PK") kind = "a zip archive (.npz?)";
+    if (head.substr(0, 1) == "{") kind = "JSON text";
+    if (!kind.empty()) return Bad(path, StrCat("not a safetensors file: it is ", kind));
+    return Bad(path, StrCat("truncated or not a safetensors file: the header length in its first "
+                            "8 bytes, ",
+                            header_len, ", exceeds file size ", size));
   }
   const size_t data_begin = 8 + header_len;
   const size_t data_size = size - data_begin;

@@ -93,6 +93,13 @@ TEST(Safetensors, RejectsTruncatedAndMissingFiles) {
   auto st = SafetensorsFile::Open(big);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.status().message().find("exceeds file size"), std::string::npos);
+  // Another format is named rather than its first bytes quoted as a length.
+  auto png = SafetensorsFile::Open("testdata/golden/inputs/photo.png");
+  ASSERT_FALSE(png.ok());
+  EXPECT_EQ(png.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(png.status().message().find("not a safetensors file: it is a PNG image"),
+            std::string::npos)
+      << png.status().message();
   EXPECT_EQ(SafetensorsFile::Open(TempPath("nope.safetensors")).status().code(),
             StatusCode::kNotFound);
 }

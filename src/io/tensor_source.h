@@ -3,6 +3,7 @@
 // Models ask for each tensor with the shape their config expects; the source checks it.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,26 @@ class TensorSource {
   // rest] rows (a Conv2d [D, C, P, P] is the matrix [D, C*P*P]), in the stored format.
   // The default builds it from Get(); quantized sources override it.
   virtual StatusOr<Matrix> GetMatrix(const std::string& name, const Shape& shape) const;
+};
+
+// The tensors of several sources as one: each name from the first source that has it (a
+// llama.cpp text GGUF and its mmproj file). Names() lists every source's names, so a loader
+// that checks for unused tensors reports those of either file.
+class UnionSource final : public TensorSource {
+ public:
+  explicit UnionSource(std::vector<std::unique_ptr<TensorSource>> sources);
+
+  const std::string& origin() const override { return origin_; }  // "a + b"
+  std::vector<std::string> Names() const override;
+  bool Has(const std::string& name) const override { return Owner(name) != nullptr; }
+  StatusOr<TensorView> Get(const std::string& name, const Shape& shape) const override;
+  StatusOr<Matrix> GetMatrix(const std::string& name, const Shape& shape) const override;
+
+ private:
+  const TensorSource* Owner(const std::string& name) const;
+
+  std::vector<std::unique_ptr<TensorSource>> sources_;
+  std::string origin_;
 };
 
 }  // namespace ocular

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/file_io.h"
+#include "text/jinja/template.h"
 
 namespace ocular {
 
@@ -54,117 +55,111 @@ StatusOr<std::string> ReadChatTemplate(const FileSet& files) {
   return std::string();
 }
 
-uint64_t ChatTemplateFingerprint(std::string_view text) {
-  std::string normal;
-  normal.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
-    normal += text[i];
+nlohmann::ordered_json ChatMessagesJson(const std::vector<ChatMessage>& messages) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ChatMessage& m : messages) {
+    nlohmann::ordered_json content;
+    if (m.content.size() == 1 && !m.content[0].is_image) {
+      content = m.content[0].text;
+    } else {
+      content = nlohmann::ordered_json::array();
+      for (const ChatPart& part : m.content) {
+        if (part.is_image) {
+          content.push_back({{"type", "image"}});
+        } else {
+          content.push_back({{"type", "text"}, {"text", part.text}});
+        }
+      }
+    }
+    out.push_back({{"role", m.role}, {"content", std::move(content)}});
   }
-  const size_t begin = normal.find_first_not_of(" \t\r\n");
-  const size_t end = normal.find_last_not_of(" \t\r\n");
-  uint64_t h = 0xcbf29ce484222325ull;
-  if (begin == std::string::npos) return h;
-  for (size_t i = begin; i <= end; ++i) {
-    h ^= static_cast<unsigned char>(normal[i]);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-StatusOr<ChatTemplateInfo> IdentifyChatTemplate(const FileSet& files,
-                                                const std::vector<uint64_t>& known) {
-  ChatTemplateInfo info;
-  OCULAR_ASSIGN_OR_RETURN(std::string text, ReadChatTemplate(files));
-  info.where = files.origin();
-  if (text.empty()) return info;
-  info.bytes = text.size();
-  info.fingerprint = ChatTemplateFingerprint(text);
-  bool found = false;
-  for (uint64_t k : known) found = found || k == info.fingerprint;
-  info.kind = found ? ChatTemplateInfo::Kind::kKnown : ChatTemplateInfo::Kind::kUnknown;
-  return info;
-}
-
-std::string ChatFormatName(const ChatTemplateInfo& info, std::string_view name) {
-  switch (info.kind) {
-    case ChatTemplateInfo::Kind::kKnown:
-      return std::string(name);
-    case ChatTemplateInfo::Kind::kUnknown:
-      return "unrecognized";
-    case ChatTemplateInfo::Kind::kNone:
-      break;
-  }
-  return "";
-}
-
-Status CheckChatTemplate(const ChatTemplateInfo& info, std::string_view family_templates) {
-  switch (info.kind) {
-    case ChatTemplateInfo::Kind::kKnown:
-      return Status::Ok();
-    case ChatTemplateInfo::Kind::kNone:
-      return Error(StatusCode::kUnimplemented, "chat", info.where,
-                   " has no chat_template (chat_template.jinja, chat_template.json or "
-                   "tokenizer_config.json); write the turns in the prompt yourself");
-    case ChatTemplateInfo::Kind::kUnknown:
-      break;
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(info.fingerprint));
-  return Error(StatusCode::kUnimplemented, "chat", info.where, ": its chat_template (", info.bytes,
-               " bytes, fingerprint ", hex,
-               ") is not one ocular knows; ocular formats chats natively and applies only ",
-               family_templates, " (docs/models.md); write the turns in the prompt yourself");
+  return out;
 }
 
 namespace {
-// The code point at text[i] (UTF-8) and its length; invalid bytes count as themselves.
-std::pair<uint32_t, size_t> CodePointAt(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  if (c < 0x80) return {c, 1};
-  if ((c >> 5) == 6 && i + 1 < s.size()) return {((c & 0x1fu) << 6) | (b(i + 1) & 0x3fu), 2};
-  if ((c >> 4) == 14 && i + 2 < s.size()) {
-    return {((c & 0x0fu) << 12) | ((b(i + 1) & 0x3fu) << 6) | (b(i + 2) & 0x3fu), 3};
+
+// tokenizer_config.json's and special_tokens_map.json's special tokens, as
+// PreTrainedTokenizerBase.special_tokens_map lists them (set ones only; an AddedToken object
+// counts as its content).
+Status ReadSpecialTokens(const FileSet& files, nlohmann::ordered_json* special) {
+  static const char* const kNames[] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                       "pad_token", "cls_token", "mask_token"};
+  for (const char* file : {"tokenizer_config.json", "special_tokens_map.json"}) {
+    if (!files.Has(file)) continue;
+    OCULAR_ASSIGN_OR_RETURN(std::string text, files.Read(file, kMaxTokenizerFileBytes, "chat"));
+    OCULAR_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(text, files.Where(file), "chat"));
+    if (!j.is_object()) continue;
+    auto token = [](const nlohmann::json& v) -> std::string {
+      if (v.is_string()) return v.get<std::string>();
+      if (v.is_object() && v.contains("content") && v["content"].is_string()) {
+        return v["content"].get<std::string>();
+      }
+      return "";
+    };
+    for (const char* name : kNames) {
+      if (special->contains(name) || !j.contains(name)) continue;
+      const std::string t = token(j[name]);
+      if (!t.empty()) (*special)[name] = t;
+    }
+    if (!special->contains("additional_special_tokens") &&
+        j.contains("additional_special_tokens") && j["additional_special_tokens"].is_array()) {
+      nlohmann::ordered_json extra = nlohmann::ordered_json::array();
+      for (const auto& v : j["additional_special_tokens"]) {
+        if (!token(v).empty()) extra.push_back(token(v));
+      }
+      if (!extra.empty()) (*special)["additional_special_tokens"] = std::move(extra);
+    }
   }
-  return {0xfffd, 1};
+  return Status::Ok();
 }
 
-bool PySpace(uint32_t c) {
-  return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
-         c == 0x205f || c == 0x3000;
-}
 }  // namespace
 
-std::string_view PyStrip(std::string_view text) {
-  size_t begin = 0;
-  while (begin < text.size()) {
-    auto [c, n] = CodePointAt(text, begin);
-    if (!PySpace(c)) break;
-    begin += n;
+StatusOr<ChatTemplate> ChatTemplate::Load(const FileSet& files) {
+  ChatTemplate t;
+  OCULAR_ASSIGN_OR_RETURN(t.source_, ReadChatTemplate(files));
+  t.where_ = files.origin();
+  OCULAR_RETURN_IF_ERROR(ReadSpecialTokens(files, &t.special_));
+  if (t.special_.contains("bos_token")) t.bos_token_ = t.special_["bos_token"].get<std::string>();
+  if (t.has_template()) {
+    t.parsed_ = std::make_shared<const StatusOr<jinja::Template>>(
+        jinja::Template::Parse(t.source_, t.where_ + " chat_template"));
   }
-  size_t end = text.size();
-  while (end > begin) {
-    size_t start = end - 1;  // back to the first byte of the last code point
-    while (start > begin && (static_cast<unsigned char>(text[start]) & 0xc0) == 0x80) --start;
-    auto [c, n] = CodePointAt(text, start);
-    if (start + n != end || !PySpace(c)) break;
-    end = start;
-  }
-  return text.substr(begin, end - begin);
+  return t;
 }
 
-StatusOr<std::string> SystemText(const ChatMessage& message) {
-  std::string text;
-  for (size_t i = 0; i < message.content.size(); ++i) {
-    if (message.content[i].is_image) {
-      return Error(StatusCode::kInvalidArgument, "chat", "a ", message.role,
-                   " message cannot hold an image");
-    }
-    text += (i ? "\n" : "") + message.content[i].text;
+StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages,
+                                           const PromptOptions& options, std::time_t now) const {
+  std::shared_ptr<const StatusOr<jinja::Template>> parsed = parsed_;
+  if (!options.chat_template.empty()) {
+    parsed = std::make_shared<const StatusOr<jinja::Template>>(
+        jinja::Template::Parse(options.chat_template, "--chat-template"));
+  } else if (!has_template()) {
+    return Error(StatusCode::kUnimplemented, "chat", where_,
+                 " has no chat_template (chat_template.jinja, chat_template.json or "
+                 "tokenizer_config.json); write the turns in the prompt yourself or pass one "
+                 "with --chat-template FILE");
   }
-  return text;
+  if (!parsed->ok()) return parsed->status();
+  if (messages.empty()) {
+    return Error(StatusCode::kInvalidArgument, "chat", "the conversation has no message");
+  }
+  nlohmann::ordered_json context = special_;
+  if (!options.chat_template_kwargs.empty()) {
+    const auto kwargs = nlohmann::ordered_json::parse(options.chat_template_kwargs, nullptr, false);
+    if (kwargs.is_discarded() || !kwargs.is_object()) {
+      return Error(StatusCode::kInvalidArgument, "chat",
+                   "chat_template_kwargs must be a JSON object, got ",
+                   options.chat_template_kwargs.substr(0, 40));
+    }
+    for (const auto& [k, v] : kwargs.items()) context[k] = v;
+  }
+  if (!options.date.empty()) context["date_string"] = options.date;
+  context["messages"] = ChatMessagesJson(messages);
+  context["tools"] = nullptr;
+  context["documents"] = nullptr;
+  context["add_generation_prompt"] = options.add_generation_prompt;
+  return (*parsed)->Render(context, now);
 }
 
 Status CheckChatMessages(const std::vector<ChatMessage>& messages, int n_images) {

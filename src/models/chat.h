@@ -1,20 +1,26 @@
-// The checkpoint's chat template: where it is read from and which known template it is. ocular
-// does not interpret Jinja: each family formats a conversation natively (gemma3/processor.cc,
-// mllama/processor.cc) and applies it only when the checkpoint's template is one it recognises
-// by fingerprint; tests/golden/chat_template_test.cc proves each native format equal to
-// transformers' apply_chat_template on a corpus of conversations.
+// The checkpoint's chat template: where it is read from, the special tokens transformers hands
+// it, and rendering a conversation with it (src/text/jinja, measured equal to Python jinja2) as
+// transformers' processors do in apply_chat_template. tests/golden/chat_template_test.cc
+// checks the renders and ids of the families' templates against transformers.
 #pragma once
 
-#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/file_set.h"
+#include "models/processor.h"
 #include "ocular/chat.h"
 #include "ocular/status.h"
 
 namespace ocular {
+
+namespace jinja {
+class Template;
+}
 
 // The chat template text as transformers 4.57 loads it: chat_template.jinja, else
 // chat_template.json's "chat_template", else tokenizer_config.json's "chat_template" (a string,
@@ -22,37 +28,44 @@ namespace ocular {
 // file that cannot be read or parsed.
 StatusOr<std::string> ReadChatTemplate(const FileSet& files);
 
-// FNV-1a 64 of the template after CRLF -> LF and with leading and trailing whitespace removed
-// (how a copy saved by another tool may differ without changing what the template renders).
-uint64_t ChatTemplateFingerprint(std::string_view text);
+// A conversation as transformers' processors take it: {"role", "content"} where a lone text
+// part is a plain string and other contents are lists of {"type": "image"} and
+// {"type": "text", "text": ...}.
+nlohmann::ordered_json ChatMessagesJson(const std::vector<ChatMessage>& messages);
 
-// How a family's processor knows its checkpoint's template.
-struct ChatTemplateInfo {
-  enum class Kind { kNone, kKnown, kUnknown };
-  Kind kind = Kind::kNone;
-  uint64_t fingerprint = 0;
-  size_t bytes = 0;
-  std::string where;  // the files it came from, for messages
+class ChatTemplate {
+ public:
+  // Reads the template (ReadChatTemplate) and the special tokens transformers passes it
+  // (tokenizer.special_tokens_map: tokenizer_config.json's bos_token, eos_token, unk_token,
+  // sep_token, pad_token, cls_token, mask_token and additional_special_tokens, each a string or
+  // an AddedToken object; special_tokens_map.json for those it lacks). A template that does not
+  // parse is not an error here (raw prompts still work): Render reports it.
+  static StatusOr<ChatTemplate> Load(const FileSet& files);
+
+  bool has_template() const { return !source_.empty(); }
+  // The tokenizer's bos_token ("" when it has none).
+  const std::string& bos_token() const { return bos_token_; }
+
+  // apply_chat_template(messages, add_generation_prompt=options.add_generation_prompt,
+  // **special_tokens, **kwargs) with tools=None and documents=None; kwargs are
+  // options.chat_template_kwargs (a JSON object) and date_string=options.date when it is set.
+  // options.chat_template, when set, replaces the checkpoint's template. `now` is what
+  // strftime_now formats. Errors: no template (kUnimplemented); a template that is not valid
+  // Jinja (kDataLoss) or uses a construct ocular does not implement (kUnimplemented, naming it
+  // and its line); a conversation the template refuses (kInvalidArgument, its reason).
+  StatusOr<std::string> Render(const std::vector<ChatMessage>& messages,
+                               const PromptOptions& options,
+                               std::time_t now = std::time(nullptr)) const;
+
+ private:
+  std::string source_;
+  std::string where_;
+  std::shared_ptr<const StatusOr<jinja::Template>> parsed_;
+  nlohmann::ordered_json special_ = nlohmann::ordered_json::object();
+  std::string bos_token_;
 };
-// Reads the template of `files` and looks its fingerprint up in `known`.
-StatusOr<ChatTemplateInfo> IdentifyChatTemplate(const FileSet& files,
-                                                const std::vector<uint64_t>& known);
-// Processor::chat_format for a family whose format is `name`: `name` when the template is
-// known, "unrecognized" when it is not, "" when there is none.
-std::string ChatFormatName(const ChatTemplateInfo& info, std::string_view name);
-// Ok for kKnown; else the kUnimplemented error `--chat` and the server report (exit 5), naming
-// `family_templates` (the templates ocular knows for this family).
-Status CheckChatTemplate(const ChatTemplateInfo& info, std::string_view family_templates);
 
-// Jinja's `trim` filter (Python str.strip()): removes leading and trailing Unicode whitespace
-// (str.isspace: ASCII \t\n\v\f\r and space, \x1c-\x1f, U+0085, U+00A0, U+1680, U+2000-U+200A,
-// U+2028, U+2029, U+202F, U+205F, U+3000).
-std::string_view PyStrip(std::string_view text);
-
-// The text of a system message: its text parts joined by "\n". Error: an image part.
-StatusOr<std::string> SystemText(const ChatMessage& message);
-
-// The checks every family's chat formatting relies on: roles "system", "user" or "assistant",
+// The checks every family's chat prompt relies on: roles "system", "user" or "assistant",
 // images only in user messages, and as many image parts as `n_images`.
 Status CheckChatMessages(const std::vector<ChatMessage>& messages, int n_images);
 

@@ -30,6 +30,12 @@ struct PromptOptions {
   // Chat: the date templates write (Llama 3.2 Vision: "Today Date: 26 Jul 2024" when no image
   // is in the conversation); "" = today (TodayDate), as transformers' strftime_now.
   std::string date;
+  // Chat: a template that replaces the checkpoint's (`ocular run --chat-template FILE`); "" =
+  // the checkpoint's.
+  std::string chat_template;
+  // Chat: extra template variables, a JSON object ("" = none), as transformers'
+  // apply_chat_template(**kwargs) and vLLM's / llama-server's chat_template_kwargs.
+  std::string chat_template_kwargs;
   // Gemma 3's pan-and-scan: per image (in prompt order), the number of crops ImageViews made of
   // it; each image's marker is rewritten as Gemma3Processor does (pan_and_scan.h). Empty: none.
   std::vector<int> image_crops;
@@ -101,14 +107,13 @@ class Processor {
   // What marks an image in a prompt ("<start_of_image>", "<|image|>"); "" when images are
   // not placed by markers (PaliGemma).
   virtual std::string image_marker() const { return ""; }
-  // The chat format applied for this checkpoint ("gemma3", "llama3.2-vision"); "unrecognized"
-  // when its chat_template is not one ocular knows (chats are refused); "" when the family or
-  // the checkpoint has none.
+  // "jinja" when chats are rendered with the checkpoint's chat template (models/chat.h); ""
+  // when the family or the checkpoint has none.
   virtual std::string chat_format() const { return ""; }
   // `messages` formatted as the checkpoint's chat template renders them in transformers'
   // apply_chat_template (the text, bos included, before images are expanded or tokens made).
-  // Errors: no or an unknown template (kUnimplemented); messages the template refuses
-  // (kInvalidArgument, with the template's reason).
+  // Errors: no template, or a construct the renderer does not implement (kUnimplemented);
+  // messages the template refuses (kInvalidArgument, with the template's reason).
   virtual StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
                                            const PromptOptions& options) const {
     (void)messages, (void)options;

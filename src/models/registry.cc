@@ -55,10 +55,11 @@ StatusOr<LoadedModel> LoadQwen2VL(const ModelFiles& files) {
   return out;
 }
 
-// A GGUF file converted by llama.cpp: the side files of the family its architecture names.
-StatusOr<std::unique_ptr<FileSet>> AdaptLlamaCppGguf(const GgufFile& gguf) {
+// A GGUF file converted by llama.cpp (and its mmproj file, if given): the side files of the
+// family its architecture names.
+StatusOr<std::unique_ptr<FileSet>> AdaptLlamaCppGguf(const GgufFile& gguf, const GgufFile* mmproj) {
   StatusOr<std::string_view> arch = gguf.GetString("general.architecture");
-  if (arch.ok() && *arch == "gemma3") return gemma3::LlamaCppFiles(gguf);
+  if (arch.ok() && *arch == "gemma3") return gemma3::LlamaCppFiles(gguf, mmproj);
   return Error(StatusCode::kUnimplemented, "gguf", gguf.origin(),
                ": a GGUF model of architecture '",
                arch.ok() ? std::string(*arch) : std::string("?"),
@@ -88,8 +89,9 @@ std::vector<std::string> RegisteredModelTypes() {
   return out;
 }
 
-StatusOr<LoadedModel> LoadModel(const std::string& model_path) {
-  OCULAR_ASSIGN_OR_RETURN(ModelFiles files, ModelFiles::Open(model_path, AdaptLlamaCppGguf));
+StatusOr<LoadedModel> LoadModel(const std::string& model_path, const std::string& mmproj) {
+  OCULAR_ASSIGN_OR_RETURN(ModelFiles files,
+                          ModelFiles::Open(model_path, AdaptLlamaCppGguf, mmproj));
   const std::string path = files.files->Where("config.json");
   OCULAR_ASSIGN_OR_RETURN(std::string text,
                           files.files->Read("config.json", kMaxConfigFileBytes, "config"));

@@ -16,10 +16,11 @@ struct LoadedModel {
   std::unique_ptr<Processor> processor;
 };
 
-// Reads the config.json of `path` (an HF directory, or a GGUF file written by `ocular
-// quantize`), and loads the model and processor of the family its model_type names.
+// Reads the config.json of `path` (an HF directory, a GGUF file written by `ocular
+// quantize`, or llama.cpp's text GGUF, with its mmproj file as `mmproj` for the vision
+// model), and loads the model and processor of the family its model_type names.
 // Unimplemented for a model_type no family handles (the message lists the known ones).
-StatusOr<LoadedModel> LoadModel(const std::string& path);
+StatusOr<LoadedModel> LoadModel(const std::string& path, const std::string& mmproj = "");
 
 // The model_type values LoadModel accepts.
 std::vector<std::string> RegisteredModelTypes();

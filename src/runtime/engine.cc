@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <system_error>
 
 #include "core/thread_pool.h"
 #include "models/registry.h"
@@ -87,7 +88,9 @@ class EngineImpl : public Engine {
     i.image_size = s.image_size;
     i.image_tokens = s.image_tokens;
     i.vocab_size = s.vocab_size;
-    i.weight_dtype = DTypeName(s.weight_dtype);
+    i.context_length = static_cast<int>(s.max_positions);
+    // A quantized file's matrices have no one dtype (spec.weight_dtype says F32 there).
+    i.weight_dtype = s.quantized ? "quantized" : DTypeName(s.weight_dtype);
     i.weight_formats = s.weight_formats;
     i.weight_bytes = s.weight_bytes;
     i.threads = pool_.size();
@@ -268,6 +271,7 @@ class EngineImpl : public Engine {
     r.timings.decode_ms = out.decode_ms;
     r.timings.prefill_tokens = static_cast<int>(r.prompt_ids.size());
     r.timings.decode_tokens = static_cast<int>(out.generated.size());
+    if (sr.gen.constraint) r.timings.constraint_ms = sr.gen.constraint->busy_ms();
     if (prompt_out) *prompt_out = std::move(p);
     return r;
   }
@@ -309,7 +313,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const Eng
     return Error(StatusCode::kInvalidArgument, "engine", "prefill_chunk must be >= 1, got ",
                  o.prefill_chunk);
   }
-  OCULAR_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(dir));
+  OCULAR_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(dir, o.mmproj));
   if (o.max_context < 0 || o.max_context > loaded.model->spec().max_positions) {
     return Error(StatusCode::kInvalidArgument, "engine", "max_context must be in [0, ",
                  loaded.model->spec().max_positions, "] (the model's context length), got ",
@@ -318,7 +322,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const Eng
   OCULAR_ASSIGN_OR_RETURN(Precision precision, ChoosePrecision(o.precision, loaded.model->spec()));
   OCULAR_ASSIGN_OR_RETURN(KvDType kv, ChooseKv(o.kv_cache, precision));
   OCULAR_ASSIGN_OR_RETURN(QuantActivations quant, ChooseQuantActivations(o.quant_activations));
-  return std::unique_ptr<Engine>(new EngineImpl(std::move(loaded), o, precision, quant, kv));
+  try {
+    return std::unique_ptr<Engine>(new EngineImpl(std::move(loaded), o, precision, quant, kv));
+  } catch (const std::system_error& e) {
+    // The scheduler's thread, after a pool that took every thread the OS would give (the pool
+    // itself runs with fewer: ThreadPool's warning).
+    return Error(StatusCode::kResourceExhausted, "engine", "cannot start a thread (", e.what(),
+                 "); HINT: lower --threads or OCULAR_THREADS");
+  }
 }
 
 }  // namespace ocular

@@ -1,17 +1,32 @@
 #include "runtime/grammar_constraint.h"
 
+#include <chrono>
+
 #include "text/json_schema.h"
 
 namespace ocular {
 namespace {
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 class GrammarConstraint final : public TokenConstraint {
  public:
   GrammarConstraint(std::shared_ptr<const grammar::Grammar> g,
                     std::shared_ptr<const grammar::TokenVocabulary> vocab, std::vector<int32_t> eos)
       : m_(std::move(g), std::move(vocab), std::move(eos)) {}
-  const uint32_t* Mask() override { return m_.NextMask().data(); }
-  void Accept(int32_t id) override { m_.Accept(id); }
+  const uint32_t* Mask(int tokens_left) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    const uint32_t* mask = m_.NextMask(tokens_left).data();
+    busy_ms_ += MsSince(t0);
+    return mask;
+  }
+  void Accept(int32_t id) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    m_.Accept(id);
+    busy_ms_ += MsSince(t0);
+  }
   bool complete() const override { return m_.complete() || m_.finished(); }
 
  private:

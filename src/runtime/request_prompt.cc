@@ -18,6 +18,8 @@ PromptOptions ToPromptOptions(const GenerateOptions& o) {
   po.separate_newline = o.separate_newline;
   po.chat = o.chat;
   po.date = o.date;
+  po.chat_template = o.chat_template;
+  po.chat_template_kwargs = o.chat_template_kwargs;
   return po;
 }
 
@@ -28,9 +30,8 @@ StatusOr<Prompt> Make(const Processor& processor, Prompt vision, int n_images,
   if (n_images < 0) {
     return Error(StatusCode::kInvalidArgument, "engine", "n_images must be >= 0, got ", n_images);
   }
-  if ((messages || po.chat) && processor.chat_format().empty()) {
-    // The processor's error says why: no template in the family or the checkpoint, or one
-    // ocular does not know.
+  if ((messages || po.chat) && processor.chat_format().empty() && po.chat_template.empty()) {
+    // The processor's error says why: no template in the family or the checkpoint.
     OCULAR_RETURN_IF_ERROR(processor.RenderChat({ChatMessage::Text("user", "")}, po).status());
     return Error(StatusCode::kUnimplemented, "chat", "this model has no chat format");
   }

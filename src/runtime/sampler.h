@@ -24,11 +24,19 @@ class TokenConstraint {
   virtual ~TokenConstraint() = default;
   // The ids allowed next as a bitmask: bit (id % 32) of word (id / 32), (vocab + 31) / 32
   // words. Valid until the next call. All zero: nothing may follow (see complete()).
-  virtual const uint32_t* Mask() = 0;
+  // `tokens_left` (>= 1, this one included) lets it steer towards a complete answer within
+  // the sequence's max_new_tokens.
+  virtual const uint32_t* Mask(int tokens_left) = 0;
   // The sampled id (always one Mask allowed) is now part of the text.
   virtual void Accept(int32_t id) = 0;
   // The text so far is a whole answer (an EOS would be allowed, if the sequence has one).
   virtual bool complete() const = 0;
+  // Milliseconds spent in Mask and Accept so far (Timings::constraint_ms); read once the
+  // sequence is done.
+  double busy_ms() const { return busy_ms_; }
+
+ protected:
+  double busy_ms_ = 0;
 };
 
 class Sampler {

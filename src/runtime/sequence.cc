@@ -45,7 +45,8 @@ int32_t Sequence::SampleAndAppend(const float* logits, int32_t vocab) {
     return -1;
   }
   TokenConstraint* c = p_.constraint.get();
-  const int32_t id = sampler_.Next(logits, vocab, c ? c->Mask() : nullptr);
+  const int tokens_left = p_.max_new_tokens - static_cast<int>(generated_.size());
+  const int32_t id = sampler_.Next(logits, vocab, c ? c->Mask(tokens_left) : nullptr);
   if (id < 0) {  // the constraint allows nothing more
     finish_ = c->complete() ? FinishReason::kEos : FinishReason::kFailed;
     return -1;

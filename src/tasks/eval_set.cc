@@ -68,7 +68,7 @@ Status ParseExample(const json& j, EvalExample* ex) {
   }
   if (ex->kind != "caption" && ex->kind != "detect" && ex->kind != "segment" &&
       ex->kind != "count" && ex->kind != "color") {
-    return Status(StatusCode::kInvalidArgument, StrCat("unknown kind '", ex->kind, "'"));
+    return Status(StatusCode::kDataLoss, StrCat("unknown kind '", ex->kind, "'"));
   }
   if (ex->kind != "detect" && ex->kind != "segment") return Status::Ok();
   if (!j.contains("boxes") || !j["boxes"].is_array()) {

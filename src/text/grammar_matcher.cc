@@ -11,6 +11,7 @@ namespace {
 // Deeper stacks are dropped: only a left-recursive grammar (which the compilers refuse)
 // would nest this far without reading a byte.
 constexpr int32_t kMaxStackDepth = 4096;
+constexpr int32_t kFar = 1 << 29;  // "no way to the end" (sums of two stay in range)
 }  // namespace
 
 TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& bytes)
@@ -60,6 +61,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar,
                                std::vector<int32_t> eos_ids)
     : g_(std::move(grammar)), vocab_(std::move(vocab)), eos_(std::move(eos_ids)) {
   walk_.resize(static_cast<size_t>(vocab_->max_depth_) + 1);
+  ComputeNodeDistances();
   state_ = MakeState({Push(g_->rule_start[g_->root], -1)});
 }
 
@@ -67,8 +69,37 @@ int32_t GrammarMatcher::Push(int32_t node, int32_t parent) {
   const uint64_t key =
       (static_cast<uint64_t>(static_cast<uint32_t>(node)) << 32) | static_cast<uint32_t>(parent);
   auto [it, fresh] = stack_ids_.try_emplace(key, static_cast<int32_t>(stacks_.size()));
-  if (fresh) stacks_.push_back({node, parent, parent < 0 ? 1 : stacks_[parent].depth + 1});
+  if (fresh) {
+    stacks_.push_back({node, parent, parent < 0 ? 1 : stacks_[parent].depth + 1});
+    stack_dist_.push_back(
+        std::min(kFar, node_dist_[node] + (parent < 0 ? 0 : stack_dist_[parent])));
+  }
   return it->second;
+}
+
+// Shortest completions (bytes) by relaxation to a fixed point: a node's distance is the
+// least over its edges (a byte: 1 + the target's; eps: the target's; a call: the callee's
+// shortest body + the return node's), 0 at a rule's end.
+void GrammarMatcher::ComputeNodeDistances() {
+  const auto& nodes = g_->nodes;
+  node_dist_.assign(nodes.size(), kFar);
+  rule_dist_.assign(g_->rule_start.size(), kFar);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = nodes.size(); i-- > 0;) {
+      const Grammar::Node& n = nodes[i];
+      int32_t d = n.accept ? 0 : kFar;
+      for (int32_t e : n.eps) d = std::min(d, node_dist_[e]);
+      for (const auto& e : n.bytes) d = std::min(d, 1 + node_dist_[e.to]);
+      for (const auto& c : n.calls) d = std::min(d, rule_dist_[c.rule] + node_dist_[c.ret]);
+      d = std::min(d, kFar);
+      if (d < node_dist_[i]) {
+        node_dist_[i] = d;
+        changed = true;
+      }
+    }
+    for (size_t r = 0; r < rule_dist_.size(); ++r) rule_dist_[r] = node_dist_[g_->rule_start[r]];
+  }
 }
 
 // The eps / call / return closure of `seeds` as a DFA state (kDead when nothing is left).
@@ -97,6 +128,9 @@ int32_t GrammarMatcher::MakeState(std::vector<int32_t> work) {
   }
   if (st.stacks.empty() && !st.complete) return kDead;
   std::sort(st.stacks.begin(), st.stacks.end());
+  st.dist = kFar;
+  for (int32_t s : st.stacks) st.dist = std::min(st.dist, stack_dist_[s]);
+  if (st.complete) st.dist = 0;
   std::string key(1, st.complete ? '\1' : '\0');
   key.append(reinterpret_cast<const char*>(st.stacks.data()), st.stacks.size() * sizeof(int32_t));
   auto [it, fresh] = state_ids_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
@@ -126,9 +160,12 @@ inline int32_t GrammarMatcher::Step(int32_t state, uint8_t byte) {
   return to != kUnknown ? to : StepSlow(state, byte);
 }
 
-void GrammarMatcher::ComputeMask(int32_t state, std::vector<uint32_t>* bits) {
+// Walks the vocabulary trie from `state`: a token is allowed when every byte of it steps to
+// a live state whose distance to the end is at most `max_dist`.
+void GrammarMatcher::ComputeMask(int32_t state, int32_t max_dist, Mask* mask) {
   const TokenVocabulary& v = *vocab_;
-  bits->assign((static_cast<size_t>(v.size_) + 31) / 32, 0);
+  mask->bits.assign((static_cast<size_t>(v.size_) + 31) / 32, 0);
+  mask->max_dist = 0;
   walk_[0] = state;
   const int32_t n = static_cast<int32_t>(v.byte_.size());
   for (int32_t i = 0; i < n;) {
@@ -138,30 +175,40 @@ void GrammarMatcher::ComputeMask(int32_t state, std::vector<uint32_t>* bits) {
       continue;
     }
     walk_[v.depth_[i]] = to;
-    for (int32_t t = v.tok_begin_[i]; t < v.tok_begin_[i + 1]; ++t) {
-      const int32_t id = v.tokens_[t];
-      (*bits)[id >> 5] |= 1u << (id & 31);
+    const int32_t d = states_[to].dist;
+    if (v.tok_begin_[i] < v.tok_begin_[i + 1] && d <= max_dist) {
+      mask->max_dist = std::max(mask->max_dist, d);
+      for (int32_t t = v.tok_begin_[i]; t < v.tok_begin_[i + 1]; ++t) {
+        const int32_t id = v.tokens_[t];
+        mask->bits[id >> 5] |= 1u << (id & 31);
+      }
     }
     ++i;
   }
   if (states_[state].complete) {
-    for (int32_t id : eos_) (*bits)[id >> 5] |= 1u << (id & 31);
+    for (int32_t id : eos_) mask->bits[id >> 5] |= 1u << (id & 31);
   }
 }
 
-const std::vector<uint32_t>& GrammarMatcher::NextMask() {
+const std::vector<uint32_t>& GrammarMatcher::NextMask(int tokens_left) {
   if (finished_ || state_ < 0) {
-    masks_[-1].assign((static_cast<size_t>(vocab_->size()) + 31) / 32, 0);
-    return masks_[-1];
+    limited_.bits.assign((static_cast<size_t>(vocab_->size()) + 31) / 32, 0);
+    return limited_.bits;
   }
   auto [it, fresh] = masks_.try_emplace(state_);
   if (fresh) {
-    ComputeMask(state_, &it->second);
+    ComputeMask(state_, kFar, &it->second);
     ++stats_.masks_computed;
   } else {
     ++stats_.mask_hits;
   }
-  return it->second;
+  // Each later token reads at least one byte: after this one, tokens_left - 1 remain.
+  const int32_t budget = tokens_left - 1;
+  if (tokens_left >= kNoLimit || it->second.max_dist <= budget) return it->second.bits;
+  ComputeMask(state_, std::max(budget, 0), &limited_);
+  const bool any =
+      std::any_of(limited_.bits.begin(), limited_.bits.end(), [](uint32_t w) { return w != 0; });
+  return any ? limited_.bits : it->second.bits;
 }
 
 bool GrammarMatcher::AcceptBytes(std::string_view bytes) {

@@ -59,8 +59,12 @@ class GrammarMatcher {
                  std::shared_ptr<const TokenVocabulary> vocab, std::vector<int32_t> eos_ids);
 
   // The tokens allowed next: bit (id % 32) of word (id / 32), (vocab size + 31) / 32 words.
-  // Valid until the next call of any method.
-  const std::vector<uint32_t>& NextMask();
+  // Valid until the next call of any method. With `tokens_left` (this one included), a token
+  // after which the text cannot be completed within the tokens that remain (counting one
+  // byte per token) is left out too, so that an answer cut by max_tokens is still whole;
+  // when that leaves nothing, the plain mask is returned.
+  const std::vector<uint32_t>& NextMask(int tokens_left = kNoLimit);
+  static constexpr int kNoLimit = 1 << 30;
   // Advances over token `id`. False (and no change) when the grammar does not allow it.
   bool Accept(int32_t id);
   // Advances over raw bytes (tests, the fuzz target). False (no change) if rejected.
@@ -84,23 +88,33 @@ class GrammarMatcher {
   struct State {
     std::vector<int32_t> stacks;  // stacks whose top node reads a byte
     bool complete = false;
+    int32_t dist = 0;  // the fewest bytes that complete the text from here
+  };
+  struct Mask {
+    std::vector<uint32_t> bits;
+    int32_t max_dist = 0;  // the largest State::dist after an allowed token
   };
 
   int32_t Push(int32_t node, int32_t parent);
   int32_t MakeState(std::vector<int32_t> seeds);
   int32_t Step(int32_t state, uint8_t byte);
   int32_t StepSlow(int32_t state, uint8_t byte);
-  void ComputeMask(int32_t state, std::vector<uint32_t>* bits);
+  void ComputeMask(int32_t state, int32_t max_dist, Mask* mask);
+  void ComputeNodeDistances();
 
   std::shared_ptr<const Grammar> g_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   std::vector<int32_t> eos_;
+  std::vector<int32_t> node_dist_;  // fewest bytes from a node to its rule's end
+  std::vector<int32_t> rule_dist_;
   std::vector<StackNode> stacks_;
+  std::vector<int32_t> stack_dist_;  // fewest bytes that empty a stack
   std::unordered_map<uint64_t, int32_t> stack_ids_;
   std::vector<State> states_;
   std::unordered_map<std::string, int32_t> state_ids_;
   std::vector<int32_t> next_;  // [state * 256 + byte]: kUnknown, kDead or a state
-  std::unordered_map<int32_t, std::vector<uint32_t>> masks_;
+  std::unordered_map<int32_t, Mask> masks_;
+  Mask limited_;               // the last mask cut by tokens_left
   std::vector<int32_t> walk_;  // scratch: the state at each trie depth
   int32_t state_ = kDead;
   bool finished_ = false;

@@ -201,7 +201,9 @@ TEST(GrammarTest, SchemaBoundsAndShapes) {
        {"\"AB\"", "\"ab1\"", "\"AB12\""}},
       {R"({"type":"string","pattern":"x\"y"})", {R"("x\"y")", R"("ax\"yb")"}, {R"("xy")"}},
       {R"({"type":"string","maxLength":2})", {R"("")", R"("é\n")"}, {R"("abc")"}},
-      {R"({"type":"string","format":"date"})", {R"("2024-02-29")"}, {R"("2024-13-01")"}},
+      {R"({"type":"string","format":"date"})",
+       {R"("2024-02-28")", R"("0001-11-30")"},
+       {R"("2024-13-01")", R"("0000-01-01")", R"("2024-11-31")"}},
       {R"({"$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},
           "required":["kids"]}},"$ref":"#/$defs/node"})",
        {R"({"kids":[]})", R"({"kids":[{"kids":[]},{"kids":[{"kids":[]}]}]})"},
@@ -286,6 +288,34 @@ TEST(GrammarTest, TokenBytesConcatenateToTheDecodedText) {
       EXPECT_EQ(bytes, text) << dir;
       EXPECT_FALSE((*tok)->TokenBytes((*tok)->eos_id()).has_value()) << dir;
     }
+  }
+}
+
+// With tokens_left, a random walk that uses every token it may still ends complete.
+TEST(GrammarTest, TokensLeftSteersToACompleteText) {
+  auto g = JsonSchemaGrammar(R"({"type":"object","properties":{"a":{"type":"string"},
+      "b":{"type":"array","items":{"type":"integer"}},"c":{"enum":["long value","x"]}},
+      "required":["a","b","c"]})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto grammar = std::make_shared<const Grammar>(std::move(*g));
+  auto vocab = ByteVocab();
+  std::mt19937 rng(3);
+  for (int walk = 0; walk < 100; ++walk) {
+    const int max_tokens = 25 + walk % 20;
+    GrammarMatcher m(grammar, vocab, {0});
+    std::string text;
+    for (int used = 0; used < max_tokens; ++used) {
+      const auto& mask = m.NextMask(max_tokens - used);
+      std::vector<int32_t> ids;
+      for (int32_t id = 1; id < vocab->size(); ++id) {
+        if ((mask[id >> 5] >> (id & 31)) & 1) ids.push_back(id);
+      }
+      if (ids.empty()) break;
+      const int32_t id = ids[rng() % ids.size()];
+      ASSERT_TRUE(m.Accept(id));
+      text += vocab->bytes(id);
+    }
+    EXPECT_TRUE(m.complete()) << max_tokens << " tokens: " << text;
   }
 }
 

@@ -45,12 +45,17 @@ const std::set<std::string, std::less<>> kKeywords = {"type",
                                                       "exclusiveMinimum",
                                                       "exclusiveMaximum"};
 
+// A calendar date, as Python's date.fromisoformat accepts it (jsonschema's format check):
+// years 0001-9999, each month's days (February to the 28th: a subset).
+const std::string kDate =
+    "([1-9]\\d{3}|0[1-9]\\d{2}|00[1-9]\\d|000[1-9])-((0[13578]|1[02])-(0[1-9]|[12]\\d|3[01])|"
+    "(0[469]|11)-(0[1-9]|[12]\\d|30)|02-(0[1-9]|1\\d|2[0-8]))";
 const std::map<std::string, std::string, std::less<>> kFormats = {
-    {"date", "^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])$"},
+    {"date", "^" + kDate + "$"},
     {"time", "^([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(\\.\\d{1,6})?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)$"},
-    {"date-time",
-     "^\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d"
-     "(\\.\\d{1,6})?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)$"},
+    {"date-time", "^" + kDate +
+                      "T([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d"
+                      "(\\.\\d{1,6})?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)$"},
     {"uuid", "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"},
     {"ipv4",
      "^((25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)$"},

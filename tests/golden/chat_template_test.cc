@@ -1,7 +1,7 @@
-// Chat templates: ocular's native formatting (Gemma 3, Llama 3.2 Vision) against transformers'
-// apply_chat_template on the official templates, case by case
-// (testdata/chat/goldens.json, tools/reference/make_chat_goldens.py); how templates are found
-// and recognised; what is refused.
+// Chat templates: the checkpoints' templates rendered by ocular's Jinja renderer (Gemma 3,
+// Llama 3.2 Vision) against transformers' apply_chat_template, text and ids, case by case
+// (testdata/chat/goldens.json, tools/reference/make_chat_goldens.py); how templates are found;
+// what is refused.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -98,12 +98,12 @@ TEST(ChatTemplate, TheTinyCheckpointsCarryTheOfficialTemplates) {
   const std::string llama = ReadText("testdata/chat/llama-3.2-vision-instruct.jinja");
   for (const char* d : {"gemma3", "gemma3-text"}) {
     EXPECT_EQ(ReadText(std::string("testdata/tiny/") + d + "/chat_template.jinja"), gemma) << d;
-    EXPECT_EQ(ProcessorOf(d).chat_format(), "gemma3") << d;
+    EXPECT_EQ(ProcessorOf(d).chat_format(), "jinja") << d;
   }
   for (const char* d : {"mllama", "mllama-1x", "mllama-bf16"}) {
     EXPECT_EQ(ReadText(std::string("testdata/tiny/") + d + "/chat_template.jinja"), llama) << d;
   }
-  EXPECT_EQ(ProcessorOf("mllama").chat_format(), "llama3.2-vision");
+  EXPECT_EQ(ProcessorOf("mllama").chat_format(), "jinja");
   EXPECT_EQ(ProcessorOf("pg1").chat_format(), "");
   EXPECT_EQ(ProcessorOf("gemma3").image_marker(), "<start_of_image>");
   EXPECT_EQ(ProcessorOf("gemma3-text").image_marker(), "");
@@ -137,20 +137,31 @@ TEST_F(TemplateDir, NoTemplateIsRefused) {
   EXPECT_NE(r.status().message().find("has no chat_template"), std::string::npos);
 }
 
-TEST_F(TemplateDir, AnUnknownTemplateIsRefused) {
+TEST_F(TemplateDir, AnEditedTemplateIsRendered) {
+  // Any template renders, not only the released ones: another generation prompt, and the
+  // Llama template in a Gemma checkpoint (its bos_token and eos_token are Gemma's).
   std::string t = ReadText("testdata/chat/gemma3-it.jinja");
   const std::string gen = "<start_of_turn>model";
-  t.replace(t.rfind(gen), gen.size(), "<start_of_turn>bot");  // another generation prompt
+  t.replace(t.rfind(gen), gen.size(), "<start_of_turn>bot");
   WriteText(dir_ / "chat_template.jinja", t);
+  auto r = Render();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>bot\n");
+  WriteText(dir_ / "chat_template.jinja",
+            ReadText("testdata/chat/llama-3.2-vision-instruct.jinja"));
+  r = Render();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->starts_with("<bos><|start_header_id|>system<|end_header_id|>")) << *r;
+}
+
+TEST_F(TemplateDir, AConstructOcularLacksIsRefusedWithItsLine) {
+  WriteText(dir_ / "chat_template.jinja", "{{ bos_token }}\n{% include 'turns.jinja' %}");
   auto r = Render();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("is not one ocular knows"), std::string::npos)
+  EXPECT_NE(r.status().message().find("chat_template:2: unsupported construct: {% include %}"),
+            std::string::npos)
       << r.status().ToString();
-  // The Llama template is not Gemma's either.
-  WriteText(dir_ / "chat_template.jinja",
-            ReadText("testdata/chat/llama-3.2-vision-instruct.jinja"));
-  EXPECT_EQ(Render().status().code(), StatusCode::kUnimplemented);
 }
 
 TEST_F(TemplateDir, FoundInTokenizerConfigWithWindowsLineEnds) {
@@ -166,8 +177,9 @@ TEST_F(TemplateDir, FoundInTokenizerConfigWithWindowsLineEnds) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(*r, "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n");
   // chat_template.json comes before tokenizer_config.json, as in transformers.
-  WriteText(dir_ / "chat_template.json", R"({"chat_template": "{{ bos_token }}"})");
-  EXPECT_EQ(Render().status().code(), StatusCode::kUnimplemented);
+  WriteText(dir_ / "chat_template.json",
+            R"({"chat_template": "{{ bos_token }}[{{ eos_token }}]"})");
+  EXPECT_EQ(Render().value(), "<bos>[<eos>]");
 }
 
 // transformers passes strftime_now: today's date, "%d %b %Y".
@@ -201,17 +213,6 @@ TEST(ChatTemplate, UserTurnSplitsAtMarkers) {
   EXPECT_EQ(kinds(UserTurn("hello", 0, "")), "(hello)");
   EXPECT_EQ(kinds(UserTurn("", 1, "<start_of_image>")), "[img]");
   EXPECT_EQ(UserTurn("x", 0, "").role, "user");
-}
-
-TEST(ChatTemplate, PyStripIsPythonsStrip) {
-  EXPECT_EQ(PyStrip(" \t\n\v\f\r x y \x1c\x1f"), "x y");
-  EXPECT_EQ(PyStrip("\xc2\xa0\xe3\x80\x80"
-                    "caf\xc3\xa9\xe2\x80\xa8"),
-            "caf\xc3\xa9");
-  EXPECT_EQ(PyStrip("\xe2\x80\x8bz"), "\xe2\x80\x8bz");  // U+200B is not a space in Python
-  EXPECT_EQ(PyStrip("   "), "");
-  EXPECT_EQ(PyStrip(""), "");
-  EXPECT_EQ(PyStrip("\xff "), "\xff");  // invalid UTF-8 kept
 }
 
 TEST(ChatTemplate, MessagesAreChecked) {

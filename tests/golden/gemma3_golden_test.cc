@@ -40,25 +40,38 @@ struct Checkpoint {
   const char* name;
   double tolerance;  // relative error per tap, as paligemma_golden_test.cc
   bool via_gguf = false;
-  const char* path = nullptr;  // default testdata/tiny/<name>
+  const char* path = nullptr;    // default testdata/tiny/<name>
+  const char* mmproj = nullptr;  // llama.cpp's mmproj file paired with the text GGUF `path`
+  const char* tag = "";          // test name suffix
 };
 
 // A slice of the real Gemma 3 270M file in llama.cpp's format (config from gemma3.* metadata,
 // tokenizer.ggml.* vocabulary, norms stored as 1 + w; tools/reference/make_gemma3_gguf_fixture.py).
 constexpr const char* kLlamaCppSlice = "testdata/gguf/gemma3_270m_slice.gguf";
 
+// The tiny Gemma 3 converted by llama.cpp's convert_hf_to_gguf.py into a text GGUF and an
+// mmproj file, f32 and f16 (tools/reference/make_llamacpp_pair.py; f16-valued weights, so
+// both pairs hold the goldens' model exactly).
+constexpr const char* kPairText[] = {"testdata/llamacpp/gemma3-lc-f32.gguf",
+                                     "testdata/llamacpp/gemma3-lc-f16.gguf"};
+constexpr const char* kPairMmproj[] = {"testdata/llamacpp/mmproj-gemma3-lc-f32.gguf",
+                                       "testdata/llamacpp/mmproj-gemma3-lc-f16.gguf"};
+
 // bf16: the prompt's taps and logits are bit-identical to torch's bf16 run; a decode step
 // (a one-row matmul, which torch accumulates in another order) can flip one bf16 rounding
 // that then moves a whole logits row by one bf16 ulp (2^-8 relative; logits near the softcap
 // of 30): measured up to 4e-3 on decode_logits, greedy tokens identical. 1e-2 is the issue's
 // bf16 bound.
-constexpr Checkpoint kCheckpoints[] = {{"gemma3-text", 1e-5},
-                                       {"gemma3-text-bf16", 1e-2},
-                                       {"gemma3", 1e-5},
-                                       {"gemma3-text", 1e-5, true},
-                                       {"gemma3-text-bf16", 1e-2, true},
-                                       {"gemma3", 1e-5, true},
-                                       {"gemma3-270m-slice", 1e-5, false, kLlamaCppSlice}};
+constexpr Checkpoint kCheckpoints[] = {
+    {"gemma3-text", 1e-5},
+    {"gemma3-text-bf16", 1e-2},
+    {"gemma3", 1e-5},
+    {"gemma3-text", 1e-5, true},
+    {"gemma3-text-bf16", 1e-2, true},
+    {"gemma3", 1e-5, true},
+    {"gemma3-270m-slice", 1e-5, false, kLlamaCppSlice},
+    {"gemma3-lc", 1e-5, false, kPairText[0], kPairMmproj[0]},
+    {"gemma3-lc", 1e-5, false, kPairText[1], kPairMmproj[1], "_f16"}};
 
 std::vector<std::string> Cases(const std::string& ck) {
   std::vector<std::string> out;
@@ -90,9 +103,9 @@ struct Loaded {
   std::unique_ptr<Runner> runner;
 };
 
-StatusOr<std::unique_ptr<Loaded>> Load(const std::string& path) {
+StatusOr<std::unique_ptr<Loaded>> Load(const std::string& path, const char* mmproj = nullptr) {
   auto l = std::make_unique<Loaded>();
-  OCULAR_ASSIGN_OR_RETURN(l->m, LoadModel(path));
+  OCULAR_ASSIGN_OR_RETURN(l->m, LoadModel(path, mmproj ? mmproj : ""));
   const bool bf16 = l->m.model->spec().weight_dtype == DType::kBF16;
   const Precision p = bf16 ? Precision::kBF16 : Precision::kF32;
   l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, bf16 ? KvDType::kBF16 : KvDType::kF32);
@@ -132,7 +145,7 @@ TEST_P(Gemma3GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   ASSERT_GE(cases.size(), 3u);
   const std::string path =
       ck.via_gguf ? ToGguf(dir, ck.name, std::string(ck.name).ends_with("bf16")) : dir;
-  auto h = Load(path);
+  auto h = Load(path, ck.mmproj);
   if (ck.via_gguf) fs::remove(path);  // mapped: the data stays until unmapped
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   Loaded& m = **h;
@@ -169,6 +182,7 @@ INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Gemma3GoldenTest, testing::ValuesIn(kC
                          [](const auto& info) {
                            std::string n = info.param.name;
                            if (info.param.via_gguf) n += "_gguf";
+                           n += info.param.tag;
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
@@ -176,10 +190,10 @@ INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Gemma3GoldenTest, testing::ValuesIn(kC
 // The processor rebuilds every case's input_ids from its prompt and images, and its
 // pixel_values from the image files, exactly (pan-and-scan cases: each image, then its crops).
 TEST(Gemma3ProcessorTest, PromptIdsAndPixelsMatchGemma3Processor) {
-  for (const char* ck : {"gemma3-text", "gemma3", "gemma3-270m-slice"}) {
-    auto loaded =
-        LoadModel(std::string(ck) == "gemma3-270m-slice" ? std::string(kLlamaCppSlice)
-                                                         : std::string("testdata/tiny/") + ck);
+  for (const std::string ck : {"gemma3-text", "gemma3", "gemma3-270m-slice", "gemma3-lc"}) {
+    auto loaded = ck == "gemma3-270m-slice" ? LoadModel(kLlamaCppSlice)
+                  : ck == "gemma3-lc"       ? LoadModel(kPairText[1], kPairMmproj[1])
+                                            : LoadModel("testdata/tiny/" + ck);
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
     for (const std::string& file : Cases(ck)) {
       SCOPED_TRACE(file);

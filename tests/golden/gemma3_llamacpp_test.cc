@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -119,6 +121,164 @@ TEST(Gemma3LlamaCppTest, RefusesWhatItDoesNotRead) {
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(m.status().message().find("'llama'"), std::string::npos) << m.status().ToString();
+}
+
+constexpr const char* kPairText = "testdata/llamacpp/gemma3-lc-f16.gguf";
+constexpr const char* kPairMmproj = "testdata/llamacpp/mmproj-gemma3-lc-f16.gguf";
+
+TEST(Gemma3LlamaCppPairTest, TheVisionModelFromTheTwoFilesMetadata) {
+  auto loaded = LoadModel(kPairText, kPairMmproj);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const auto& model = static_cast<const gemma3::Gemma3&>(*loaded->model);
+  const gemma3::Gemma3Config& c = model.config();
+  EXPECT_TRUE(c.has_vision);
+  EXPECT_EQ(c.vision.image_size, 56);  // clip.vision.*
+  EXPECT_EQ(c.vision.patch_size, 14);
+  EXPECT_EQ(c.vision.hidden_size, 48);
+  EXPECT_EQ(c.vision.intermediate_size, 72);
+  EXPECT_EQ(c.vision.num_hidden_layers, 2);
+  EXPECT_EQ(c.mm_tokens_per_image, 4);  // (56 / 14 / scale_factor 2)^2
+  const Tokenizer& tok = loaded->processor->tokenizer();
+  EXPECT_EQ(c.image_token_index, tok.TokenToId("<image_soft_token>"));
+  EXPECT_EQ(c.boi_token_index, tok.TokenToId("<start_of_image>"));
+  EXPECT_EQ(model.spec().image_tokens, 4);
+  EXPECT_EQ(c.text.gemma.num_hidden_layers, 6);
+  EXPECT_EQ(c.text.gemma.layer_is_sliding,
+            (std::vector<bool>{true, true, true, true, true, false}));  // llama.cpp's pattern 6
+}
+
+// A copy of `from` with metadata edited by `edit` (false: drop the key; it may also add
+// keys) and tensors renamed by `rename`.
+std::string Rewrite(const std::string& from, const std::string& name,
+                    const std::function<bool(const std::string&, GgufWriter&)>& edit,
+                    const std::function<std::string(const std::string&)>& rename = nullptr) {
+  auto src = GgufFile::Open(from);
+  EXPECT_TRUE(src.ok()) << src.status().ToString();
+  GgufWriter w;
+  for (const auto& [key, value] : (*src)->metadata()) {
+    if (edit(key, w)) w.SetValue(key, value);
+  }
+  edit("", w);  // additions
+  for (const GgufTensor& t : (*src)->tensors()) {
+    WFormat f;
+    EXPECT_TRUE(WFormatFromGgml(t.type, &f));
+    w.AddTensor(rename ? rename(t.name) : t.name, t.shape(), f);
+  }
+  const std::string path =
+      (fs::temp_directory_path() / ("ocular_pair_" + name + std::to_string(::getpid()) + ".gguf"))
+          .string();
+  const GgufFile& file = **src;
+  const Status s = w.Write(path, [&](size_t i, std::byte* out, size_t n) {
+    std::memcpy(out, file.tensors()[i].data, n);
+    return Status::Ok();
+  });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return path;
+}
+
+TEST(Gemma3LlamaCppPairTest, RefusesProjectorsKeysAndSizesItDoesNotImplement) {
+  struct Case {
+    const char* name;
+    std::function<bool(const std::string&, GgufWriter&)> edit;
+    const char* says;
+  };
+  auto set_u32 = [](const char* which, uint32_t v) {
+    return [=](const std::string& key, GgufWriter& w) {
+      if (key != which) return true;
+      w.SetU32(key, v);
+      return false;
+    };
+  };
+  const Case cases[] = {
+      {"qwen",
+       [](const std::string& key, GgufWriter& w) {
+         if (key != "clip.projector_type") return true;
+         w.SetString(key, "qwen2vl_merger");
+         return false;
+       },
+       "clip.projector_type 'qwen2vl_merger'"},
+      {"key",
+       [](const std::string& key, GgufWriter& w) {
+         if (key.empty()) w.SetU32("clip.vision.spatial_merge_size", 2);
+         return true;
+       },
+       "clip.vision.spatial_merge_size"},
+      {"audio",
+       [](const std::string& key, GgufWriter& w) {
+         if (key.empty()) w.SetBool("clip.has_audio_encoder", true);
+         return key != "clip.has_audio_encoder";
+       },
+       "clip.has_audio_encoder"},
+      {"dim", set_u32("clip.vision.projection_dim", 64), "clip.vision.projection_dim = 64"},
+      {"pool", set_u32("clip.vision.image_size", 42), "clip.vision.projector.scale_factor"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = Rewrite(kPairMmproj, c.name, c.edit);
+    auto m = LoadModel(kPairText, path);
+    fs::remove(path);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented) << m.status().ToString();
+    EXPECT_NE(m.status().message().find(c.says), std::string::npos) << m.status().ToString();
+  }
+}
+
+TEST(Gemma3LlamaCppPairTest, RefusesFilesThatDoNotPair) {
+  struct Case {
+    std::string model, mmproj;
+    StatusCode code;
+    const char* says;
+  };
+  const Case cases[] = {
+      {kPairMmproj, "", StatusCode::kInvalidArgument, "is an mmproj file"},
+      {"testdata/tiny/gemma3", kPairMmproj, StatusCode::kInvalidArgument, "model directory"},
+      {kPairText, kPairText, StatusCode::kInvalidArgument, "not an mmproj file"},
+      {kPairText, "testdata/llamacpp/none.gguf", StatusCode::kNotFound, "none.gguf"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.model + " + " + c.mmproj);
+    auto m = LoadModel(c.model, c.mmproj);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), c.code) << m.status().ToString();
+    EXPECT_NE(m.status().message().find(c.says), std::string::npos) << m.status().ToString();
+  }
+}
+
+// Files of older converters name fc1 ffn_down and fc2 ffn_up; clip.cpp swaps them back by
+// shape, and so does ocular: the same matrices land in the same places.
+TEST(Gemma3LlamaCppPairTest, ReadsTheSwappedFfnNamesOfOlderMmprojFiles) {
+  const std::string swapped = Rewrite(
+      kPairMmproj, "swapped", [](const std::string&, GgufWriter&) { return true; },
+      [](const std::string& name) {
+        for (auto [from, to] : {std::pair{".ffn_up.", ".ffn_down."}, {".ffn_down.", ".ffn_up."}}) {
+          if (const size_t at = name.find(from); at != std::string::npos) {
+            return name.substr(0, at) + to + name.substr(at + std::strlen(from));
+          }
+        }
+        return name;
+      });
+  auto a = LoadModel(kPairText, kPairMmproj);
+  auto b = LoadModel(kPairText, swapped);
+  fs::remove(swapped);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  std::map<std::string, std::string> bytes;
+  auto collect = [&](const VlModel& m, bool check) {
+    return m.ForEachWeight(
+        [&](const std::string& name, const Shape&, const Matrix* mat, const TensorView*) {
+          if (mat == nullptr || !name.starts_with("v.blk.")) return Status::Ok();
+          std::string data(reinterpret_cast<const char*>(mat->row(0)), mat->bytes());
+          if (!check) {
+            bytes[name] = data;
+          } else {
+            EXPECT_EQ(bytes[name], data) << name;
+          }
+          return Status::Ok();
+        });
+  };
+  ASSERT_TRUE(collect(*a->model, false).ok());
+  ASSERT_TRUE(collect(*b->model, true).ok());
+  EXPECT_EQ(bytes.size(), 12u);  // 2 layers x q, k, v, out, up, down
 }
 
 }  // namespace

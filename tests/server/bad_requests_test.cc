@@ -46,6 +46,7 @@ class ServerFixture : public ::testing::Test {
     o.max_body_bytes = 2u << 20;
     o.max_prompt_tokens = 200;
     o.read_timeout_s = 1;
+    o.body_timeout_s = 1;
     o.limits.max_images = 2;
     o.limits.max_image_bytes = 1u << 20;
     o.limits.max_completion_tokens = 64;
@@ -175,6 +176,7 @@ std::vector<BadCase> Corpus() {
        400, img},
       {"model number", ChatBody("x", "", R"(,"model":1)"), 400, "model"},
       {"unknown model", ChatBody("x", "", R"(,"model":"gpt-4o")"), 404, "model_not_found"},
+      {"empty model", ChatBody("x", "", R"(,"model":"")"), 400, "model"},
       // Numbers out of range, negative, non-finite, wrong type.
       {"max_tokens 0", ChatBody("x", "", R"(,"max_tokens":0)"), 400, "max_tokens"},
       {"max_tokens negative", ChatBody("x", "", R"(,"max_tokens":-1)"), 400, "max_tokens"},
@@ -205,8 +207,16 @@ std::vector<BadCase> Corpus() {
       {"stream string", ChatBody("x", "", R"(,"stream":"true")"), 400, "stream"},
       {"stream_options array", ChatBody("x", "", R"(,"stream_options":[])"), 400, "stream_options"},
       {"tools", ChatBody("x", "", R"(,"tools":[])"), 400, "tools"},
-      {"response_format", ChatBody("x", "", R"(,"response_format":{"type":"json_object"})"), 400,
-       "response_format"},
+      {"response_format type", ChatBody("x", "", R"(,"response_format":{"type":"xml"})"), 400,
+       "response_format.type"},
+      {"response_format no schema",
+       ChatBody("x", "", R"(,"response_format":{"type":"json_schema","json_schema":{}})"), 400,
+       "response_format.json_schema.schema"},
+      {"response_format unsupported keyword",
+       ChatBody("x", "",
+                R"(,"response_format":{"type":"json_schema","json_schema":{"name":"a",)"
+                R"("schema":{"type":"object","properties":{"a":{"not":{}}}}}})"),
+       400, "response_format"},
       // Images: encodings, sizes, counts, sources.
       {"invalid base64", ChatBody("x", "data:image/png;base64,!!!notbase64!!!"), 400, img},
       {"base64 with spaces", ChatBody("x", "data:image/png;base64,aGVs bG8="), 400, img},
@@ -282,7 +292,7 @@ void ExpectErrorBody(const std::string& body, const std::string& expect) {
   EXPECT_FALSE(e["message"].get<std::string>().empty());
   ASSERT_TRUE(e["type"].is_string()) << body;
   EXPECT_TRUE(e["param"].is_null() || e["param"].is_string()) << body;
-  EXPECT_TRUE(e["code"].is_null() || e["code"].is_string()) << body;
+  EXPECT_TRUE(e["code"].is_string()) << body;  // never null (docs/server.md)
   if (!expect.empty()) {
     const std::string param = e["param"].is_string() ? e["param"].get<std::string>() : "";
     const std::string code = e["code"].is_string() ? e["code"].get<std::string>() : "";
@@ -375,6 +385,28 @@ TEST_F(ServerFixture, SlowClientsAreDroppedAndOthersServed) {
   slow_body.join();
   slow_headers.join();
   ExpectHealthy();
+}
+
+// The web page's retry after a 401 (run without the key, type it, run again) reuses the
+// connection: the refused request's unread body must not be parsed as the next request.
+TEST_F(ServerFixture, RequestAfterA401OnTheSameConnection) {
+  const std::string body = ChatBody("caption en", "", R"(,"max_tokens":2)");
+  auto request = [&](const std::string& auth) {
+    return "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n" + auth +
+           "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n\r\n" + body;
+  };
+  const std::string got = RawExchange(
+      port_, request("") + request(std::string("Authorization: Bearer ") + kKey + "\r\n"), 5);
+  EXPECT_EQ(got.rfind("HTTP/1.1 401", 0), 0u) << got;
+  // Either the server closed after the 401 (the client retries on a new connection) or it
+  // answered the second request properly.
+  EXPECT_EQ(got.find("HTTP/1.1 400"), std::string::npos) << got;
+  // A lowercase scheme is the same credentials (RFC 9110).
+  auto r = Client().Post("/v1/chat/completions", {{"Authorization", std::string("bearer ") + kKey}},
+                         body, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
 }
 
 TEST_F(ServerFixture, ServesAfterBadRequests) {

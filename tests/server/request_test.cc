@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "origin.h"
 #include "test_util.h"
 
 namespace ocular::server {
@@ -81,6 +82,15 @@ TEST(ChatRequest, PanAndScan) {
   EXPECT_EQ(Parse(ChatBody("x", "", R"(,"pan_and_scan":false)")).request.options.pan_and_scan,
             std::optional<bool>(false));
   ExpectError(ChatBody("x", "", R"(,"pan_and_scan":1)"), "pan_and_scan");
+}
+
+// vLLM's and llama-server's chat_template_kwargs: the template's extra variables.
+TEST(ChatRequest, ChatTemplateKwargs) {
+  EXPECT_EQ(Parse(ChatBody("x", "", "")).request.options.chat_template_kwargs, "");
+  EXPECT_EQ(Parse(ChatBody("x", "", R"(,"chat_template_kwargs":{"enable_thinking":false})"))
+                .request.options.chat_template_kwargs,
+            R"({"enable_thinking":false})");
+  ExpectError(ChatBody("x", "", R"(,"chat_template_kwargs":"x")"), "chat_template_kwargs");
 }
 
 TEST(ChatRequest, LastUserMessageIsThePromptImagesFromAllTurns) {
@@ -253,11 +263,94 @@ TEST(ChatRequest, SecretEquals) {
   EXPECT_FALSE(SecretEquals("", ""));  // an empty key never authenticates
 }
 
+TEST(ChatRequest, BearerToken) {
+  EXPECT_EQ(BearerToken("Bearer sk-1"), "sk-1");
+  EXPECT_EQ(BearerToken("bearer sk-1"), "sk-1");
+  EXPECT_EQ(BearerToken("BEARER   sk-1  "), "sk-1");
+  EXPECT_EQ(BearerToken("Bearer "), "");
+  EXPECT_EQ(BearerToken("Bearersk-1"), "");
+  EXPECT_EQ(BearerToken("Basic c2stMQ=="), "");
+  EXPECT_EQ(BearerToken(""), "");
+}
+
 TEST(ChatRequest, ErrorJsonShape) {
   const ApiError e{400, "bad \"x\"", "invalid_request_error", "top_p", ""};
   EXPECT_EQ(
       ErrorJson(e),
-      R"({"error":{"code":null,"message":"bad \"x\"","param":"top_p","type":"invalid_request_error"}})");
+      R"({"error":{"code":"invalid_request","message":"bad \"x\"","param":"top_p","type":"invalid_request_error"}})");
+  // Every status gets a string code, never null (clients switch on it).
+  for (int status : {400, 401, 403, 404, 405, 408, 413, 415, 429, 500, 503, 504}) {
+    const ApiError s{status, "m", "t", "", ""};
+    EXPECT_EQ(ErrorJson(s).find("\"code\":null"), std::string::npos) << status;
+  }
+}
+
+TEST(ChatRequest, ModelMustNotBeEmpty) {
+  ExpectError(ChatBody("x", "", R"(,"model":"")"), "model", "invalid_value");
+  EXPECT_TRUE(Parse(ChatBody("x", "", R"(,"model":null)")).ok());
+}
+
+TEST(ChatRequest, LineWrappedBase64AndSchemeCase) {
+  // MIME-style base64 (76 columns, CRLF) decodes to the same bytes.
+  std::string b64 = DataUrl(kPng).substr(std::string("data:image/png;base64,").size());
+  std::string wrapped;
+  for (size_t i = 0; i < b64.size(); i += 76) wrapped += b64.substr(i, 76) + "\\r\\n";
+  ParseResult r = Parse(ChatBody("x", "DATA:Image/PNG;BASE64," + wrapped));
+  ASSERT_TRUE(r.ok()) << r.error.message;
+  EXPECT_EQ(std::string(r.request.images[0].bytes.begin(), r.request.images[0].bytes.end()), kPng);
+  const std::string p = "messages[0].content[1].image_url.url";
+  ExpectError(ChatBody("x", "HTTP://example.com/cat.png"), p, "remote_url_refused");
+  ExpectError(ChatBody("x", "Https://example.com/cat.png"), p, "remote_url_refused");
+  ExpectError(ChatBody("x", "FILE:///etc/passwd"), p, "local_files_disabled");
+}
+
+TEST(ChatRequest, LocalFileUrlsArePercentDecoded) {
+  const std::string tmp = ::testing::TempDir() + "/serve_pct";
+  std::filesystem::create_directories(tmp);
+  std::filesystem::copy_file("testdata/golden/inputs/photo.png", tmp + "/my cat%.png",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string root = std::filesystem::canonical(tmp).string();
+  ParseResult r = Parse(ChatBody("x", "FILE://" + root + "/my%20cat%25.png"), root);
+  ASSERT_TRUE(r.ok()) << r.error.message;
+  EXPECT_EQ(r.request.images[0].bytes.size(), kPng.size());
+  const std::string p = "messages[0].content[1].image_url.url";
+  ExpectError(ChatBody("x", "file://" + root + "/my%2"), p, "invalid_image_url", root);
+  ExpectError(ChatBody("x", "file://" + root + "/my%zzcat.png"), p, "invalid_image_url", root);
+  ExpectError(ChatBody("x", "file://" + root + "/x%00.png"), p, "invalid_image_url", root);
+}
+
+// Without an API key: DNS rebinding (a foreign Host) and cross-site pages (a foreign Origin)
+// are refused; the server's own page, loopback pages and --allowed-origins are not.
+TEST(OriginPolicy, HostAndOrigin) {
+  OriginPolicy p({"https://App.Example.com/"});
+  p.SetBindHost("ocular.lan");
+  for (const char* host :
+       {"127.0.0.1:8080", "localhost:8080", "[::1]:8080", "10.1.2.3", "LOCALHOST", "ocular.lan:80",
+        "app.example.com", "dev.localhost:3000", ""}) {
+    EXPECT_EQ(p.Check(host, ""), "") << host;
+  }
+  EXPECT_NE(p.Check("evil.com:8080", ""), "");  // a rebinding name
+  EXPECT_NE(p.Check("evil.com:8080", "http://evil.com:8080"), "");
+  EXPECT_NE(p.Check("localhost.evil.com", ""), "");
+  // Origins: the page's own, loopback pages, the configured one.
+  EXPECT_EQ(p.Check("127.0.0.1:8080", "http://127.0.0.1:8080"), "");
+  EXPECT_EQ(p.Check("ocular.lan:8080", "http://ocular.lan:8080"), "");
+  EXPECT_EQ(p.Check("127.0.0.1:8080", "http://localhost:3000"), "");
+  EXPECT_EQ(p.Check("127.0.0.1:8080", "https://app.example.com"), "");
+  for (const char* origin : {"https://evil.com", "null", "http://127.0.0.1.evil.com", "file://",
+                             "chrome-extension://abc", "https://app.example.com.evil"}) {
+    EXPECT_NE(p.Check("127.0.0.1:8080", origin), "") << origin;
+  }
+  // CORS only for the configured origin.
+  EXPECT_TRUE(p.Cors("https://app.example.com"));
+  EXPECT_FALSE(p.Cors("http://localhost:3000"));
+  EXPECT_TRUE(p.CorsHeaders("http://localhost:3000", true).empty());
+  const auto h = p.CorsHeaders("https://app.example.com", true);
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0], (std::pair<std::string, std::string>{"Access-Control-Allow-Origin",
+                                                       "https://app.example.com"}));
+  EXPECT_EQ(NormalizeOrigin("https://a.b/path"), "");
+  EXPECT_EQ(NormalizeOrigin("a.b"), "");
 }
 
 }  // namespace

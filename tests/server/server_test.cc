@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "scripted_engine.h"
 #include "test_util.h"
 
 namespace ocular::server {
@@ -24,101 +25,9 @@ namespace {
 
 using nlohmann::json;
 using testing::ChatBody;
-
-// Emits "tok" every 5 ms up to max_tokens, after waiting while `hold` is set; counts the
-// generations cancelled by their callback.
-class ScriptedEngine : public Engine {
- public:
-  std::mutex mu;
-  std::condition_variable cv;
-  bool hold = false;
-  std::atomic<int> started{0}, cancelled{0};
-
-  void Release() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      hold = false;
-    }
-    cv.notify_all();
-  }
-
-  ModelInfo Info() const override { return {}; }
-  StatusOr<GenerateResult> Generate(const std::vector<ImageInput>&, const std::string& prompt,
-                                    const GenerateOptions& options,
-                                    const TokenCallback& on_text) override {
-    ++started;
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return !hold; });
-    }
-    GenerateResult r;
-    r.prompt_ids.assign(prompt.size(), 7);
-    r.finish_reason = "length";
-    for (int i = 0; i < options.max_tokens; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      r.text += "tok";
-      r.output_ids.push_back(9);
-      if (on_text && !on_text("tok")) {
-        ++cancelled;
-        r.finish_reason = "cancelled";
-        break;
-      }
-    }
-    return r;
-  }
-  StatusOr<GenerateResult> Trace(const std::vector<ImageInput>&, const std::string&,
-                                 const GenerateOptions&, const std::string&) override {
-    return Error(StatusCode::kUnimplemented, "test", "no trace");
-  }
-  StatusOr<BenchResult> Bench(const BenchOptions&) override {
-    return Error(StatusCode::kUnimplemented, "test", "no bench");
-  }
-  StatusOr<PromptTokens> BuildPrompt(int, const std::string& prompt,
-                                     const GenerateOptions&) const override {
-    PromptTokens p;
-    p.ids.assign(prompt.size(), 7);
-    return p;
-  }
-  StatusOr<std::vector<int32_t>> Tokenize(const std::string&) const override {
-    return std::vector<int32_t>{};
-  }
-  std::string TokenPiece(int32_t) const override { return ""; }
-  std::string Detokenize(const std::vector<int32_t>&, bool) const override { return ""; }
-};
-
-struct Running {
-  explicit Running(ServerOptions o) : server(std::move(o)) {
-    port = server.Bind("127.0.0.1", 0).value();
-    thread = std::thread([this] { server.Run(); });
-    for (int i = 0; i < 200; ++i) {
-      httplib::Client c("127.0.0.1", port);
-      if (auto r = c.Get("/health"); r) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-  ~Running() {
-    server.Stop();
-    thread.join();
-  }
-  httplib::Client Client() const {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(30, 0);
-    return c;
-  }
-  Server server;
-  int port = 0;
-  std::thread thread;
-};
-
-// Waits up to 5 s for `cond`.
-template <typename F>
-bool Eventually(F cond) {
-  for (int i = 0; i < 500; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
+using testing::Eventually;
+using testing::Running;
+using testing::ScriptedEngine;
 
 TEST(Server, LoadingThenReady) {
   Running s(ServerOptions{});
@@ -198,7 +107,7 @@ TEST(Server, DisconnectCancelsTheGeneration) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const std::string req =
-      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
       "application/json\r\nContent-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
@@ -256,6 +165,27 @@ TEST(Server, PromptTokenLimit) {
                       "application/json")
                 ->status,
             200);
+}
+
+// max_tokens is a ceiling: on a model whose context has 10 positions a prompt of 4 tokens gets
+// at most 6 new ones (finish_reason "length"), not context_length_exceeded.
+TEST(Server, MaxTokensIsBoundedByTheContext) {
+  Running s(ServerOptions{});
+  auto engine = std::make_unique<ScriptedEngine>();
+  engine->context_length = 10;
+  s.server.SetEngine(std::move(engine));
+  auto r = s.Client().Post("/v1/chat/completions", ChatBody("abcd", "", R"(,"max_tokens":2000)"),
+                           "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 6);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  // A prompt that fills the context leaves no room at all.
+  r = s.Client().Post("/v1/chat/completions", ChatBody("abcdefghij", ""), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "context_length_exceeded");
 }
 
 // A model with a chat template gets the whole conversation, formatted as the template does

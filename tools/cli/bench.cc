@@ -65,11 +65,11 @@ void AddEval(CLI::App& app, int* rc) {
       ->required();
   cmd->add_option("--images", o->images_dir, "folder with the set's images")->required();
   cmd->add_option("--limit", o->limit, "first N examples only (0 = all)")
-      ->check(CLI::Range(0, 1 << 30));
+      ->check(IntRange(0, 1 << 30));
   cmd->add_option("--max-tokens", o->max_tokens,
                   "generation limit per example (as evaluate.py --max-new-tokens; segment "
                   "answers need up to ~70)")
-      ->check(CLI::Range(1, 4096));
+      ->check(IntRange(1, 4096));
   cmd->add_option("--predictions", o->predictions, "write per-example predictions (JSONL)")
       ->default_str("off");
   cmd->add_option("--seg-model", o->seg_model, "mask model for segment examples")
@@ -131,7 +131,7 @@ void AddBench(CLI::App& app, int* rc) {
   cmd->add_option("--prompt-tokens", b->prompt_tokens, "text tokens after the image");
   cmd->add_option("--decode-tokens", b->decode_tokens, "tokens to generate");
   cmd->add_option("--batch", b->batch, "sequences decoded together (aggregate tokens/s)")
-      ->check(CLI::Range(1, 1024));
+      ->check(IntRange(1, 1024));
   auto no_warmup = std::make_shared<bool>(false);
   cmd->add_flag("--no-vision-warmup", *no_warmup,
                 "time the first vision encode (no untimed one before it: for encoders whose "

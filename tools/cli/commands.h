@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@ int Fail(const Status& s);
 // A CLI11 check: a finite number in [lo, hi] (CLI::Range lets NaN through). `describe`: show
 // the range in --help (off when another check on the option already shows it).
 CLI::Validator FiniteRange(double lo, double hi, bool describe = true);
+
+// A CLI11 check: an integer (decimal digits, optional '-') in [lo, hi]. Unlike CLI::Range it
+// names a non-number as such ("abc is not an integer") and refuses "2e64" and "1.5".
+CLI::Validator IntRange(int64_t lo, int64_t hi);
+// A CLI11 check for a uint64 option (--seed): decimal digits only, at most 2^64 - 1 (CLI11
+// itself wraps "-1" to 2^64 - 1).
+CLI::Validator Uint64Text();
 
 // Checks an output path given with `flag` before any work is done: its folder exists
 // (kNotFound), and it is not a directory nor a file the command reads — a file in `model_dir`

@@ -27,10 +27,18 @@ void AddTrace(CLI::App& app, int* rc) {
   cmd->add_flag("--separate-newline", gen->separate_newline,
                 "tokenize the prompt's trailing \\n separately (big_vision style)");
   AddPanAndScanFlags(cmd, gen.get());
+  cmd->add_flag("--chat", gen->chat,
+                "the prompt as one user turn of the chat template (input_ids as run --chat "
+                "builds them)");
+  cmd->add_option("--date", gen->date, "with --chat: the date a chat template writes")
+      ->default_str("today");
+  AddChatTemplateOption(cmd, gen.get());
   cmd->add_option("--out,-o", *out, "output .safetensors")->required();
   cmd->callback([=] {
     // The dump must not overwrite what is being read: the checkpoint or an input image.
-    if (Status s = CheckOutputIsNotAnInput("--out", *out, m->model, *images); !s.ok()) {
+    std::vector<std::string> read = *images;
+    if (!m->mmproj.empty()) read.push_back(m->mmproj);
+    if (Status s = CheckOutputIsNotAnInput("--out", *out, m->model, read); !s.ok()) {
       *rc = Fail(s);
       return;
     }
@@ -117,6 +125,7 @@ void AddTokenize(CLI::App& app, int* rc) {
   cmd->add_option("--date", gen->date, "with --chat: the date a chat template writes")
       ->default_str("today")
       ->needs(prompt_opt);
+  AddChatTemplateOption(cmd, gen.get());
   cmd->callback([=] {
     if (text_opt->count() == 0 && prompt_opt->count() == 0) {
       *rc = Fail(Error(StatusCode::kInvalidArgument, "cli", "give a text or --prompt"));

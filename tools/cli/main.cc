@@ -1,8 +1,10 @@
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <new>
@@ -52,6 +54,37 @@ CLI::Validator FiniteRange(double lo, double hi, bool describe) {
         return std::string();
       },
       describe ? "FLOAT in " + range : std::string());
+}
+
+CLI::Validator IntRange(int64_t lo, int64_t hi) {
+  const std::string range = "[" + std::to_string(lo) + " - " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        const size_t digits = !text.empty() && text[0] == '-' ? 1 : 0;
+        if (text.size() == digits ||
+            text.find_first_not_of("0123456789", digits) != std::string::npos) {
+          return "Value " + text + " is not an integer";
+        }
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (errno == ERANGE || v < lo || v > hi) return "Value " + text + " not in range " + range;
+        return std::string();
+      },
+      "INT in " + range);
+}
+
+CLI::Validator Uint64Text() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        errno = 0;
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+            (std::strtoull(text.c_str(), nullptr, 10), errno == ERANGE)) {
+          return "Value " + text + " is not an integer in [0, 18446744073709551615]";
+        }
+        return std::string();
+      },
+      "UINT64");
 }
 
 Status CheckOutputIsNotAnInput(const char* flag, const std::string& out,
@@ -109,11 +142,11 @@ void TightenOptions(CLI::App& app) {
   for (CLI::App* cmd : app.get_subcommands(nullptr)) {
     auto option = [&](const char* name) { return cmd->get_option_no_throw(name); };
     if (CLI::Option* o = option("--threads")) {
-      o->check(CLI::Range(0, kMaxThreads))
+      o->check(IntRange(0, kMaxThreads))
           ->description("worker threads; 0 = $OCULAR_THREADS, else the physical cores");
     }
     if (CLI::Option* o = option("--max-pixels")) {
-      o->check(CLI::Range(int64_t{1}, kMaxPixelsLimit))
+      o->check(IntRange(1, kMaxPixelsLimit))
           ->description("refuse images with more pixels than this (exit 6)");
     }
     if (CLI::Option* o = option("--exif-rotate")) {
@@ -121,10 +154,11 @@ void TightenOptions(CLI::App& app) {
           "apply EXIF orientation (JPEG, PNG, WebP) as transformers' load_image does; off = "
           "pixels as stored, like Image.open");
     }
-    if (CLI::Option* o = option("--max-tokens")) o->check(CLI::Range(0, kMaxTokens));
+    if (CLI::Option* o = option("--max-tokens")) o->check(IntRange(0, kMaxTokens));
     for (const char* name : {"--prompt-tokens", "--decode-tokens"}) {
-      if (CLI::Option* o = option(name)) o->check(CLI::Range(1, kMaxTokens));
+      if (CLI::Option* o = option(name)) o->check(IntRange(1, kMaxTokens));
     }
+    if (CLI::Option* o = option("--seed")) o->check(Uint64Text());
     // CLI::Range and NonNegativeNumber let NaN through: these must be finite.
     if (CLI::Option* o = option("--temperature")) o->check(FiniteRange(0.0, 100.0));
     if (CLI::Option* o = option("--top-p")) o->check(FiniteRange(0.0, 1.0, /*describe=*/false));
@@ -167,6 +201,18 @@ int main(int argc, char** argv) {
   ocular::cli::AddQuantize(app, &rc);
   ocular::cli::AddServe(app, &rc);
   ocular::cli::TightenOptions(app);
+  // CLI11 answers an unknown first word with "A subcommand is required": name it instead.
+  std::string names;
+  bool known = false;
+  for (const CLI::App* cmd : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + cmd->get_name();
+    known = known || (argc > 1 && cmd->check_name(argv[1]));
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr, "error: unknown command '%s' (the commands: %s)\n", argv[1],
+                 names.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

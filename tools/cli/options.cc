@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 
 namespace ocular::cli {
 
@@ -25,8 +26,11 @@ void AddPanAndScanFlags(CLI::App* cmd, GenerateOptions* gen) {
 
 void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
   cmd->add_option("--model,-m", a->model,
-                  "HF PaliGemma directory, or a GGUF file (ocular quantize)")
+                  "HF model directory, or a GGUF file (ocular quantize, or llama.cpp's text file)")
       ->required();
+  cmd->add_option("--mmproj", a->mmproj,
+                  "llama.cpp's mmproj file (vision encoder + projector) for a llama.cpp text "
+                  "GGUF given as --model (Gemma 3: projector type gemma3)");
   if (groups & kCompute) {
     // Bounds and help text: TightenOptions.
     cmd->add_option("--threads,-t", a->threads);
@@ -62,11 +66,29 @@ StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch,
   o.precision = a.precision;
   o.kv_cache = a.kv_cache;
   o.quant_activations = a.quant_activations;
+  o.mmproj = a.mmproj;
   return Engine::Load(a.model, o);
 }
 
 bool ReadsStdin(const std::vector<std::string>& paths) {
   return std::find(paths.begin(), paths.end(), "-") != paths.end();
+}
+
+void AddChatTemplateOption(CLI::App* cmd, GenerateOptions* gen) {
+  cmd->add_option("--chat-template",
+                  "a Jinja chat template file to use instead of the checkpoint's")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile)
+      ->each([gen](const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (!in.good() && !in.eof())
+          throw CLI::ValidationError("--chat-template", path + ": unreadable");
+        if (text.size() > (1u << 20))
+          throw CLI::ValidationError("--chat-template", path + ": over 1 MiB");
+        if (text.empty()) throw CLI::ValidationError("--chat-template", path + ": empty");
+        gen->chat_template = std::move(text);
+      });
 }
 
 StatusOr<std::vector<ImageInput>> ReadImages(const std::vector<std::string>& paths) {

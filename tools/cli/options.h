@@ -14,6 +14,7 @@ namespace ocular::cli {
 
 struct ModelArgs {
   std::string model;
+  std::string mmproj;  // --mmproj: llama.cpp's vision file for a llama.cpp text GGUF
   int threads = 0;
   int64_t max_pixels = 50'000'000;
   bool exif_rotate = false;
@@ -33,6 +34,10 @@ void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups);
 
 // --pan-and-scan / --no-pan-and-scan: GenerateOptions::pan_and_scan (unset: the checkpoint's).
 void AddPanAndScanFlags(CLI::App* cmd, GenerateOptions* gen);
+
+// --chat-template FILE: a Jinja chat template (at most 1 MiB) that replaces the checkpoint's;
+// read into gen->chat_template when the option is parsed.
+void AddChatTemplateOption(CLI::App* cmd, GenerateOptions* gen);
 
 // Loads the model directory with the options given. max_batch: sequences decoded together;
 // prefill_chunk: EngineOptions::prefill_chunk.

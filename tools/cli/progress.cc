@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -159,7 +160,13 @@ std::string SummaryLine(const GenerateResult& r, size_t peak_rss_bytes) {
                 t.prefill_tokens, PerSecond(t.prefill_tokens, t.prefill_ms), t.decode_tokens,
                 PerSecond(t.decode_tokens, t.decode_ms), t.image_ms,
                 static_cast<double>(peak_rss_bytes) / (1024.0 * 1024.0), r.finish_reason.c_str());
-  return line;
+  std::string out = line;
+  if (t.constraint_ms > 0) {  // structured output: the masks' share of the decode
+    std::snprintf(line, sizeof(line), " | grammar %.2f ms/token",
+                  t.constraint_ms / std::max(t.decode_tokens, 1));
+    out += line;
+  }
+  return out;
 }
 
 }  // namespace ocular::cli

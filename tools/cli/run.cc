@@ -81,7 +81,9 @@ Status CheckRunArgs(const RunArgs& a, bool prompt_given) {
     if (a.images.empty()) return bad("--draw needs an --image");
     if (a.images[0] == "-") return bad("--draw needs the first --image to be a file, not stdin");
     // Checked before generating, not after: a bad path must not cost the run.
-    return CheckOutputIsNotAnInput("--draw", a.draw, a.model.model, a.images);
+    std::vector<std::string> read = a.images;
+    if (!a.model.mmproj.empty()) read.push_back(a.model.mmproj);
+    return CheckOutputIsNotAnInput("--draw", a.draw, a.model.model, read);
   }
   return Status::Ok();
 }
@@ -140,8 +142,11 @@ int RunOne(Engine& engine, const RunArgs& a, const RunContext& ctx,
     const auto masks = std::count_if(boxes.begin(), boxes.end(),
                                      [](const Detection& d) { return d.mask.has_value(); });
     if (!a.quiet) {
-      Note("wrote " + a.draw + " (" + std::to_string(boxes.size()) + " boxes" +
-           (masks ? ", " + std::to_string(masks) + " masks)" : ")"));
+      auto count = [](size_t n, const char* noun) {
+        return std::to_string(n) + " " + noun + (n == 1 ? "" : "es");
+      };
+      Note("wrote " + a.draw + " (" + count(boxes.size(), "box") +
+           (masks ? ", " + std::to_string(masks) + (masks == 1 ? " mask)" : " masks)") : ")"));
     }
   }
   return 0;
@@ -216,7 +221,7 @@ int Chat(Engine& engine, const RunArgs& a, RunContext ctx, Reporter& reporter) {
   const bool interactive = ::isatty(STDIN_FILENO) != 0;
   if (interactive) Note("ocular chat on " + a.model.model + ". /help for commands.");
   ChatSession session;
-  session.templated = !ctx.info.chat_format.empty();
+  session.templated = !ctx.info.chat_format.empty() || !a.gen.chat_template.empty();
   session.marker = ctx.info.image_marker;
   session.images = a.images;
   int rc = 0;
@@ -267,14 +272,16 @@ void AddRun(CLI::App& app, int* rc) {
                   "image file, or - for stdin (repeatable; none = text-only)")
       ->default_str("none");
   auto* prompt = cmd->add_option("--prompt,-p", a->prompt, "task prompt, e.g. \"caption en\"");
-  cmd->add_flag("--chat", a->chat,
-                "load the model once, then read prompts from stdin line by line (/image PATH, "
-                "/reset, /help, /quit; --prompt runs first); with a chat template (Gemma 3, "
-                "Llama 3.2 Vision) the lines are the user turns of one conversation; works piped");
+  cmd->add_flag(
+      "--chat", a->chat,
+      "load the model once, then read prompts from stdin line by line (/image PATH, "
+      "/reset, /help, /quit; --prompt runs first); with a chat template (the checkpoint's, "
+      "or --chat-template) the lines are the user turns of one conversation; works piped");
   cmd->add_option("--date", a->gen.date,
                   "the date a chat template writes (Llama 3.2 Vision, text-only chats: "
                   "\"Today Date: 26 Jul 2024\")")
       ->default_str("today");
+  AddChatTemplateOption(cmd, &a->gen);
   cmd->add_option("--max-tokens", a->gen.max_tokens, "generation limit");
   cmd->add_option("--stop", a->gen.stop,
                   "stop when the answer contains this string (repeatable; cut before it; "
@@ -282,7 +289,7 @@ void AddRun(CLI::App& app, int* rc) {
       ->default_str("none");
   cmd->add_option("--temperature", a->gen.temperature, "0 = greedy");
   cmd->add_option("--top-k", a->gen.top_k, "sample among the k most likely (0 = off)")
-      ->check(CLI::Range(0, 1 << 30));
+      ->check(IntRange(0, 1 << 30));
   cmd->add_option("--top-p", a->gen.top_p, "nucleus sampling mass (1 = off)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--seed", a->gen.seed, "sampling seed");

@@ -53,7 +53,8 @@ json RunJson(const RunContext& c, const std::string& prompt, const GenerateResul
         {"prefill_tokens", t.prefill_tokens},
         {"decode_tokens", t.decode_tokens},
         {"prefill_tok_s", PerSecond(t.prefill_tokens, t.prefill_ms)},
-        {"decode_tok_s", PerSecond(t.decode_tokens, t.decode_ms)}}},
+        {"decode_tok_s", PerSecond(t.decode_tokens, t.decode_ms)},
+        {"constraint_ms", t.constraint_ms}}},
       {"peak_rss_bytes", peak_rss_bytes},
   };
 }

@@ -181,8 +181,22 @@ def make_processor(config, tokenizer):
                            chat_template=tokenizer.chat_template)
 
 
+def vlm_config(tokenizer, text):
+    """Gemma3Config of the tiny VLM around the text config `text`."""
+    from transformers import Gemma3Config
+
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in GEMMA3_SPECIAL}
+    config = Gemma3Config(
+        text_config=text.to_dict(), vision_config=VISION, mm_tokens_per_image=MM_TOKENS,
+        boi_token_index=ids["<start_of_image>"], eoi_token_index=ids["<end_of_image>"],
+        image_token_index=ids["<image_soft_token>"], pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    config._attn_implementation = "eager"
+    return config
+
+
 def make_tiny():
-    from transformers import Gemma3Config, Gemma3ForCausalLM, Gemma3ForConditionalGeneration
+    from transformers import Gemma3ForCausalLM, Gemma3ForConditionalGeneration
 
     tokenizer = load_tokenizer()
     models = {}
@@ -196,15 +210,8 @@ def make_tiny():
     bf16 = bf16.to(torch.bfloat16)
     save(bf16, os.path.join(TINY, "gemma3-text-bf16"), tokenizer)
 
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in GEMMA3_SPECIAL}
-    config = Gemma3Config(
-        text_config=text_config(tokenizer, sliding_window=3, final_logit_softcapping=None,
-                                rope_scaling=None).to_dict(),
-        vision_config=VISION, mm_tokens_per_image=MM_TOKENS,
-        boi_token_index=ids["<start_of_image>"], eoi_token_index=ids["<end_of_image>"],
-        image_token_index=ids["<image_soft_token>"], pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
-    config._attn_implementation = "eager"
+    config = vlm_config(tokenizer, text_config(tokenizer, sliding_window=3,
+                                               final_logit_softcapping=None, rope_scaling=None))
     torch.manual_seed(4)
     vlm = Gemma3ForConditionalGeneration(config).eval()
     init_weights(vlm, 4)

@@ -303,9 +303,14 @@ def main():
     finally:
         if server:
             server.__exit__(None, None, None)
+    return report("load_test", failures)
+
+
+def report(name, failures):
+    """Prints the failed checks and the verdict; the exit status."""
     for f in failures:
         print("FAIL:", f)
-    print("load_test:", "FAILED" if failures else "ok")
+    print(f"{name}:", "FAILED" if failures else "ok")
     return 1 if failures else 0
 
 

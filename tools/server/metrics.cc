@@ -122,6 +122,15 @@ std::string RenderEngineStats(const EngineStats& s) {
   Metric(&out, "ocular_decode_batch_waiting", "gauge",
          "Requests waiting for a place in the decode batch.",
          static_cast<unsigned long long>(s.waiting));
+  // The Gateway API Inference Extension's KVCacheUtilization (docs/scale-out.md): a running
+  // sequence holds one of the decode batch's max_batch KV caches.
+  const size_t slots = s.decode_steps_by_batch.empty() ? 0 : s.decode_steps_by_batch.size() - 1;
+  std::snprintf(line, sizeof line,
+                "# HELP ocular_kv_cache_usage_ratio Share of the decode batch's KV caches in "
+                "use (running / max batch).\n# TYPE ocular_kv_cache_usage_ratio gauge\n"
+                "ocular_kv_cache_usage_ratio %.6f\n",
+                slots == 0 ? 0.0 : static_cast<double>(s.running) / static_cast<double>(slots));
+  out += line;
   Metric(&out, "ocular_prefills_total", "counter", "Prompts prefilled.", s.prefills);
   Metric(&out, "ocular_prefill_chunks_total", "counter",
          "Pieces the prefills ran in (a prefill spread over several decode steps).",

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -117,6 +118,39 @@ bool GetBool(const json& obj, const char* name, const std::string& param, bool* 
   return true;
 }
 
+// Decodes %XX escapes in place; false on a malformed escape.
+bool PercentDecode(std::string* s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s->size());
+  for (size_t i = 0; i < s->size(); ++i) {
+    if ((*s)[i] != '%') {
+      out += (*s)[i];
+      continue;
+    }
+    if (i + 2 >= s->size()) return false;
+    const int hi = hex((*s)[i + 1]), lo = hex((*s)[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  *s = std::move(out);
+  return true;
+}
+
+// URL schemes are case-insensitive (RFC 3986 §3.1): "HTTP://" is "http://".
+bool HasScheme(const std::string& url, std::string_view scheme) {
+  return url.size() >= scheme.size() &&
+         std::equal(scheme.begin(), scheme.end(), url.begin(), [](char a, char b) {
+           return a == std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
 bool ReadLocalFile(const std::string& url, const std::string& param, const std::string& root,
                    const RequestLimits& limits, std::vector<uint8_t>* out, ApiError* err) {
   if (root.empty()) {
@@ -133,8 +167,10 @@ bool ReadLocalFile(const std::string& url, const std::string& param, const std::
   // server is no oracle for what exists elsewhere on the machine.
   const std::string outside =
       StrCat(param, ": not a readable file inside the folder given to --allow-local-files");
-  if (path.empty() || path[0] != '/' || path.find('\0') != std::string::npos ||
-      path.find('%') != std::string::npos) {
+  // RFC 8089: the path is percent-encoded ("my%20cat.png"); the decoded path is what
+  // realpath checks against the root below, so "%2e%2e/" is no way out of it.
+  if (!PercentDecode(&path) || path.empty() || path[0] != '/' ||
+      path.find('\0') != std::string::npos) {
     *err = Bad(param, outside, "invalid_image_url");
     return false;
   }
@@ -182,8 +218,10 @@ bool ReadDataUrl(const std::string& url, const std::string& param, const Request
                "invalid_image_url");
     return false;
   }
-  const std::string_view meta = std::string_view(url).substr(5, comma - 5);
-  if (meta.size() < 7 || meta.substr(meta.size() - 7) != ";base64") {
+  std::string meta = url.substr(5, comma - 5);  // media types are case-insensitive too
+  std::transform(meta.begin(), meta.end(), meta.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (meta.size() < 7 || meta.compare(meta.size() - 7, 7, ";base64") != 0) {
     *err = Bad(param,
                StrCat(param, ": only base64 data URLs are accepted (data:image/png;base64,...)"),
                "invalid_image_url");
@@ -194,7 +232,17 @@ bool ReadDataUrl(const std::string& url, const std::string& param, const Request
                "invalid_image_url");
     return false;
   }
-  const std::string_view payload = std::string_view(url).substr(comma + 1);
+  std::string_view payload = std::string_view(url).substr(comma + 1);
+  // MIME base64 is wrapped at 76 columns (RFC 2045) and many encoders keep the line breaks:
+  // whitespace between the characters is dropped, as Python's b64decode and browsers do.
+  std::string unwrapped;
+  if (payload.find_first_of(" \t\r\n") != std::string_view::npos) {
+    unwrapped.reserve(payload.size());
+    for (char c : payload) {
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n') unwrapped += c;
+    }
+    payload = unwrapped;
+  }
   if (payload.size() / 4 * 3 > limits.max_image_bytes) {
     *err = Bad(param,
                StrCat(param, ": the image is over the limit of ", limits.max_image_bytes, " bytes"),
@@ -244,11 +292,11 @@ bool ReadImagePart(const json& part, const std::string& param, const RequestLimi
   }
   const std::string& url = url_field->get_ref<const std::string&>();
   std::vector<uint8_t> bytes;
-  if (url.rfind("data:", 0) == 0) {
+  if (HasScheme(url, "data:")) {
     if (!ReadDataUrl(url, uparam, limits, &bytes, err)) return false;
-  } else if (url.rfind("file://", 0) == 0) {
+  } else if (HasScheme(url, "file://")) {
     if (!ReadLocalFile(url, uparam, root, limits, &bytes, err)) return false;
-  } else if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) {
+  } else if (HasScheme(url, "http://") || HasScheme(url, "https://")) {
     *err = Bad(uparam,
                StrCat(uparam,
                       ": remote URLs are refused: the server never fetches; send the "
@@ -433,14 +481,82 @@ bool ReadStop(const json& body, const RequestLimits& limits, ChatRequest* req, A
   return true;
 }
 
+// OpenAI's response_format: {"type": "text"}, {"type": "json_object"} or {"type":
+// "json_schema", "json_schema": {"name": ..., "schema": {...}, "strict": ...}}. The answer is
+// constrained whatever "strict" says. The schema is compiled here, so a refused one is a 400
+// that names the keyword (docs/structured-output.md).
+bool ReadResponseFormat(const json& body, ChatRequest* req, ApiError* err) {
+  auto it = body.find("response_format");
+  if (it == body.end() || it->is_null()) return true;
+  auto type = it->is_object() ? it->find("type") : it->end();
+  if (!it->is_object() || type == it->end() || !type->is_string()) {
+    *err = Bad("response_format", "response_format must be an object with a string \"type\"");
+    return false;
+  }
+  const std::string t = type->get<std::string>();
+  if (t == "json_object") {
+    req->options.json_object = true;
+  } else if (t == "json_schema") {
+    const json* schema = nullptr;
+    if (auto js = it->find("json_schema"); js != it->end() && js->is_object()) {
+      if (auto sc = js->find("schema"); sc != js->end()) schema = &*sc;
+    }
+    if (schema == nullptr || !(schema->is_object() || schema->is_boolean())) {
+      *err = Bad("response_format.json_schema.schema",
+                 "response_format json_schema needs json_schema.schema, a JSON Schema object");
+      return false;
+    }
+    req->options.json_schema = schema->dump();
+  } else if (t != "text") {
+    *err = Bad("response_format.type", StrCat("response_format type must be \"text\", "
+                                              "\"json_object\" or \"json_schema\", not \"",
+                                              t, "\""));
+    return false;
+  }
+  if (Status s = CheckStructuredOutput(req->options); !s.ok()) {
+    *err = Bad("response_format", s.message(), "unsupported_schema");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::string DefaultErrorCode(int http_status) {
+  switch (http_status) {
+    case 400:
+      return "invalid_request";
+    case 401:
+      return "invalid_api_key";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "not_found";
+    case 405:
+      return "method_not_allowed";
+    case 408:
+      return "request_timeout";
+    case 413:
+      return "request_too_large";
+    case 415:
+      return "unsupported_media_type";
+    case 429:
+      return "rate_limited";
+    case 503:
+      return "unavailable";
+    case 504:
+      return "deadline_exceeded";
+    default:
+      return http_status >= 500 ? "internal_error" : "invalid_request";
+  }
+}
 
 std::string ErrorJson(const ApiError& e) {
   json j = {{"error",
              {{"message", e.message},
               {"type", e.type},
               {"param", e.param.empty() ? json(nullptr) : json(e.param)},
-              {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
+              {"code", e.code.empty() ? DefaultErrorCode(e.http_status) : e.code}}}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -474,6 +590,22 @@ bool DecodeBase64(std::string_view in, std::vector<uint8_t>* out) {
     }
   }
   return true;
+}
+
+std::string_view BearerToken(std::string_view h) {
+  auto space = [](char c) { return c == ' ' || c == '\t'; };
+  while (!h.empty() && space(h.front())) h.remove_prefix(1);
+  while (!h.empty() && space(h.back())) h.remove_suffix(1);
+  constexpr std::string_view kScheme = "bearer";
+  if (h.size() <= kScheme.size() || !space(h[kScheme.size()]) ||
+      !std::equal(kScheme.begin(), kScheme.end(), h.begin(), [](char a, char b) {
+        return a == std::tolower(static_cast<unsigned char>(b));
+      })) {
+    return {};
+  }
+  h.remove_prefix(kScheme.size());
+  while (!h.empty() && space(h.front())) h.remove_prefix(1);
+  return h;
 }
 
 bool SecretEquals(std::string_view presented, std::string_view expected) {
@@ -522,6 +654,11 @@ ParseResult ParseChatRequest(std::string_view body_text, const RequestLimits& li
       return r;
     }
     req.model = m->get<std::string>();
+    if (req.model.empty()) {
+      err = Bad("model", "model must not be empty (leave it out, or name the served model)",
+                "invalid_value");
+      return r;
+    }
   }
   if (!ReadMessages(body, limits, local_files_root, &req, &err)) return r;
 
@@ -546,11 +683,27 @@ ParseResult ParseChatRequest(std::string_view body_text, const RequestLimits& li
     return r;
   }
   if (!ReadStop(body, limits, &req, &err)) return r;
+  if (!ReadResponseFormat(body, &req, &err)) return r;
   // ocular's extension: Gemma 3's pan-and-scan crops (GenerateOptions::pan_and_scan).
   if (auto it = body.find("pan_and_scan"); it != body.end() && !it->is_null()) {
     bool pan_and_scan = false;
     if (!GetBool(body, "pan_and_scan", "pan_and_scan", &pan_and_scan, &err)) return r;
     req.options.pan_and_scan = pan_and_scan;
+  }
+  // vLLM's and llama-server's extension: extra chat template variables
+  // (GenerateOptions::chat_template_kwargs), e.g. {"enable_thinking": false}.
+  if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      err = Bad("chat_template_kwargs",
+                StrCat("chat_template_kwargs must be an object, not ", TypeName(*it)));
+      return r;
+    }
+    req.options.chat_template_kwargs = it->dump();
+    if (req.options.chat_template_kwargs.size() > limits.max_prompt_bytes) {
+      err = Bad("chat_template_kwargs",
+                StrCat("chat_template_kwargs is over ", limits.max_prompt_bytes, " bytes"));
+      return r;
+    }
   }
   if (!GetBool(body, "stream", "stream", &req.stream, &err)) return r;
   if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
@@ -563,7 +716,7 @@ ParseResult ParseChatRequest(std::string_view body_text, const RequestLimits& li
     }
   }
   // Features ocular does not have: refused rather than silently ignored.
-  for (const char* name : {"tools", "functions", "response_format", "logprobs", "top_logprobs"}) {
+  for (const char* name : {"tools", "functions", "logprobs", "top_logprobs"}) {
     auto it = body.find(name);
     if (it == body.end() || it->is_null() || (it->is_boolean() && !it->get<bool>())) continue;
     err = Bad(name, StrCat(name, " is not supported by ocular serve"), "unsupported_parameter");

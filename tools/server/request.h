@@ -68,6 +68,11 @@ ParseResult ParseChatRequest(std::string_view body, const RequestLimits& limits,
 // any other character or a bad length.
 bool DecodeBase64(std::string_view in, std::vector<uint8_t>* out);
 
+// The credentials of an `Authorization: Bearer TOKEN` header: the scheme is case-insensitive
+// (RFC 9110 §11.1: "bearer" is "Bearer"), spaces around the token are dropped. "" when the
+// header is not a Bearer one.
+std::string_view BearerToken(std::string_view authorization);
+
 // Constant-time (in the length of `expected`) comparison of a presented secret.
 bool SecretEquals(std::string_view presented, std::string_view expected);
 

@@ -9,6 +9,7 @@
 
 #include "../cli/commands.h"
 #include "../cli/options.h"
+#include "origin.h"
 #include "server.h"
 
 namespace ocular::cli {
@@ -23,7 +24,11 @@ struct ServeArgs {
   int max_body_mb = 64;
   int image_cache_mb = 256;
   int prefill_chunk = EngineOptions{}.prefill_chunk;
-  server::ServerOptions server;
+  server::ServerOptions server = [] {
+    server::ServerOptions o;
+    o.log_format = "text";
+    return o;
+  }();
 };
 
 }  // namespace
@@ -34,40 +39,64 @@ void AddServe(CLI::App& app, int* rc) {
   AddModelArgs(cmd, &a->model, kCompute | kImages);
   cmd->add_option("--host", a->host, "address to listen on (0.0.0.0: every interface)");
   cmd->add_option("--port", a->port, "TCP port (0: any free port, printed at start)")
-      ->check(CLI::Range(0, 65535));
+      ->check(IntRange(0, 65535));
   cmd->add_option("--api-key", a->server.api_key,
                   "require Authorization: Bearer KEY (default: $OCULAR_API_KEY, else none)")
       ->default_str("none");
   cmd->add_option("--parallel", a->server.parallel,
                   "requests decoded together in one batch (continuous batching)")
-      ->check(CLI::Range(1, 64));
+      ->check(IntRange(1, 64));
   cmd->add_option("--prefill-chunk", a->prefill_chunk,
                   "prompt rows prefilled per decode step while others decode (chunked prefill)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(IntRange(1, 1 << 20));
   cmd->add_option("--image-cache-mb", a->image_cache_mb,
                   "vision features of recent images kept for reuse (MiB; 0: off)")
-      ->check(CLI::Range(0, 1 << 20));
+      ->check(IntRange(0, 1 << 20));
   cmd->add_option("--max-queue", a->server.max_queue,
                   "requests waiting beyond --parallel; more get 429")
-      ->check(CLI::Range(0, 1024));
+      ->check(IntRange(0, 1024));
   cmd->add_option("--allow-local-files", a->allow_local_files,
                   "accept file:// image URLs inside this folder")
       ->default_str("off");
   cmd->add_option("--max-images", a->server.limits.max_images, "images per request")
-      ->check(CLI::Range(1, 64));
+      ->check(IntRange(1, 64));
   cmd->add_option("--max-completion-tokens", a->server.limits.max_completion_tokens,
                   "largest max_tokens a request may ask for")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(IntRange(1, 1 << 20));
   cmd->add_option("--max-prompt-tokens", a->server.max_prompt_tokens,
                   "longest prompt, image tokens included")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(IntRange(1, 1 << 20));
   cmd->add_option("--max-body-mb", a->max_body_mb, "largest request body (MiB)")
-      ->check(CLI::Range(1, 4096));
+      ->check(IntRange(1, 4096));
   cmd->add_option("--deadline", a->server.deadline_s, "seconds a request may take in all")
       ->check(FiniteRange(0.1, 86400));
   cmd->add_option("--read-timeout", a->server.read_timeout_s,
-                  "seconds a client may stay silent while sending its request")
-      ->check(CLI::Range(1, 3600));
+                  "seconds a request's head may take to arrive, in all (slow clients are dropped)")
+      ->check(IntRange(1, 3600));
+  cmd->add_option("--body-timeout", a->server.body_timeout_s,
+                  "seconds a request's body may take to arrive, in all")
+      ->check(FiniteRange(0.1, 3600));
+  cmd->add_option("--max-connections", a->server.max_connections,
+                  "connections open at once; at the cap the oldest idle one of the client "
+                  "holding the most makes room")
+      ->check(IntRange(1, 1 << 20));
+  cmd->add_option("--max-connections-per-client", a->server.max_connections_per_client,
+                  "connections open at once from one IP address")
+      ->check(IntRange(1, 1 << 20));
+  cmd->add_option("--allowed-origins", a->server.allowed_origins,
+                  "browser origins (https://app.example.com) that may call a server without "
+                  "--api-key and read its answers (CORS); comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string& o) {
+            return server::NormalizeOrigin(o).empty()
+                       ? "Value " + o + " is not an origin (scheme://host[:port])"
+                       : std::string();
+          },
+          "ORIGIN"));
+  cmd->add_option("--log-format", a->server.log_format,
+                  "the access log on stderr, a line per request: text, json or off")
+      ->check(CLI::IsMember({"text", "json", "off"}));
   cmd->callback([=] {
     server::ServerOptions o = a->server;
     o.max_body_bytes = static_cast<size_t>(a->max_body_mb) << 20;
@@ -91,7 +120,7 @@ void AddServe(CLI::App& app, int* rc) {
       o.model_id = std::filesystem::path(a->model.model).parent_path().filename().string();
     }
     // SIGINT / SIGTERM stop the server cleanly: blocked here (every thread inherits the mask)
-    // and taken by one thread with sigwait, since httplib's stop is not async-signal-safe.
+    // and taken by one thread with sigwait, since Stop() is not async-signal-safe.
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);

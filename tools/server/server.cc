@@ -1,22 +1,26 @@
 #include "server.h"
 
-#include <httplib.h>
+#include <malloc.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
-#include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 #include <utility>
 
+#include "http.h"
 #include "metrics.h"
 #include "ocular/detection.h"
 #include "ocular/tasks.h"
+#include "origin.h"
 #include "web_page.h"
 
 namespace ocular::server {
@@ -30,11 +34,6 @@ constexpr char kChatPath[] = "/v1/chat/completions";
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-void SendError(httplib::Response& res, const ApiError& e) {
-  res.status = e.http_status;
-  res.set_content(ErrorJson(e), "application/json");
-}
-
 ApiError MakeError(int status, std::string type, std::string message, std::string code = "",
                    std::string param = "") {
   ApiError e;
@@ -44,6 +43,13 @@ ApiError MakeError(int status, std::string type, std::string message, std::strin
   e.code = std::move(code);
   e.param = std::move(param);
   return e;
+}
+
+http::Response ErrorResponse(const ApiError& e) {
+  http::Response r;
+  r.status = e.http_status;
+  r.body = ErrorJson(e);
+  return r;
 }
 
 // An Engine failure as the client sees it: problems with the request's images or prompt are
@@ -70,32 +76,48 @@ const char* FinishReason(const std::string& engine_reason) {
   return engine_reason == "length" ? "length" : "stop";  // eos, stop
 }
 
+// The routes and the methods each takes.
+struct Route {
+  const char* path;
+  const char* method;
+  bool needs_key;
+};
+constexpr Route kRoutes[] = {{"/", "GET", false},
+                             {"/health", "GET", false},
+                             {"/metrics", "GET", true},
+                             {"/v1/models", "GET", true},
+                             {kChatPath, "POST", true}};
+
+const Route* FindRoute(const std::string& path) {
+  for (const Route& r : kRoutes) {
+    if (path == r.path) return &r;
+  }
+  return nullptr;
+}
+
+// "application/json" with any parameters ("; charset=utf-8"), in any case.
+bool IsJsonType(std::string type) {
+  type = type.substr(0, type.find(';'));
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  std::transform(type.begin(), type.end(), type.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return type == "application/json";
+}
+
 }  // namespace
 
-// One generation, run on its own thread; the HTTP worker reads its pieces as they come.
-struct Job {
-  ChatRequest req;
-  bool chat = false;  // the model has a chat format: GenerateChat on req.messages
-  Clock::time_point admitted;
-  Clock::time_point deadline;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::string> pieces;  // decoded text not yet sent
-  bool done = false;
-  bool deadline_hit = false;
-  double ttft_s = -1;
-  StatusOr<GenerateResult> result = Status(StatusCode::kInternal, "not run");
-  std::atomic<bool> cancel{false};  // the client went away, or the server stops
-};
-
 struct Server::Impl {
+  explicit Impl(ServerOptions o) : opt(std::move(o)), origins(opt.allowed_origins) {}
+
   ServerOptions opt;
-  httplib::Server http;
+  OriginPolicy origins;
   Metrics metrics;
+  std::unique_ptr<http::Server> http;
   std::atomic<Engine*> engine{nullptr};
   std::unique_ptr<Engine> engine_owner;
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stopping{false};
+  std::mutex log_mu;
 
   // Admission: `admitted` counts requests between admission and the end of their
   // generation; at most parallel + max_queue. `running` of them hold a model slot.
@@ -103,9 +125,7 @@ struct Server::Impl {
   std::condition_variable slot_cv;
   int admitted = 0;
   int running = 0;
-  int jobs = 0;  // generation threads alive (the destructor waits for them)
-
-  explicit Impl(ServerOptions o) : opt(std::move(o)) {}
+  int jobs = 0;  // chat threads alive (the destructor waits for them)
 
   void Publish() { metrics.SetQueue(admitted - running, running); }
 
@@ -121,18 +141,14 @@ struct Server::Impl {
     --admitted;
     Publish();
   }
-  // Waits for a model slot until the job's deadline; false if it passed or the job was
-  // cancelled.
-  bool AcquireSlot(Job& job) {
+  // Waits for a model slot until `deadline`; false if it passed, the client went away or the
+  // server stops.
+  bool AcquireSlot(Clock::time_point deadline, const http::Exchange& ex) {
     std::unique_lock<std::mutex> lock(mu);
     while (running >= opt.parallel) {
-      if (job.cancel || stopping) return false;
-      if (slot_cv.wait_until(
-              lock, std::min(job.deadline, Clock::now() + std::chrono::milliseconds(100))) ==
-              std::cv_status::timeout &&
-          Clock::now() >= job.deadline) {
-        return false;
-      }
+      if (ex.Gone() || stopping) return false;
+      slot_cv.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
+      if (Clock::now() >= deadline) return false;
     }
     ++running;
     Publish();
@@ -144,204 +160,253 @@ struct Server::Impl {
       --running;
       Publish();
     }
-    slot_cv.notify_all();  // the destructor waits on this condition too
+    slot_cv.notify_all();
   }
 
-  // Runs `job` to completion (on the job's thread).
-  void Generate(Engine& eng, const std::shared_ptr<Job>& job) {
-    StatusOr<GenerateResult> r = Status(StatusCode::kInternal, "not run");
-    bool deadline_hit = false;
-    if (!AcquireSlot(*job)) {
-      deadline_hit = !job->cancel && !stopping;
-      r = Error(StatusCode::kInternal, "serve", "cancelled before it ran");
-    } else {
-      TokenCallback on_text = [&](const std::string& piece) {
-        {
-          std::lock_guard<std::mutex> lock(job->mu);
-          if (job->ttft_s < 0) {
-            job->ttft_s = std::chrono::duration<double>(Clock::now() - job->admitted).count();
-          }
-          job->pieces.push_back(piece);
-        }
-        job->cv.notify_all();
-        if (Clock::now() >= job->deadline) {
-          deadline_hit = true;
-          return false;
-        }
-        return !job->cancel && !stopping;
-      };
-      try {
-        r = job->chat
-                ? eng.GenerateChat(job->req.images, job->req.messages, job->req.options, on_text)
-                : eng.Generate(job->req.images, job->req.prompt, job->req.options, on_text);
-      } catch (const std::bad_alloc&) {  // the engine sizes its buffers first: a bug if here
-        r = Error(StatusCode::kInternal, "serve", "out of memory for this request");
-      } catch (const std::exception& e) {
-        r = Error(StatusCode::kInternal, "serve", "internal error: ", e.what());
-      }
-      ReleaseSlot();
-    }
-    Release();  // the admission ticket, before the client can see the end
-    {
-      std::lock_guard<std::mutex> lock(job->mu);
-      job->result = std::move(r);
-      job->deadline_hit = deadline_hit;
-      job->done = true;
-    }
-    job->cv.notify_all();
-  }
-
-  void StartJob(Engine& eng, std::shared_ptr<Job> job) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      ++jobs;
-    }
-    std::thread([this, &eng, job] {
-      Generate(eng, job);
-      std::lock_guard<std::mutex> lock(mu);
-      --jobs;
-      slot_cv.notify_all();
-    }).detach();
-  }
-
-  // The "ocular" extra field: detection boxes (and masks) in the first image's pixels, and
-  // timings.
-  json Extras(const GenerateResult& r) {
-    json extra = json::object();
-    if (!r.image_sizes.empty()) {
-      const int w = r.image_sizes[0].width, h = r.image_sizes[0].height;
-      std::vector<Detection> boxes = ParseDetections(r.text, w, h);
-      if (!boxes.empty()) {
-        // Masks when a mask model is next to the checkpoint; without one the boxes keep their
-        // seg codes (AttachMasks' warning is not an error for a client).
-        (void)AttachMasks(&boxes, "", opt.model_dir, w, h);
-        extra["detections"] = json::parse(DetectionsJson(boxes), nullptr, false);
-      }
-    }
-    extra["timings"] = {{"image_ms", r.timings.image_ms},
-                        {"prefill_ms", r.timings.prefill_ms},
-                        {"decode_ms", r.timings.decode_ms}};
-    return extra;
-  }
-
-  json Usage(const GenerateResult& r) {
+  std::optional<http::Response> HeadCheck(const http::Request& req);
+  void Handle(std::shared_ptr<http::Exchange> ex);
+  void StartChat(std::shared_ptr<http::Exchange> ex);
+  void Chat(Engine& eng, http::Exchange& ex);
+  void Log(const http::LogEntry& e);
+  json Extras(const GenerateResult& r);
+  static json Usage(const GenerateResult& r) {
     const int64_t p = static_cast<int64_t>(r.prompt_ids.size());
     const int64_t c = static_cast<int64_t>(r.output_ids.size());
     return {{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c}};
   }
-
-  // The result of a finished job as an error, or nothing.
-  std::optional<ApiError> JobError(const Job& job) {
-    if (job.deadline_hit) {
-      return MakeError(504, "timeout_error",
-                       StrCat("the request did not finish within the server's deadline of ",
-                              opt.deadline_s, " s"),
-                       "deadline_exceeded");
-    }
-    if (!job.result.ok()) return FromStatus(job.result.status());
-    return std::nullopt;
-  }
-
-  void HandleChat(const httplib::Request& req, httplib::Response& res);
-  void StreamResponse(httplib::Response& res, std::shared_ptr<Job> job, const std::string& id,
-                      int64_t created);
 };
 
-void Server::Impl::HandleChat(const httplib::Request& http_req, httplib::Response& res) {
-  Engine* eng = engine.load();
-  if (eng == nullptr) {
-    return SendError(res,
-                     MakeError(503, "server_error", "the model is still loading", "model_loading"));
-  }
-  // The queue slot is taken before anything is decoded: a flood of large images must wait for
-  // admission instead of being decoded (and held in memory) all at once.
-  if (!Admit()) {
-    res.set_header("Retry-After", "1");
-    return SendError(res, MakeError(429, "rate_limit_error",
-                                    StrCat("the server is busy: ", opt.parallel + opt.max_queue,
-                                           " requests are running or waiting; retry later"),
-                                    "queue_full"));
-  }
-  auto job = std::make_shared<Job>();
-  job->admitted = Clock::now();
-  job->deadline =
-      job->admitted + std::chrono::microseconds(static_cast<int64_t>(opt.deadline_s * 1e6));
-  ParseResult parsed = ParseChatRequest(http_req.body, opt.limits, opt.local_files_root);
-  if (!parsed.ok()) {
-    Release();
-    return SendError(res, parsed.error);
-  }
-  job->req = std::move(parsed.request);
-  if (!job->req.model.empty() && job->req.model != opt.model_id) {
-    Release();
-    return SendError(res, MakeError(404, "invalid_request_error",
-                                    StrCat("model: this server serves '", opt.model_id, "'"),
-                                    "model_not_found", "model"));
-  }
-  // Models with a chat template format every message (docs/server.md); the others take the
-  // last user message as the prompt. The prompt's length is known before the model runs
-  // (BuildPrompt does not wait for it).
-  job->chat = !eng->Info().chat_format.empty();
-  const int n_images = static_cast<int>(job->req.images.size());
-  auto prompt = job->chat ? eng->BuildChatPrompt(n_images, job->req.messages, job->req.options)
-                          : eng->BuildPrompt(n_images, job->req.prompt, job->req.options);
-  if (!prompt.ok()) {
-    Release();
-    ApiError e = FromStatus(prompt.status());
-    e.param = "messages";
-    return SendError(res, e);
-  }
-  if (static_cast<int64_t>(prompt->ids.size()) > opt.max_prompt_tokens) {
-    Release();
-    return SendError(res, MakeError(400, "invalid_request_error",
-                                    StrCat("the prompt is ", prompt->ids.size(),
-                                           " tokens (images included), over the limit of ",
-                                           opt.max_prompt_tokens),
-                                    "context_length_exceeded", "messages"));
-  }
-  const bool stream = job->req.stream;
-  StartJob(*eng, job);  // owns the admission ticket from here on
-
-  const std::string id = StrCat("chatcmpl-", next_id++);
-  const int64_t created = static_cast<int64_t>(std::time(nullptr));
-  if (stream) {
-    // Wait for the first text (or the end) so that a request failing before any output (an
-    // undecodable image, a prompt too long) still gets its 4xx status.
-    std::unique_lock<std::mutex> lock(job->mu);
-    job->cv.wait(lock, [&] { return job->done || !job->pieces.empty(); });
-    if (job->done) {
-      if (auto e = JobError(*job)) return SendError(res, *e);
+// The request refused from its head alone: unknown route or method, a Host or Origin the
+// server does not serve (without an API key), the API key, the content type of a POST.
+std::optional<http::Response> Server::Impl::HeadCheck(const http::Request& req) {
+  const std::string origin = req.Header("Origin");
+  if (req.method == "OPTIONS") {  // a CORS preflight
+    http::Response r;
+    r.status = 204;
+    r.content_type = "text/plain";
+    if (!origins.Cors(origin)) {
+      return ErrorResponse(MakeError(403, "invalid_request_error",
+                                     StrCat("origin '", origin, "' is not in --allowed-origins"),
+                                     "forbidden_origin"));
     }
-    lock.unlock();
-    return StreamResponse(res, job, id, created);
+    r.headers = origins.CorsHeaders(origin, /*preflight=*/true);
+    return r;
   }
-  {
-    std::unique_lock<std::mutex> lock(job->mu);
-    job->cv.wait(lock, [&] { return job->done; });
+  const Route* route = FindRoute(req.path);
+  if (route == nullptr) {
+    return ErrorResponse(MakeError(404, "invalid_request_error",
+                                   StrCat("no such endpoint: ", req.path), "unknown_url"));
   }
-  const double total_s = std::chrono::duration<double>(Clock::now() - job->admitted).count();
-  metrics.ObserveLatency(total_s, job->ttft_s);
-  if (auto e = JobError(*job)) return SendError(res, *e);
-  const GenerateResult& r = *job->result;
-  metrics.AddTokens(static_cast<int64_t>(r.prompt_ids.size()),
-                    static_cast<int64_t>(r.output_ids.size()));
-  json message = {{"role", "assistant"}, {"content", r.text}, {"ocular", Extras(r)}};
-  json body = {{"id", id},
-               {"object", "chat.completion"},
-               {"created", created},
-               {"model", opt.model_id},
-               {"choices", json::array({{{"index", 0},
-                                         {"message", std::move(message)},
-                                         {"logprobs", nullptr},
-                                         {"finish_reason", FinishReason(r.finish_reason)}}})},
-               {"usage", Usage(r)}};
-  res.set_content(Dump(body), "application/json");
+  if (req.method != route->method) {
+    http::Response r = ErrorResponse(
+        MakeError(405, "invalid_request_error",
+                  StrCat(req.method, " is not allowed on ", req.path, " (", route->method, ")"),
+                  "method_not_allowed"));
+    r.headers.emplace_back("Allow", route->method);
+    return r;
+  }
+  if (opt.api_key.empty()) {
+    // Without a key, any web page the user visits could call a local server: DNS rebinding
+    // (Host) and cross-site requests (Origin) are refused.
+    if (std::string why = origins.Check(req.Header("Host"), origin); !why.empty()) {
+      return ErrorResponse(MakeError(403, "invalid_request_error", why, "forbidden_origin"));
+    }
+  } else if (route->needs_key &&
+             !SecretEquals(BearerToken(req.Header("Authorization")), opt.api_key)) {
+    http::Response r = ErrorResponse(MakeError(
+        401, "authentication_error",
+        req.Header("Authorization").empty() ? "missing API key: send Authorization: Bearer KEY"
+                                            : "invalid API key",
+        "invalid_api_key"));
+    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return r;
+  }
+  if (req.method == "POST" && !IsJsonType(req.Header("Content-Type"))) {
+    return ErrorResponse(
+        MakeError(415, "invalid_request_error",
+                  StrCat("the request body must be JSON (Content-Type: application/json), not '",
+                         req.Header("Content-Type"), "'"),
+                  "unsupported_media_type"));
+  }
+  return std::nullopt;
 }
 
-void Server::Impl::StreamResponse(httplib::Response& res, std::shared_ptr<Job> job,
-                                  const std::string& id, int64_t created) {
-  res.set_header("Cache-Control", "no-cache");
-  auto chunk = [this, id, created](json choices) {
+void Server::Impl::Handle(std::shared_ptr<http::Exchange> ex) {
+  const http::Request& req = ex->request();
+  http::Response r;
+  if (req.path == kChatPath) return StartChat(std::move(ex));
+  if (req.path == "/") {
+    r.headers = {{"Content-Security-Policy",
+                  "default-src 'self'; img-src 'self' data: blob:; style-src 'unsafe-inline'; "
+                  "script-src 'unsafe-inline'; connect-src 'self'"},
+                 {"X-Content-Type-Options", "nosniff"},
+                 {"Cache-Control", "no-cache"}};
+    r.content_type = "text/html; charset=utf-8";
+    r.body = kWebPage;
+  } else if (req.path == "/health") {
+    if (engine.load() == nullptr) {
+      r = ErrorResponse(
+          MakeError(503, "server_error", "the model is still loading", "model_loading"));
+    } else {
+      r.body = R"({"status":"ok"})";
+    }
+  } else if (req.path == "/metrics") {
+    r.body = metrics.Render();
+    if (Engine* eng = engine.load()) r.body += RenderEngineStats(eng->Stats());
+    r.content_type = "text/plain; version=0.0.4";
+  } else {  // /v1/models
+    json model = {
+        {"id", opt.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "ocular"}};
+    if (Engine* eng = engine.load()) {
+      const ModelInfo info = eng->Info();
+      model["ocular"] = {
+          {"architecture", info.architecture},     {"input_modalities", {"text", "image"}},
+          {"image_size", info.image_size},         {"tokens_per_image", info.image_tokens},
+          {"context_length", info.context_length}, {"max_images", opt.limits.max_images}};
+    }
+    r.body = Dump({{"object", "list"}, {"data", json::array({model})}});
+  }
+  for (auto& h : origins.CorsHeaders(req.Header("Origin"), false)) r.headers.push_back(h);
+  ex->Respond(std::move(r));
+}
+
+// On the I/O thread: the queue slot is taken before anything is parsed or decoded (a flood of
+// large images waits for admission instead of being decoded, and held in memory, at once);
+// the rest runs on a thread of its own.
+void Server::Impl::StartChat(std::shared_ptr<http::Exchange> ex) {
+  Engine* eng = engine.load();
+  if (eng == nullptr) {
+    return ex->Respond(ErrorResponse(
+        MakeError(503, "server_error", "the model is still loading", "model_loading")));
+  }
+  if (!Admit()) {
+    http::Response r =
+        ErrorResponse(MakeError(429, "rate_limit_error",
+                                StrCat("the server is busy: ", opt.parallel + opt.max_queue,
+                                       " requests are running or waiting; retry later"),
+                                "queue_full"));
+    r.headers.emplace_back("Retry-After", "1");
+    return ex->Respond(std::move(r));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++jobs;
+  }
+  std::thread([this, eng, ex = std::move(ex)]() mutable {
+    Chat(*eng, *ex);
+    ex.reset();  // frees the request body (a large one is given back to the system)
+    std::lock_guard<std::mutex> lock(mu);
+    --jobs;
+    slot_cv.notify_all();
+  }).detach();
+}
+
+void Server::Impl::Log(const http::LogEntry& e) {
+  if (e.path == kChatPath) metrics.CountRequest(e.status);
+  if (opt.log_format == "off") return;
+  std::string line;
+  if (opt.log_format == "json") {
+    char stamp[32];
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    line = Dump({{"time", stamp},
+                 {"method", e.method},
+                 {"path", e.path},
+                 {"status", e.status},
+                 {"bytes", e.bytes},
+                 {"ms", std::round(e.ms * 10) / 10},
+                 {"request_id", e.id},
+                 {"client", e.client}});
+  } else {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.1f", e.ms);
+    // The path as sent may hold anything: quoted by the JSON dumper, never raw.
+    line = StrCat("ocular serve: ", e.method, " ", Dump(e.path), " ", e.status, " ", e.bytes, " B ",
+                  ms, " ms id=", e.id, " client=", e.client);
+  }
+  std::lock_guard<std::mutex> lock(log_mu);
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+// The "ocular" extra field: detection boxes (and masks) in the first image's pixels, and
+// timings.
+json Server::Impl::Extras(const GenerateResult& r) {
+  json extra = json::object();
+  if (!r.image_sizes.empty()) {
+    const int w = r.image_sizes[0].width, h = r.image_sizes[0].height;
+    std::vector<Detection> boxes = ParseDetections(r.text, w, h);
+    if (!boxes.empty()) {
+      // Masks when a mask model is next to the checkpoint; without one the boxes keep their
+      // seg codes (AttachMasks' warning is not an error for a client).
+      (void)AttachMasks(&boxes, "", opt.model_dir, w, h);
+      extra["detections"] = json::parse(DetectionsJson(boxes), nullptr, false);
+    }
+  }
+  extra["timings"] = {{"image_ms", r.timings.image_ms},
+                      {"prefill_ms", r.timings.prefill_ms},
+                      {"decode_ms", r.timings.decode_ms}};
+  return extra;
+}
+
+// One chat completion, on its own thread; owns the admission ticket and releases it before the
+// client can see the end of the answer.
+void Server::Impl::Chat(Engine& eng, http::Exchange& ex) {
+  const Clock::time_point admitted = Clock::now();
+  const Clock::time_point deadline =
+      admitted + std::chrono::microseconds(static_cast<int64_t>(opt.deadline_s * 1e6));
+  bool released = false;
+  auto refuse = [&](const ApiError& e) {
+    if (!released) Release();
+    released = true;
+    ex.Respond(ErrorResponse(e));
+  };
+  ParseResult parsed = ParseChatRequest(ex.request().body, opt.limits, opt.local_files_root);
+  if (!parsed.ok()) return refuse(parsed.error);
+  ChatRequest& req = parsed.request;
+  if (!req.model.empty() && req.model != opt.model_id) {
+    return refuse(MakeError(404, "invalid_request_error",
+                            StrCat("model: this server serves '", opt.model_id, "'"),
+                            "model_not_found", "model"));
+  }
+  // Models with a chat template format every message (docs/server.md); the others take the
+  // last user message as the prompt. The prompt's length is known before the model runs.
+  const bool chat = !eng.Info().chat_format.empty();
+  const int n_images = static_cast<int>(req.images.size());
+  auto prompt = chat ? eng.BuildChatPrompt(n_images, req.messages, req.options)
+                     : eng.BuildPrompt(n_images, req.prompt, req.options);
+  if (!prompt.ok()) {
+    ApiError e = FromStatus(prompt.status());
+    e.param = "messages";
+    return refuse(e);
+  }
+  const int64_t prompt_tokens = static_cast<int64_t>(prompt->ids.size());
+  if (prompt_tokens > opt.max_prompt_tokens) {
+    return refuse(
+        MakeError(400, "invalid_request_error",
+                  StrCat("the prompt is ", prompt_tokens,
+                         " tokens (images included), over the limit of ", opt.max_prompt_tokens),
+                  "context_length_exceeded", "messages"));
+  }
+  // max_tokens is a ceiling (OpenAI's meaning): bounded by what the context has left after the
+  // prompt, so a request within the advertised limit does not fail on a short-context model.
+  const int64_t context = eng.Info().context_length;  // 0: not known
+  if (context > 0) {
+    if (prompt_tokens >= context) {
+      return refuse(MakeError(400, "invalid_request_error",
+                              StrCat("the prompt is ", prompt_tokens,
+                                     " tokens (images included) and fills the model's context "
+                                     "of ",
+                                     context, " tokens"),
+                              "context_length_exceeded", "messages"));
+    }
+    req.options.max_tokens =
+        static_cast<int>(std::min<int64_t>(req.options.max_tokens, context - prompt_tokens));
+  }
+  const std::string id = StrCat("chatcmpl-", next_id++);
+  const int64_t created = static_cast<int64_t>(std::time(nullptr));
+  auto chunk = [&](json choices) {
     json c = {{"id", id},
               {"object", "chat.completion.chunk"},
               {"created", created},
@@ -352,167 +417,132 @@ void Server::Impl::StreamResponse(httplib::Response& res, std::shared_ptr<Job> j
   auto delta = [](json d, json finish) {
     return json::array({{{"index", 0}, {"delta", std::move(d)}, {"finish_reason", finish}}});
   };
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, job, chunk, delta](size_t, httplib::DataSink& sink) {
-        auto send = [&](const std::string& s) {
-          if (sink.write(s.data(), s.size())) return true;
-          job->cancel = true;  // the client went away: the generation stops at its next token
-          return false;
-        };
-        if (!send(chunk(delta({{"role", "assistant"}, {"content", ""}}, nullptr)))) return false;
-        while (true) {
-          std::unique_lock<std::mutex> lock(job->mu);
-          job->cv.wait(lock, [&] { return job->done || !job->pieces.empty(); });
-          std::string text;
-          for (const std::string& p : job->pieces) text += p;
-          job->pieces.clear();
-          const bool done = job->done;
-          lock.unlock();
-          if (!text.empty() && !send(chunk(delta({{"content", text}}, nullptr)))) return false;
-          if (done) break;
-        }
-        const double total_s = std::chrono::duration<double>(Clock::now() - job->admitted).count();
-        metrics.ObserveLatency(total_s, job->ttft_s);
-        if (auto e = JobError(*job)) {
-          send("data: " + ErrorJson(*e) + "\n\n");
-        } else {
-          const GenerateResult& r = *job->result;
-          metrics.AddTokens(static_cast<int64_t>(r.prompt_ids.size()),
-                            static_cast<int64_t>(r.output_ids.size()));
-          json last = delta(json::object(), FinishReason(r.finish_reason));
-          last[0]["ocular"] = Extras(r);
-          if (!send(chunk(std::move(last)))) return false;
-          if (job->req.include_usage) {
-            std::string u = chunk(json::array());
-            json uj = json::parse(u.substr(6), nullptr, false);
-            uj["usage"] = Usage(r);
-            if (!send("data: " + Dump(uj) + "\n\n")) return false;
-          }
-        }
-        send("data: [DONE]\n\n");
-        sink.done();
-        return true;
-      },
-      [job](bool) { job->cancel = true; });  // a no-op once the job is done
+
+  bool deadline_hit = false, streaming = false;
+  auto start_stream = [&] {
+    streaming = true;
+    http::Response head;
+    head.content_type = "text/event-stream";
+    head.headers = origins.CorsHeaders(ex.request().Header("Origin"), false);
+    head.headers.emplace_back("Cache-Control", "no-cache");
+    ex.StartStream(std::move(head));
+    ex.Write(chunk(delta({{"role", "assistant"}, {"content", ""}}, nullptr)));
+  };
+  double ttft_s = -1;
+  StatusOr<GenerateResult> r = Status(StatusCode::kInternal, "not run");
+  if (!AcquireSlot(deadline, ex)) {
+    deadline_hit = !ex.Gone() && !stopping;
+    r = Error(StatusCode::kInternal, "serve", "cancelled before it ran");
+  } else {
+    // The status is sent with the first text, so that a request failing before any output
+    // (an undecodable image, a prompt too long) still gets its 4xx.
+    TokenCallback on_text = [&](const std::string& piece) {
+      if (ttft_s < 0) ttft_s = std::chrono::duration<double>(Clock::now() - admitted).count();
+      if (req.stream) {
+        if (!streaming) start_stream();
+        ex.Write(chunk(delta({{"content", piece}}, nullptr)));
+      }
+      if (Clock::now() >= deadline) {
+        deadline_hit = true;
+        return false;
+      }
+      return !ex.Gone() && !stopping;
+    };
+    try {
+      r = chat ? eng.GenerateChat(req.images, req.messages, req.options, on_text)
+               : eng.Generate(req.images, req.prompt, req.options, on_text);
+    } catch (const std::bad_alloc&) {  // the engine sizes its buffers first: a bug if here
+      r = Error(StatusCode::kInternal, "serve", "out of memory for this request");
+    } catch (const std::exception& e) {
+      r = Error(StatusCode::kInternal, "serve", "internal error: ", e.what());
+    }
+    ReleaseSlot();
+  }
+  Release();
+  released = true;
+  metrics.ObserveLatency(std::chrono::duration<double>(Clock::now() - admitted).count(), ttft_s);
+  std::optional<ApiError> error;
+  if (deadline_hit) {
+    error = MakeError(
+        504, "timeout_error",
+        StrCat("the request did not finish within the server's deadline of ", opt.deadline_s, " s"),
+        "deadline_exceeded");
+  } else if (!r.ok()) {
+    error = FromStatus(r.status());
+  }
+  if (error && !streaming) return ex.Respond(ErrorResponse(*error));
+  if (error) {  // after the first text: an error event, then the end
+    ex.Write("data: " + ErrorJson(*error) + "\n\n");
+    ex.Write("data: [DONE]\n\n");
+    return ex.End();
+  }
+  metrics.AddTokens(static_cast<int64_t>(r->prompt_ids.size()),
+                    static_cast<int64_t>(r->output_ids.size()));
+  if (!req.stream) {
+    json message = {{"role", "assistant"}, {"content", r->text}, {"ocular", Extras(*r)}};
+    http::Response res;
+    res.body =
+        Dump({{"id", id},
+              {"object", "chat.completion"},
+              {"created", created},
+              {"model", opt.model_id},
+              {"choices", json::array({{{"index", 0},
+                                        {"message", std::move(message)},
+                                        {"logprobs", nullptr},
+                                        {"finish_reason", FinishReason(r->finish_reason)}}})},
+              {"usage", Usage(*r)}});
+    res.headers = origins.CorsHeaders(ex.request().Header("Origin"), false);
+    return ex.Respond(std::move(res));
+  }
+  if (!streaming) start_stream();  // no text at all (an immediate end of sequence)
+  json last = delta(json::object(), FinishReason(r->finish_reason));
+  last[0]["ocular"] = Extras(*r);
+  ex.Write(chunk(std::move(last)));
+  if (req.include_usage) {
+    json u = json::parse(chunk(json::array()).substr(6), nullptr, false);
+    u["usage"] = Usage(*r);
+    ex.Write("data: " + Dump(u) + "\n\n");
+  }
+  ex.Write("data: [DONE]\n\n");
+  ex.End();
 }
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   Impl* im = impl_.get();
-  ServerOptions& o = im->opt;
-  httplib::Server& http = im->http;
-  // Every admitted request (running or queued) holds a worker, plus headroom to answer 429,
-  // /health and /metrics while they wait.
-  const size_t workers = static_cast<size_t>(o.parallel + o.max_queue + 4);
-  http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-  http.set_payload_max_length(o.max_body_bytes);
-  http.set_read_timeout(o.read_timeout_s, 0);
-  http.set_write_timeout(o.read_timeout_s, 0);
-  http.set_keep_alive_timeout(5);
-
-  http.set_pre_routing_handler([im](const httplib::Request& req, httplib::Response& res) {
-    // The page itself is public (it asks for the key); what it calls is not.
-    if (im->opt.api_key.empty() || req.path == "/health" || req.path == "/") {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    const bool ok = auth.size() > prefix.size() && auth.compare(0, prefix.size(), prefix) == 0 &&
-                    SecretEquals(std::string_view(auth).substr(prefix.size()), im->opt.api_key);
-    if (ok) return httplib::Server::HandlerResponse::Unhandled;
-    res.set_header("WWW-Authenticate", "Bearer");
-    SendError(res, MakeError(401, "authentication_error",
-                             auth.empty() ? "missing API key: send Authorization: Bearer KEY"
-                                          : "invalid API key",
-                             "invalid_api_key"));
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  // Errors httplib produces itself (unknown path, body too large, unreadable request) in the
-  // OpenAI shape too.
-  http.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        ApiError e;
-        e.http_status = res.status;
-        switch (res.status) {
-          case 404:
-            e = MakeError(404, "invalid_request_error", StrCat("no such endpoint: ", req.path),
-                          "unknown_url");
-            break;
-          case 405:
-            e = MakeError(405, "invalid_request_error", StrCat("method not allowed on ", req.path));
-            break;
-          case 413:
-            e = MakeError(413, "invalid_request_error", "the request body is over the size limit",
-                          "request_too_large");
-            break;
-          default:
-            e = MakeError(res.status, res.status >= 500 ? "server_error" : "invalid_request_error",
-                          StrCat("HTTP ", res.status));
-        }
-        SendError(res, e);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  http.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        SendError(res, MakeError(500, "server_error", "internal error (a bug, please report it)"));
-      });
-  http.set_logger([im](const httplib::Request& req, const httplib::Response& res) {
-    if (req.path == kChatPath) im->metrics.CountRequest(res.status);
-  });
-
-  http.Post(kChatPath, [im](const httplib::Request& req, httplib::Response& res) {
-    im->HandleChat(req, res);
-  });
-  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Content-Security-Policy",
-                   "default-src 'self'; img-src 'self' data: blob:; style-src 'unsafe-inline'; "
-                   "script-src 'unsafe-inline'; connect-src 'self'");
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_header("Cache-Control", "no-cache");
-    res.set_content(kWebPage, "text/html; charset=utf-8");
-  });
-  http.Get("/health", [im](const httplib::Request&, httplib::Response& res) {
-    if (im->engine.load() == nullptr) {
-      return SendError(
-          res, MakeError(503, "server_error", "the model is still loading", "model_loading"));
-    }
-    res.set_content(R"({"status":"ok"})", "application/json");
-  });
-  http.Get("/metrics", [im](const httplib::Request&, httplib::Response& res) {
-    std::string text = im->metrics.Render();
-    if (Engine* eng = im->engine.load()) text += RenderEngineStats(eng->Stats());
-    res.set_content(text, "text/plain; version=0.0.4");
-  });
-  http.Get("/v1/models", [im](const httplib::Request&, httplib::Response& res) {
-    json model = {
-        {"id", im->opt.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "ocular"}};
-    if (Engine* eng = im->engine.load()) {
-      const ModelInfo info = eng->Info();
-      model["ocular"] = {{"architecture", info.architecture},
-                         {"input_modalities", {"text", "image"}},
-                         {"image_size", info.image_size},
-                         {"tokens_per_image", info.image_tokens},
-                         {"max_images", im->opt.limits.max_images}};
-    }
-    res.set_content(Dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
-  });
+  const ServerOptions& o = im->opt;
+  // Large buffers (request bodies, decoded images) are mapped and unmapped rather than taken
+  // from the heap, whose pages glibc keeps after they are freed: the server's RSS returns to
+  // where it was after a large request. (A fixed threshold also stops glibc from raising it.)
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  http::Limits l;
+  l.max_body_bytes = o.max_body_bytes;
+  l.head_timeout_s = o.read_timeout_s;
+  l.body_timeout_s = o.body_timeout_s;
+  l.max_connections = o.max_connections;
+  l.max_connections_per_client = o.max_connections_per_client;
+  http::Callbacks cb;
+  cb.head_check = [im](const http::Request& req, int64_t) { return im->HeadCheck(req); };
+  cb.handler = [im](std::shared_ptr<http::Exchange> ex) { im->Handle(std::move(ex)); };
+  cb.log = [im](const http::LogEntry& e) { im->Log(e); };
+  cb.error = [](int status, const std::string& message, const std::string& code) {
+    return ErrorResponse(
+        MakeError(status, status >= 500 ? "server_error" : "invalid_request_error", message, code));
+  };
+  im->http = std::make_unique<http::Server>(l, std::move(cb));
 }
 
 Server::~Server() {
   Stop();
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  impl_->slot_cv.wait(lock, [&] { return impl_->jobs == 0; });
+  {
+    std::unique_lock<std::mutex> lock(impl_->mu);
+    impl_->slot_cv.wait(lock, [&] { return impl_->jobs == 0; });
+  }
+  impl_->http.reset();  // before the engine: no request is left to use it
 }
 
 StatusOr<int> Server::Bind(const std::string& host, int port) {
-  const int bound = port == 0 ? impl_->http.bind_to_any_port(host)
-                              : (impl_->http.bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) {
-    return Error(StatusCode::kIoError, "serve", "cannot listen on ", host, ":", port,
-                 " (in use, or not an address of this machine)");
-  }
-  return bound;
+  impl_->origins.SetBindHost(host);
+  return impl_->http->Bind(host, port);
 }
 
 void Server::SetEngine(std::unique_ptr<Engine> engine) {
@@ -520,11 +550,11 @@ void Server::SetEngine(std::unique_ptr<Engine> engine) {
   impl_->engine.store(impl_->engine_owner.get());
 }
 
-void Server::Run() { impl_->http.listen_after_bind(); }
+void Server::Run() { impl_->http->Run(); }
 
 void Server::Stop() {
   impl_->stopping = true;
-  impl_->http.stop();
+  impl_->http->Stop();
   impl_->slot_cv.notify_all();
 }
 

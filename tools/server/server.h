@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ocular/engine.h"
 #include "ocular/status.h"
@@ -30,8 +31,15 @@ struct ServerOptions {
   size_t max_body_bytes = 64u << 20;
   int max_prompt_tokens = 4096;  // image tokens included
   double deadline_s = 300;       // admission to the last token
-  int read_timeout_s = 10;       // a client sending nothing for this long is dropped
-  std::string local_files_root;  // realpath of --allow-local-files ("" = off)
+  int read_timeout_s = 10;       // the request head must arrive within this (after the last one)
+  double body_timeout_s = 60;    // from the end of the head to the last body byte
+  int max_connections = 1024;    // open at once; at the cap an idle one makes room
+  int max_connections_per_client = 256;  // from one IP address
+  // Browser origins that may call a server without an API key and read its answers (CORS):
+  // "https://app.example.com" (origin.h).
+  std::vector<std::string> allowed_origins;
+  std::string log_format = "off";  // the access log on stderr: "off", "text", "json"
+  std::string local_files_root;    // realpath of --allow-local-files ("" = off)
   RequestLimits limits;
 };
 

@@ -93,14 +93,7 @@ Status ForEachTensor(const Gemma3Config& cfg, Gemma3Weights* w, const TensorVisi
 
 StatusOr<std::unique_ptr<Gemma3>> Gemma3::Load(const ModelFiles& files) {
   OCULAR_ASSIGN_OR_RETURN(Gemma3Config cfg, LoadGemma3Config(*files.files));
-  if (files.gguf != nullptr) {
-    if (files.llamacpp && cfg.has_vision) {
-      return Error(StatusCode::kUnimplemented, "gemma3", files.path,
-                   ": the vision tower of a llama.cpp GGUF (its mmproj file) is not read");
-    }
-    auto source = std::make_unique<GgufSource>(files.gguf, GgufNames(cfg, files.llamacpp));
-    return Load(std::move(cfg), std::move(source));
-  }
+  if (files.gguf != nullptr) return Load(std::move(cfg), GgufTensors(files, cfg));
   OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
   return Load(std::move(cfg), std::make_unique<Checkpoint>(std::move(ckpt)));
 }
@@ -260,7 +253,7 @@ Status Gemma3::Embed(const Exec& ex, std::span<const int32_t> ids, const float* 
     if (ids[t] == image_id && features != nullptr) {
       ++n_image;
     } else if (ids[t] < 0 || ids[t] >= V) {
-      return Error(StatusCode::kInvalidArgument, "gemma3", "token id ", ids[t], " at position ", t,
+      return Error(StatusCode::kDataLoss, "gemma3", "token id ", ids[t], " at position ", t,
                    " is outside the vocabulary [0, ", V, ")");
     }
   }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "io/gguf_vocab.h"
+#include "io/mmproj.h"
 #include "io/model_files.h"
 
 namespace ocular::gemma3 {
@@ -155,15 +156,116 @@ StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& g, const GgufVocab&
   return c.dump(2);
 }
 
-StatusOr<std::unique_ptr<FileSet>> LlamaCppFiles(const GgufFile& g) {
+namespace {
+
+// The id of `piece` in the text file's vocabulary (tokenizer.ggml.tokens); -1 if absent.
+int64_t TokenId(const GgufFile& g, std::string_view piece) {
+  const GgufValue* tokens = g.Find("tokenizer.ggml.tokens");
+  if (tokens == nullptr) return -1;
+  for (size_t i = 0; i < tokens->strings.size(); ++i) {
+    if (tokens->strings[i] == piece) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+// Gemma3Config (model_type gemma3) for the pair: `text_config` is the text file's config.
+StatusOr<nlohmann::ordered_json> PairConfig(const GgufFile& text, const GgufFile& mmproj,
+                                            const MmprojVision& v,
+                                            nlohmann::ordered_json text_config) {
+  const int64_t hidden = text_config["hidden_size"].get<int64_t>();
+  if (v.projection_dim != hidden) {
+    return Error(StatusCode::kUnimplemented, "mmproj", mmproj.origin(),
+                 ": clip.vision.projection_dim = ", v.projection_dim, " but the text model ",
+                 text.origin(), " has gemma3.embedding_length = ", hidden,
+                 ": this mmproj file belongs to another model");
+  }
+  // clip.cpp (PROJECTOR_TYPE_GEMMA3): patches are average-pooled n_merge x n_merge, n_merge =
+  // clip.vision.projector.scale_factor, 4 when absent (every Gemma 3 size).
+  const int64_t merge = v.scale_factor > 0 ? v.scale_factor : 4;
+  const int64_t side = v.image_size / v.patch_size;
+  if (v.image_size % v.patch_size != 0 || side % merge != 0) {
+    return Error(StatusCode::kUnimplemented, "mmproj", mmproj.origin(), ": clip.vision.image_size ",
+                 v.image_size, " / patch_size ", v.patch_size,
+                 " is not a whole number of patches divisible by the pooling ",
+                 "(clip.vision.projector.scale_factor ", merge, ")");
+  }
+  nlohmann::ordered_json c;
+  c["architectures"] = {"Gemma3ForConditionalGeneration"};
+  c["model_type"] = "gemma3";
+  text_config.erase("architectures");
+  c["bos_token_id"] = text_config["bos_token_id"];
+  c["eos_token_id"] = text_config["eos_token_id"];
+  c["pad_token_id"] = text_config["pad_token_id"];
+  c["text_config"] = std::move(text_config);
+  c["vision_config"] = {
+      {"model_type", "siglip_vision_model"},
+      {"hidden_size", v.hidden_size},
+      {"intermediate_size", v.intermediate_size},
+      {"num_hidden_layers", v.num_layers},
+      {"num_attention_heads", v.num_heads},
+      {"num_channels", 3},
+      {"image_size", v.image_size},
+      {"patch_size", v.patch_size},
+      {"layer_norm_eps", v.layer_norm_eps},
+      {"hidden_act", "gelu_pytorch_tanh"},  // clip.use_gelu (ggml_gelu: the tanh form)
+      {"vision_use_head", false},
+  };
+  c["mm_tokens_per_image"] = (side / merge) * (side / merge);
+  // llama.cpp's mtmd wraps the image embeddings in <start_of_image> ... <end_of_image> by
+  // text; transformers' processor writes <image_soft_token> placeholders between them.
+  for (auto [key, piece] : {std::pair{"boi_token_index", "<start_of_image>"},
+                            std::pair{"eoi_token_index", "<end_of_image>"},
+                            std::pair{"image_token_index", "<image_soft_token>"}}) {
+    const int64_t id = TokenId(text, piece);
+    if (id < 0) {
+      return Error(StatusCode::kUnimplemented, "gguf", text.origin(),
+                   ": the vocabulary (tokenizer.ggml.tokens) has no ", piece,
+                   ", which Gemma 3's image prompt needs");
+    }
+    c[key] = id;
+  }
+  return c;
+}
+
+// preprocessor_config.json: the mmproj's size, mean and std; the rest as
+// google/gemma-3-*'s (Gemma3ImageProcessor), which llama.cpp's metadata has no keys for.
+std::string PreprocessorJson(const MmprojVision& v) {
+  nlohmann::ordered_json p;
+  p["image_processor_type"] = "Gemma3ImageProcessor";
+  p["processor_class"] = "Gemma3Processor";
+  p["do_resize"] = true;
+  p["size"] = {{"height", v.image_size}, {"width", v.image_size}};
+  p["resample"] = 2;  // PIL BILINEAR
+  p["do_rescale"] = true;
+  p["rescale_factor"] = 1.0 / 255.0;
+  p["do_normalize"] = true;
+  p["image_mean"] = v.image_mean;
+  p["image_std"] = v.image_std;
+  p["do_convert_rgb"] = true;
+  p["do_pan_and_scan"] = false;
+  return p.dump(2);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<FileSet>> LlamaCppFiles(const GgufFile& g, const GgufFile* mmproj) {
   OCULAR_RETURN_IF_ERROR(CheckKeys(g));
   OCULAR_ASSIGN_OR_RETURN(GgufVocab vocab, ReadGgufVocab(g));
   OCULAR_ASSIGN_OR_RETURN(std::string config, ConfigJsonFromLlamaCpp(g, vocab));
   std::map<std::string, std::string, std::less<>> files;
+  std::string origin = g.origin();
+  if (mmproj != nullptr) {
+    OCULAR_ASSIGN_OR_RETURN(MmprojVision v, ReadMmproj(*mmproj));
+    OCULAR_ASSIGN_OR_RETURN(nlohmann::ordered_json pair,
+                            PairConfig(g, *mmproj, v, nlohmann::ordered_json::parse(config)));
+    config = pair.dump(2);
+    files["preprocessor_config.json"] = PreprocessorJson(v);
+    origin += " + " + mmproj->origin();
+  }
   files["config.json"] = std::move(config);
   files["tokenizer.model"] = std::move(vocab.tokenizer_model);
   files["tokenizer_config.json"] = std::move(vocab.tokenizer_config_json);
-  return std::unique_ptr<FileSet>(std::make_unique<MemoryFiles>(g.origin(), std::move(files)));
+  return std::unique_ptr<FileSet>(std::make_unique<MemoryFiles>(origin, std::move(files)));
 }
 
 }  // namespace ocular::gemma3

@@ -12,12 +12,6 @@ namespace {
 constexpr const char* kBoi = "<start_of_image>";
 constexpr const char* kEoi = "<end_of_image>";
 constexpr const char* kImage = "<image_soft_token>";
-constexpr const char* kBos = "<bos>";  // the template's bos_token
-
-// Fingerprints (models/chat.h) of the chat templates formatted by RenderChat: that of
-// google/gemma-3-{1b,4b,12b,27b}-it (tokenizer_config.json, chat_template.json; the same text
-// as transformers' convert_gemma3_weights.py _CHAT_TEMPLATE), testdata/chat/gemma3-it.jinja.
-const std::vector<uint64_t> kKnownTemplates = {0xd19b6ff3a49deea5ull};
 
 }  // namespace
 
@@ -60,7 +54,7 @@ StatusOr<std::unique_ptr<Gemma3Processor>> Gemma3Processor::Load(const FileSet& 
                  ": the tokenizer has no BOS token");
   }
   p->has_vision_ = config.has_vision;
-  OCULAR_ASSIGN_OR_RETURN(p->chat_, IdentifyChatTemplate(files, kKnownTemplates));
+  OCULAR_ASSIGN_OR_RETURN(p->chat_, ChatTemplate::Load(files));
   // add_bos_token of tokenizer_config.json (GemmaTokenizerFast's default: true).
   if (files.Has("tokenizer_config.json")) {
     OCULAR_ASSIGN_OR_RETURN(
@@ -167,62 +161,24 @@ StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images
 
 std::string Gemma3Processor::image_marker() const { return has_vision_ ? kBoi : ""; }
 
-std::string Gemma3Processor::chat_format() const { return ChatFormatName(chat_, "gemma3"); }
+std::string Gemma3Processor::chat_format() const { return chat_.has_template() ? "jinja" : ""; }
 
-// The template, line by line (testdata/chat/gemma3-it.jinja):
-//   {{ bos_token }}
-//   if messages[0].role == 'system': first_user_prefix = its text + '\n\n'; loop = messages[1:]
-//   for message in loop:
-//     (role == 'user') != (loop.index0 % 2 == 0) -> raise_exception(...)
-//     '<start_of_turn>' + ('model' if assistant else role) + '\n' + (prefix if loop.first)
-//     content: string | trim, or per item: image -> '<start_of_image>', text -> text | trim
-//     '<end_of_turn>\n'
-//   add_generation_prompt -> '<start_of_turn>model\n'
 StatusOr<std::string> Gemma3Processor::RenderChat(const std::vector<ChatMessage>& messages,
                                                   const PromptOptions& options) const {
-  OCULAR_RETURN_IF_ERROR(CheckChatTemplate(chat_, "the template of google/gemma-3-*-it"));
-  if (messages.empty()) {
-    return Error(StatusCode::kInvalidArgument, "chat", "the conversation has no message");
-  }
-  std::string out = kBos;
-  std::string first_prefix;
-  size_t first = 0;
-  if (messages[0].role == "system") {
-    OCULAR_ASSIGN_OR_RETURN(std::string system, SystemText(messages[0]));
-    first_prefix = system + "\n\n";
-    first = 1;
-  }
-  for (size_t i = first; i < messages.size(); ++i) {
-    const ChatMessage& m = messages[i];
-    const size_t index0 = i - first;
-    if ((m.role == "user") != (index0 % 2 == 0)) {
-      return Error(StatusCode::kInvalidArgument, "chat", "message ", i, " (", m.role,
-                   "): Conversation roles must alternate user/assistant/user/assistant/... "
-                   "(after an optional first system message; the Gemma 3 template refuses "
-                   "other orders)");
-    }
-    out += "<start_of_turn>" + (m.role == "assistant" ? std::string("model") : m.role) + "\n";
-    if (index0 == 0) out += first_prefix;
-    for (const ChatPart& part : m.content) {
-      if (part.is_image) {
-        out += kBoi;
-      } else {
-        out += PyStrip(part.text);
-      }
-    }
-    out += "<end_of_turn>\n";
-  }
-  if (options.add_generation_prompt) out += "<start_of_turn>model\n";
-  return out;
+  return chat_.Render(messages, options);
 }
 
 StatusOr<Prompt> Gemma3Processor::BuildChatPrompt(int n_images,
                                                   const std::vector<ChatMessage>& messages,
                                                   const PromptOptions& options) const {
   OCULAR_ASSIGN_OR_RETURN(std::string text, RenderChat(messages, options));
-  // apply_chat_template: the text starts with bos_token, so the processor adds no other.
-  return Tokenize(text.substr(std::string_view(kBos).size()), n_images, /*bos=*/true,
-                  options.image_crops);
+  // processing_utils.py apply_chat_template: a text that starts with bos_token is tokenized
+  // without special tokens (so with that one bos); else the processor adds its own.
+  const std::string& bos = chat_.bos_token();
+  if (!bos.empty() && text.starts_with(bos)) {
+    return Tokenize(text.substr(bos.size()), n_images, /*bos=*/true, options.image_crops);
+  }
+  return Tokenize(text, n_images, add_bos_, options.image_crops);
 }
 
 StatusOr<Tensor> Gemma3Processor::Pixels(const Image& image) const {

@@ -1,8 +1,8 @@
 // Gemma3Processor: with pan-and-scan, markers of cropped images first gain their crops'
 // markers (pan_and_scan.h); then each "<start_of_image>" in the prompt becomes
 // "\n\n<start_of_image>" + "<image_soft_token>" × mm_tokens_per_image + "<end_of_image>\n\n",
-// tokenized with <bos> first; Gemma3ImageProcessor's resize / rescale / normalize; the chat
-// template of google/gemma-3-*-it formatted natively (RenderChat).
+// tokenized with <bos> first; Gemma3ImageProcessor's resize / rescale / normalize; the
+// checkpoint's chat template rendered (RenderChat).
 // Reference: transformers 4.57 models/gemma3/processing_gemma3.py, image_processing_gemma3.py.
 #pragma once
 
@@ -46,17 +46,11 @@ class Gemma3Processor final : public Processor {
 
   std::string image_marker() const override;
   std::string chat_format() const override;
-  // The chat template of google/gemma-3-*-it (checkpoints whose template has another
-  // fingerprint are refused): "<bos>", the first message's text + "\n\n" prefixed to the
-  // first turn when it is a system message, then per message "<start_of_turn>" + role
-  // ("model" for assistant) + "\n" + its parts (images as "<start_of_image>", texts trimmed as
-  // Python's str.strip) + "<end_of_turn>\n"; "<start_of_turn>model\n" with
-  // add_generation_prompt. As the template: after the system message, roles must alternate
-  // user / assistant starting with user (kInvalidArgument otherwise).
+  // The checkpoint's chat template rendered (models/chat.h ChatTemplate::Render).
   StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
                                    const PromptOptions& options) const override;
-  // <bos> + RenderChat's text after its "<bos>", markers expanded as BuildPrompt (bos always:
-  // the template writes it, and apply_chat_template then adds no other).
+  // RenderChat's text, markers expanded as BuildPrompt; one <bos> when the text starts with the
+  // bos_token (transformers then adds no other), else the tokenizer's add_bos_token.
   StatusOr<Prompt> BuildChatPrompt(int n_images, const std::vector<ChatMessage>& messages,
                                    const PromptOptions& options) const override;
 
@@ -69,7 +63,7 @@ class Gemma3Processor final : public Processor {
   static Status ReadPanAndScan(const nlohmann::json& j, const std::string& where,
                                Gemma3Processor* p);
 
-  ChatTemplateInfo chat_;
+  ChatTemplate chat_;
   std::unique_ptr<Tokenizer> tok_;
   PreprocessConfig pp_;
   bool has_vision_ = false;

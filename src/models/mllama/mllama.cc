@@ -273,7 +273,7 @@ Status Mllama::Embed(const Exec& ex, std::span<const int32_t> ids, const float* 
   int64_t images = 0;
   for (int64_t t = 0; t < T; ++t) {
     if (ids[t] < 0 || ids[t] >= rows) {
-      return Error(StatusCode::kInvalidArgument, "mllama", "token id ", ids[t], " at position ", t,
+      return Error(StatusCode::kDataLoss, "mllama", "token id ", ids[t], " at position ", t,
                    " is outside the embedding table [0, ", rows, ")");
     }
     images += ids[t] == cfg_.image_token_index;

@@ -15,11 +15,6 @@ namespace {
 constexpr char kImageToken[] = "<|image|>";
 constexpr char kBosToken[] = "<|begin_of_text|>";
 
-// Fingerprints (models/chat.h) of the chat templates formatted by RenderChat: that of
-// meta-llama/Llama-3.2-11B-Vision-Instruct (and 90B),
-// testdata/chat/llama-3.2-vision-instruct.jinja.
-const std::vector<uint64_t> kKnownTemplates = {0x955c6b5c72a96f18ull};
-
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos;
@@ -133,7 +128,7 @@ StatusOr<std::unique_ptr<MllamaProcessor>> MllamaProcessor::Load(const FileSet& 
     return Error(StatusCode::kDataLoss, "mllama", files.origin(), ": the tokenizer has no ",
                  kBosToken);
   }
-  OCULAR_ASSIGN_OR_RETURN(p->chat_, IdentifyChatTemplate(files, kKnownTemplates));
+  OCULAR_ASSIGN_OR_RETURN(p->chat_, ChatTemplate::Load(files));
   const char* name = "preprocessor_config.json";
   const std::string where = files.Where(name);
   OCULAR_ASSIGN_OR_RETURN(std::string text, files.Read(name, kMaxConfigFileBytes, "image"));
@@ -197,58 +192,11 @@ StatusOr<Prompt> MllamaProcessor::BuildPrompt(int n_images, const std::string& t
   return p;  // causal (the cross layers' image mask is the decoder's, from the ids)
 }
 
-std::string MllamaProcessor::chat_format() const {
-  return ChatFormatName(chat_, "llama3.2-vision");
-}
+std::string MllamaProcessor::chat_format() const { return chat_.has_template() ? "jinja" : ""; }
 
-// The template without tools (testdata/chat/llama-3.2-vision-instruct.jinja):
-//   bos_token; date_string = strftime_now("%d %b %Y") unless given
-//   if messages[0].role == 'system': system_message = content | trim; messages = messages[1:]
-//   has_images = any content item of type 'image' in messages
-//   has_images and system_message != "" -> raise_exception(...)
-//   not has_images -> '<|start_header_id|>system<|end_header_id|>\n\n' + 'Cutting Knowledge
-//       Date: December 2023\n' + 'Today Date: ' + date_string + '\n\n' + system_message +
-//       '<|eot_id|>'
-//   per message: '<|start_header_id|>' + role + '<|end_header_id|>\n\n' + content (string, or
-//       items: image -> '<|image|>', text -> text) + '<|eot_id|>'
-//   add_generation_prompt -> '<|start_header_id|>assistant<|end_header_id|>\n\n'
 StatusOr<std::string> MllamaProcessor::RenderChat(const std::vector<ChatMessage>& messages,
                                                   const PromptOptions& options) const {
-  OCULAR_RETURN_IF_ERROR(
-      CheckChatTemplate(chat_, "the template of meta-llama/Llama-3.2-*-Vision-Instruct"));
-  if (messages.empty()) {
-    return Error(StatusCode::kInvalidArgument, "chat", "the conversation has no message");
-  }
-  std::string out = kBosToken;
-  std::string system;
-  size_t first = 0;
-  if (messages[0].role == "system") {
-    OCULAR_ASSIGN_OR_RETURN(system, SystemText(messages[0]));
-    system = std::string(PyStrip(system));
-    first = 1;
-  }
-  bool has_images = false;
-  for (size_t i = first; i < messages.size(); ++i) {
-    for (const ChatPart& part : messages[i].content) has_images = has_images || part.is_image;
-  }
-  if (has_images && !system.empty()) {
-    return Error(StatusCode::kInvalidArgument, "chat",
-                 "Prompting with images is incompatible with system messages (the Llama 3.2 "
-                 "Vision template refuses a system message when the conversation has images)");
-  }
-  if (!has_images) {
-    out +=
-        "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
-        "Today Date: " +
-        (options.date.empty() ? TodayDate() : options.date) + "\n\n" + system + "<|eot_id|>";
-  }
-  for (size_t i = first; i < messages.size(); ++i) {
-    out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n";
-    for (const ChatPart& part : messages[i].content) out += part.is_image ? kImageToken : part.text;
-    out += "<|eot_id|>";
-  }
-  if (options.add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-  return out;
+  return chat_.Render(messages, options);
 }
 
 StatusOr<Prompt> MllamaProcessor::BuildChatPrompt(int n_images,

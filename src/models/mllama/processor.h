@@ -66,15 +66,8 @@ class MllamaProcessor final : public Processor {
   std::string image_marker() const override { return "<|image|>"; }
   int max_images() const override { return kMaxImages; }
   std::string chat_format() const override;
-  // The chat template of meta-llama/Llama-3.2-{11B,90B}-Vision-Instruct (other fingerprints are
-  // refused), without tools: "<|begin_of_text|>"; a first system message is taken out (its text
-  // trimmed); when no message has an image part, a system block "<|start_header_id|>system
-  // <|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: " + date +
-  // "\n\n" + that text + "<|eot_id|>" (with an image part and a non-empty system text the
-  // template raises: kInvalidArgument); then per message "<|start_header_id|>" + role +
-  // "<|end_header_id|>\n\n" + its parts (images as "<|image|>", texts as they are) +
-  // "<|eot_id|>"; the assistant header with add_generation_prompt. date: options.date, else
-  // TodayDate() (transformers passes strftime_now).
+  // The checkpoint's chat template rendered (models/chat.h ChatTemplate::Render; the Llama 3.2
+  // Vision template writes "Today Date: " + date_string, options.date, else strftime_now).
   StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
                                    const PromptOptions& options) const override;
   // RenderChat's text tokenized as BuildPrompt does (it starts with <|begin_of_text|>).
@@ -89,7 +82,7 @@ class MllamaProcessor final : public Processor {
   TileConfig tiles_;
   VisionConfig vision_;
   int32_t image_token_id_ = -1;
-  ChatTemplateInfo chat_;
+  ChatTemplate chat_;
 };
 
 }  // namespace ocular::mllama

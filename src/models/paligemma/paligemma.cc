@@ -175,7 +175,7 @@ Status PaliGemma::Embed(const Exec& ex, std::span<const int32_t> ids, const floa
     if (id == image_id && features) {
       ++n_image_tokens;
     } else if (id < 0 || id >= V) {
-      return Error(StatusCode::kInvalidArgument, "paligemma", "token id ", id, " at position ", t,
+      return Error(StatusCode::kDataLoss, "paligemma", "token id ", id, " at position ", t,
                    " is outside the vocabulary [0, ", V, ")");
     }
   }

@@ -30,7 +30,8 @@ StatusOr<Prompt> PaliGemmaProcessor::BuildPrompt(int n_images, const std::string
   Prompt p;
   p.ids.assign(static_cast<size_t>(n_images) * image_tokens_, image_token_id_);
   if (tok_->bos_id() < 0)
-    return Error(StatusCode::kInvalidArgument, "prompt", "tokenizer has no BOS token");
+    return Error(StatusCode::kDataLoss, "prompt",
+                 "tokenizer has no BOS token (a checkpoint without <bos>)");
   p.ids.push_back(tok_->bos_id());
   OCULAR_ASSIGN_OR_RETURN(std::vector<int32_t> body,
                           tok_->Encode(options.separate_newline ? text : text + "\n"));

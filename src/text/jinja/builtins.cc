@@ -392,7 +392,8 @@ Value StrMethod(const std::string& s, std::string_view name) {
     }
     if (name == "removeprefix" || name == "removesuffix") {
       NoMoreArgs(a, 1, fn, {});
-      const std::string& x = ToStr(Arg(a, 0, "", Value::None()), fn + " arg");
+      const Value arg = Arg(a, 0, "", Value::None());
+      const std::string& x = ToStr(arg, fn + " arg");
       if (name == "removeprefix") return Value(s.starts_with(x) ? s.substr(x.size()) : s);
       return Value(s.ends_with(x) ? s.substr(0, s.size() - x.size()) : s);
     }

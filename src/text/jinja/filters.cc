@@ -483,12 +483,13 @@ Value Mapping(Args& a, std::string_view fn) {
     if (!a.positional[0].is_dict()) Unsupported(StrCat(fn, "() of a non-mapping"));
     d = a.positional[0].dict();
   }
-  for (auto& [k, v] : a.keywords) {
+  for (auto& kw : a.keywords) {
+    const std::string& k = kw.first;  // (clang 14 lambdas cannot capture structured bindings)
     auto it = std::find_if(d.begin(), d.end(), [&](const auto& kv) { return kv.first == k; });
     if (it != d.end()) {
-      it->second = v;
+      it->second = kw.second;
     } else {
-      d.emplace_back(k, v);
+      d.emplace_back(k, kw.second);
     }
   }
   return Value(std::move(d));

@@ -30,6 +30,17 @@ class Renderer {
  public:
   Renderer(std::shared_ptr<Scope> globals, std::time_t now)
       : scope_(std::move(globals)), now_(now) {}
+  // A macro holds the scope it was defined in, which holds the macro (or reaches it through
+  // its parents, a namespace, a list): every such cycle passes through a closure, so emptying
+  // the closures frees them all.
+  ~Renderer() {
+    for (const auto& c : closures_) {
+      c->vars.clear();
+      c->parent.reset();
+    }
+  }
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
 
   enum class Flow { kNormal, kBreak, kContinue };
 
@@ -199,6 +210,7 @@ class Renderer {
 
   Value MakeMacro(const Node& n) {
     std::shared_ptr<Scope> closure = scope_;
+    closures_.push_back(closure);
     const Node* node = &n;
     return Value::Func(n.text, [this, node, closure](Args& args) {
       if (++depth_ > kMaxCallDepth) {
@@ -378,6 +390,7 @@ class Renderer {
   }
 
   std::shared_ptr<Scope> scope_;
+  std::vector<std::shared_ptr<Scope>> closures_;  // the scopes macros were defined in
   std::time_t now_;
   int64_t steps_ = 0;
   int depth_ = 0;

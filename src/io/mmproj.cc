@@ -1,0 +1,164 @@
+#include "io/mmproj.h"
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+namespace ocular {
+
+namespace {
+
+// The clip.* keys read below (clip-impl.h). Any other clip.* key is refused: it would
+// change what llama.cpp computes (another encoder, a merge pattern, feature layers, ...).
+const std::set<std::string, std::less<>>& KnownKeys() {
+  static const std::set<std::string, std::less<>> keys = {
+      "clip.projector_type",
+      "clip.vision.projector_type",
+      "clip.has_vision_encoder",
+      "clip.has_audio_encoder",
+      "clip.has_text_encoder",
+      "clip.has_llava_projector",
+      "clip.use_gelu",
+      "clip.use_silu",
+      "clip.vision.image_size",
+      "clip.vision.patch_size",
+      "clip.vision.embedding_length",
+      "clip.vision.feed_forward_length",
+      "clip.vision.block_count",
+      "clip.vision.attention.head_count",
+      "clip.vision.attention.layer_norm_epsilon",
+      "clip.vision.projection_dim",
+      "clip.vision.image_mean",
+      "clip.vision.image_std",
+      "clip.vision.projector.scale_factor",
+  };
+  return keys;
+}
+
+Status Refuse(const GgufFile& g, const auto&... what) {
+  return Error(StatusCode::kUnimplemented, "mmproj", g.origin(), ": ", what...);
+}
+
+StatusOr<int64_t> Required(const GgufFile& g, const char* key, int64_t max = int64_t{1} << 31) {
+  if (g.Find(key) == nullptr) {
+    return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": no metadata '", key, "'");
+  }
+  OCULAR_ASSIGN_OR_RETURN(uint64_t v, g.GetUint(key));
+  if (v == 0 || v > static_cast<uint64_t>(max)) {
+    return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": metadata '", key, "' = ", v,
+                 " is out of range [1, ", max, "]");
+  }
+  return static_cast<int64_t>(v);
+}
+
+StatusOr<bool> OptionalBool(const GgufFile& g, const char* key, bool fallback) {
+  const GgufValue* v = g.Find(key);
+  if (v == nullptr) return fallback;
+  if (v->type != GgufType::kBool) {
+    return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": metadata '", key,
+                 "' is not a bool");
+  }
+  return v->i != 0;
+}
+
+// Three f32 values (image_mean / image_std), finite; std non-zero.
+Status ReadTriple(const GgufFile& g, const char* key, bool nonzero, std::array<double, 3>* out) {
+  const GgufValue* v = g.Find(key);
+  if (v == nullptr) {
+    return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": no metadata '", key, "'");
+  }
+  if (v->type != GgufType::kArray || v->elem_type != GgufType::kF32 || v->count != 3) {
+    return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": metadata '", key,
+                 "' must be an array of 3 f32 values (one per RGB channel)");
+  }
+  for (int c = 0; c < 3; ++c) {
+    float f = 0;
+    std::memcpy(&f, v->elems + 4 * c, 4);
+    if (!std::isfinite(f) || (nonzero && f == 0)) {
+      return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": metadata '", key, "'[", c,
+                   "] = ", f, " is not ", nonzero ? "a finite non-zero" : "a finite", " number");
+    }
+    (*out)[c] = f;
+  }
+  return Status::Ok();
+}
+
+Status CheckKeys(const GgufFile& g) {
+  for (const auto& [key, value] : g.metadata()) {
+    if (key.starts_with("general.")) continue;
+    if (!KnownKeys().contains(key)) {
+      return Refuse(g, "metadata '", key, "' is not implemented for llama.cpp mmproj files");
+    }
+  }
+  OCULAR_ASSIGN_OR_RETURN(const bool vision, OptionalBool(g, "clip.has_vision_encoder", true));
+  if (!vision) return Refuse(g, "clip.has_vision_encoder is false: no vision encoder to run");
+  for (const char* key : {"clip.has_audio_encoder", "clip.has_text_encoder",
+                          "clip.has_llava_projector", "clip.use_silu"}) {
+    OCULAR_ASSIGN_OR_RETURN(const bool on, OptionalBool(g, key, false));
+    if (on) return Refuse(g, key, " = true is not implemented");
+  }
+  // clip.cpp: use_gelu -> gelu (tanh), use_silu -> silu, neither -> gelu_quick.
+  OCULAR_ASSIGN_OR_RETURN(const bool gelu, OptionalBool(g, "clip.use_gelu", false));
+  if (!gelu) {
+    return Refuse(g, "clip.use_gelu is false or absent (llama.cpp then runs gelu_quick), ",
+                  "which is not implemented (SigLIP's gelu_pytorch_tanh needs use_gelu = true)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool IsMmproj(const GgufFile& gguf) {
+  StatusOr<std::string_view> arch = gguf.GetString("general.architecture");
+  return arch.ok() && *arch == "clip";
+}
+
+StatusOr<MmprojVision> ReadMmproj(const GgufFile& g) {
+  if (!IsMmproj(g)) {
+    StatusOr<std::string_view> arch = g.GetString("general.architecture");
+    return Error(StatusCode::kInvalidArgument, "mmproj", g.origin(),
+                 ": not an mmproj file (general.architecture is '",
+                 arch.ok() ? std::string(*arch) : std::string("?"), "', an mmproj's is 'clip')");
+  }
+  MmprojVision m;
+  for (const char* key : {"clip.projector_type", "clip.vision.projector_type"}) {
+    if (g.Find(key) == nullptr) continue;
+    OCULAR_ASSIGN_OR_RETURN(std::string_view type, g.GetString(key));
+    m.projector_type = type;
+    m.projector_key = key;
+    break;
+  }
+  if (m.projector_type.empty()) {
+    return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": no clip.projector_type");
+  }
+  if (m.projector_type != "gemma3") {
+    return Refuse(g, m.projector_key, " '", m.projector_type,
+                  "' is not implemented (ocular reads: ", kMmprojProjectorTypes, ")");
+  }
+  OCULAR_RETURN_IF_ERROR(CheckKeys(g));
+  OCULAR_ASSIGN_OR_RETURN(m.image_size, Required(g, "clip.vision.image_size", 16384));
+  OCULAR_ASSIGN_OR_RETURN(m.patch_size, Required(g, "clip.vision.patch_size", 1024));
+  OCULAR_ASSIGN_OR_RETURN(m.hidden_size, Required(g, "clip.vision.embedding_length"));
+  OCULAR_ASSIGN_OR_RETURN(m.intermediate_size, Required(g, "clip.vision.feed_forward_length"));
+  OCULAR_ASSIGN_OR_RETURN(m.num_layers, Required(g, "clip.vision.block_count", 1024));
+  OCULAR_ASSIGN_OR_RETURN(m.num_heads, Required(g, "clip.vision.attention.head_count", 1024));
+  OCULAR_ASSIGN_OR_RETURN(m.projection_dim, Required(g, "clip.vision.projection_dim"));
+  if (g.Find("clip.vision.attention.layer_norm_epsilon") != nullptr) {
+    OCULAR_ASSIGN_OR_RETURN(m.layer_norm_eps,
+                            g.GetFloat("clip.vision.attention.layer_norm_epsilon"));
+  }
+  if (!(m.layer_norm_eps > 0 && m.layer_norm_eps < 1)) {
+    return Error(StatusCode::kDataLoss, "mmproj", g.origin(),
+                 ": clip.vision.attention.layer_norm_epsilon = ", m.layer_norm_eps,
+                 " is not in (0, 1)");
+  }
+  OCULAR_RETURN_IF_ERROR(ReadTriple(g, "clip.vision.image_mean", false, &m.image_mean));
+  OCULAR_RETURN_IF_ERROR(ReadTriple(g, "clip.vision.image_std", true, &m.image_std));
+  if (g.Find("clip.vision.projector.scale_factor") != nullptr) {
+    OCULAR_ASSIGN_OR_RETURN(m.scale_factor,
+                            Required(g, "clip.vision.projector.scale_factor", 1024));
+  }
+  return m;
+}
+
+}  // namespace ocular
