@@ -13,6 +13,7 @@
 #include "models/paligemma/processor.h"
 #include "models/qwen2vl/processor.h"
 #include "models/qwen2vl/qwen2vl.h"
+#include "models/qwen2vl/qwen3vl.h"
 
 namespace ocular {
 
@@ -55,6 +56,15 @@ StatusOr<LoadedModel> LoadQwen2VL(const ModelFiles& files) {
   return out;
 }
 
+StatusOr<LoadedModel> LoadQwen3VL(const ModelFiles& files) {
+  LoadedModel out;
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<qwen2vl::Qwen3VL> model, qwen2vl::Qwen3VL::Load(files));
+  OCULAR_ASSIGN_OR_RETURN(out.processor, qwen2vl::Qwen2VLProcessor::Load(
+                                             *files.files, model->config().ProcessorConfig()));
+  out.model = std::move(model);
+  return out;
+}
+
 // A GGUF file converted by llama.cpp (and its mmproj file, if given): the side files of the
 // family its architecture names.
 StatusOr<std::unique_ptr<FileSet>> AdaptLlamaCppGguf(const GgufFile& gguf, const GgufFile* mmproj) {
@@ -79,6 +89,7 @@ constexpr Family kFamilies[] = {
     {"mllama", LoadMllama},       // MllamaForConditionalGeneration (Llama 3.2 Vision)
     {"qwen2_vl", LoadQwen2VL},    // Qwen2VLForConditionalGeneration
     {"qwen2_5_vl", LoadQwen2VL},  // Qwen2_5_VLForConditionalGeneration
+    {"qwen3_vl", LoadQwen3VL},    // Qwen3VLForConditionalGeneration (dense)
 };
 
 }  // namespace

@@ -1,0 +1,252 @@
+#include "models/qwen2vl/config3.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/config_section.h"
+
+namespace ocular::qwen2vl {
+
+namespace {
+
+using config_internal::Json;
+using config_internal::kMaxHeadDim;
+using config_internal::kMaxHeads;
+using config_internal::kMaxHidden;
+using config_internal::kMaxIntermediate;
+using config_internal::kMaxLayers;
+using config_internal::kMaxPositions;
+using config_internal::kMaxScalar;
+using config_internal::kMaxVocab;
+using config_internal::Section;
+using config_internal::Shown;
+using config_internal::TokenId;
+
+// deepstack_visual_indexes: a list of block indexes.
+Status IndexList(const Section& s, const char* key, std::vector<int>* out) {
+  const Json* v = s.Find(key);
+  if (v == nullptr) return Status::Ok();
+  bool ok = v->is_array() && v->size() <= static_cast<size_t>(kMaxLayers);
+  std::vector<int> list;
+  for (size_t i = 0; ok && i < v->size(); ++i) {
+    const Json& e = (*v)[i];
+    ok = e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() < kMaxLayers;
+    if (ok) list.push_back(e.get<int>());
+  }
+  if (!ok) {
+    return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v),
+                  " must be a list of block indexes");
+  }
+  *out = std::move(list);
+  return Status::Ok();
+}
+
+Status ParseVision(const Section& s, Vision3Config* c) {
+  // Qwen3VLVisionMLP: linear_fc2(ACT2FN[hidden_act](linear_fc1(x))); released: gelu_pytorch_tanh.
+  OCULAR_RETURN_IF_ERROR(s.RequireDefault("hidden_act", "gelu_pytorch_tanh",
+                                          "the ViT MLP is linear_fc2(gelu_tanh(linear_fc1(x)))"));
+  OCULAR_RETURN_IF_ERROR(s.Int("depth", 1, kMaxLayers, &c->depth));
+  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &c->intermediate_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_heads", 1, kMaxHeads, &c->num_heads));
+  OCULAR_RETURN_IF_ERROR(s.Int("in_channels", 1, 16, &c->in_channels));
+  OCULAR_RETURN_IF_ERROR(s.Int("patch_size", 1, 1024, &c->patch_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("spatial_merge_size", 1, 64, &c->spatial_merge_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("temporal_patch_size", 1, 64, &c->temporal_patch_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("out_hidden_size", 1, kMaxHidden, &c->out_hidden_size));
+  OCULAR_RETURN_IF_ERROR(
+      s.Int("num_position_embeddings", 1, kMaxPositions, &c->num_position_embeddings));
+  return IndexList(s, "deepstack_visual_indexes", &c->deepstack_visual_indexes);
+}
+
+// rope_scaling of Qwen3VLTextConfig: {"rope_type": "default", "mrope_section": [t, h, w],
+// "mrope_interleaved": true}. Qwen3VLTextRotaryEmbedding always interleaves
+// (apply_interleaved_mrope) and reads no other key; mrope_interleaved is not read.
+Status ParseRope(const Section& s, const std::string& source, Text3Config* c) {
+  OCULAR_ASSIGN_OR_RETURN(const Json* rs, s.Object("rope_scaling"));
+  if (rs == nullptr) {
+    return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling"),
+                  " is missing (Qwen3-VL's M-RoPE needs its mrope_section)");
+  }
+  const Section r(*rs, source, s.Key("rope_scaling"));
+  std::string type;
+  OCULAR_RETURN_IF_ERROR(r.RopeType(&type));
+  if (!type.empty() && type != "default" && type != "mrope") {
+    return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), " = ", Shown(*rs),
+                  " is not supported (M-RoPE with default frequencies)");
+  }
+  const Json* sec = r.Find("mrope_section");
+  bool ok = sec == nullptr || (sec->is_array() && sec->size() == 3);
+  for (size_t i = 0; ok && sec != nullptr && i < 3; ++i) {
+    ok = (*sec)[i].is_number_integer() && (*sec)[i].get<int64_t>() >= 1 &&
+         (*sec)[i].get<int64_t>() <= 4096;
+    if (ok) c->mrope_section[i] = (*sec)[i].get<int>();
+  }
+  if (!ok) {
+    return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling.mrope_section"), " = ", Shown(*sec),
+                  " must list 3 positive integers (temporal, height, width)");
+  }
+  for (const auto& [key, value] : rs->items()) {
+    if (key != "type" && key != "rope_type" && key != "mrope_section" &&
+        key != "mrope_interleaved") {
+      return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), ".", key.substr(0, 40),
+                    " is not supported (M-RoPE takes mrope_section only)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParseText(const Section& s, const std::string& source, Text3Config* c) {
+  OCULAR_RETURN_IF_ERROR(
+      s.RequireDefault("hidden_act", "silu", "the MLP is SwiGLU: silu(gate) * up"));
+  OCULAR_RETURN_IF_ERROR(
+      s.RequireDefault("use_sliding_window", false, "every layer attends to the whole context"));
+  OCULAR_RETURN_IF_ERROR(s.RequireDefault("attention_dropout", 0.0, "inference has no dropout"));
+  OCULAR_RETURN_IF_ERROR(s.Int("vocab_size", 1, kMaxVocab, &c->vocab_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &c->intermediate_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &c->num_hidden_layers));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &c->num_attention_heads));
+  c->num_key_value_heads = c->num_attention_heads;
+  OCULAR_RETURN_IF_ERROR(s.Int("num_key_value_heads", 1, kMaxHeads, &c->num_key_value_heads));
+  OCULAR_RETURN_IF_ERROR(s.Int("head_dim", 2, kMaxHeadDim, &c->head_dim));
+  OCULAR_RETURN_IF_ERROR(
+      s.Int("max_position_embeddings", 1, kMaxPositions, &c->max_position_embeddings));
+  OCULAR_RETURN_IF_ERROR(s.Float("rms_norm_eps", 0, true, 1, &c->rms_norm_eps));
+  OCULAR_RETURN_IF_ERROR(s.Float("rope_theta", 1, true, kMaxScalar, &c->rope_theta));
+  OCULAR_RETURN_IF_ERROR(s.Bool("attention_bias", &c->attention_bias));
+  OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id));
+  if (const Json* lt = s.Find("layer_types")) {
+    for (const Json& t : lt->is_array() ? *lt : Json::array({*lt})) {
+      if (t != "full_attention") {
+        return s.Fail(StatusCode::kUnimplemented, s.Key("layer_types"), " = ", Shown(*lt),
+                      " is not supported (full_attention layers only)");
+      }
+    }
+  }
+  return ParseRope(s, source, c);
+}
+
+}  // namespace
+
+int Vision3Config::grid_per_side() const {
+  return static_cast<int>(std::sqrt(static_cast<double>(num_position_embeddings)));
+}
+
+Status Vision3Config::Validate() const {
+  auto fail = [](StatusCode code, const auto&... args) {
+    return Error(code, "config", "vision_config: ", args...);
+  };
+  if (hidden_size % num_heads != 0 || head_dim() % 4 != 0) {
+    return fail(StatusCode::kDataLoss, "hidden_size (", hidden_size, ") / num_heads (", num_heads,
+                ") must be a whole head size divisible by 4 (the 2-D rotary)");
+  }
+  if (in_channels != 3) return fail(StatusCode::kUnimplemented, "in_channels must be 3 (RGB)");
+  for (size_t k = 0; k < deepstack_visual_indexes.size(); ++k) {
+    const int i = deepstack_visual_indexes[k];
+    if (std::find(deepstack_visual_indexes.begin(), deepstack_visual_indexes.begin() + k, i) !=
+        deepstack_visual_indexes.begin() + k) {
+      return fail(StatusCode::kUnimplemented, "deepstack_visual_indexes names block ", i,
+                  " twice (transformers then runs only its first merger)");
+    }
+    if (i >= depth) {
+      return fail(StatusCode::kDataLoss, "deepstack_visual_indexes names block ", i,
+                  " of a ViT of depth ", depth);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Text3Config::Validate() const {
+  auto fail = [](const auto&... args) {
+    return Error(StatusCode::kDataLoss, "config", "text_config: ", args...);
+  };
+  if (num_attention_heads % num_key_value_heads != 0 || head_dim % 2 != 0) {
+    return fail("num_attention_heads (", num_attention_heads,
+                ") must be divisible by num_key_value_heads (", num_key_value_heads,
+                ") and head_dim (", head_dim, ") even");
+  }
+  // apply_interleaved_mrope: frequency j is height's if j % 3 == 1 and j < 3 * s_h, width's if
+  // j % 3 == 2 and j < 3 * s_w, else temporal's; the sections must fit head_dim / 2.
+  const int half = head_dim / 2;
+  if (3 * mrope_section[1] > half + 2 || 3 * mrope_section[2] > half + 1) {
+    return fail("rope_scaling.mrope_section [", mrope_section[0], ", ", mrope_section[1], ", ",
+                mrope_section[2], "] does not fit head_dim / 2 = ", half,
+                " frequencies interleaved (3 * section <= head_dim / 2)");
+  }
+  if (eos_token_id >= vocab_size) {
+    return fail("eos_token_id (", eos_token_id, ") is past the vocabulary (", vocab_size, ")");
+  }
+  return Status::Ok();
+}
+
+Status Qwen3VLConfig::Validate() const {
+  OCULAR_RETURN_IF_ERROR(vision.Validate());
+  OCULAR_RETURN_IF_ERROR(text.Validate());
+  for (int id : {image_token_id, video_token_id, vision_start_token_id, vision_end_token_id}) {
+    if (id >= text.vocab_size) {
+      return Error(StatusCode::kDataLoss, "config", "the vision token id ", id,
+                   " is past the vocabulary (", text.vocab_size, ")");
+    }
+  }
+  if (vision.out_hidden_size != text.hidden_size) {
+    return Error(StatusCode::kDataLoss, "config", "vision_config.out_hidden_size (",
+                 vision.out_hidden_size, ") must be the text hidden_size (", text.hidden_size,
+                 "): the merger's output replaces token embeddings");
+  }
+  if (vision.deepstack() > text.num_hidden_layers) {
+    return Error(StatusCode::kUnimplemented, "config", vision.deepstack(),
+                 " deepstack_visual_indexes for ", text.num_hidden_layers,
+                 " decoder layers: each DeepStack feature is added after its own decoder layer");
+  }
+  return Status::Ok();
+}
+
+Qwen2VLConfig Qwen3VLConfig::ProcessorConfig() const {
+  Qwen2VLConfig c;
+  c.model_type = model_type;
+  c.vision.patch_size = vision.patch_size;
+  c.vision.temporal_patch_size = vision.temporal_patch_size;
+  c.vision.spatial_merge_size = vision.spatial_merge_size;
+  c.image_token_id = image_token_id;
+  c.video_token_id = video_token_id;
+  c.vision_start_token_id = vision_start_token_id;
+  c.vision_end_token_id = vision_end_token_id;
+  return c;
+}
+
+StatusOr<Qwen3VLConfig> ParseQwen3VLConfig(const std::string& json_text,
+                                           const std::string& source) {
+  OCULAR_ASSIGN_OR_RETURN(Json j, ParseJson(json_text, source, "config"));
+  if (!j.is_object()) return Error(StatusCode::kDataLoss, "config", source, ": not a JSON object");
+  const Section top(j, source, "");
+  Qwen3VLConfig c;
+  OCULAR_RETURN_IF_ERROR(top.String("model_type", &c.model_type));
+  if (c.model_type != "qwen3_vl") {
+    return top.Fail(StatusCode::kUnimplemented, "model_type '", c.model_type.substr(0, 40),
+                    "' is not supported (qwen3_vl; the MoE qwen3_vl_moe is not implemented)");
+  }
+  OCULAR_RETURN_IF_ERROR(top.String("torch_dtype", &c.torch_dtype));
+  OCULAR_RETURN_IF_ERROR(top.String("dtype", &c.torch_dtype));
+  OCULAR_RETURN_IF_ERROR(TokenId(top, "image_token_id", &c.image_token_id));
+  OCULAR_RETURN_IF_ERROR(TokenId(top, "video_token_id", &c.video_token_id));
+  OCULAR_RETURN_IF_ERROR(TokenId(top, "vision_start_token_id", &c.vision_start_token_id));
+  OCULAR_RETURN_IF_ERROR(TokenId(top, "vision_end_token_id", &c.vision_end_token_id));
+  const Json empty = Json::object();
+  OCULAR_ASSIGN_OR_RETURN(const Json* vc, top.Object("vision_config"));
+  OCULAR_RETURN_IF_ERROR(
+      ParseVision(Section(vc ? *vc : empty, source, "vision_config"), &c.vision));
+  OCULAR_ASSIGN_OR_RETURN(const Json* tc, top.Object("text_config"));
+  const Section text(tc ? *tc : empty, source, "text_config");
+  OCULAR_RETURN_IF_ERROR(ParseText(text, source, &c.text));
+  // tie_embeddings_and_encoder_decoder reads get_text_config(decoder=True).tie_word_embeddings:
+  // text_config's own (Qwen3VLTextConfig's default false; the top level's is not read).
+  OCULAR_RETURN_IF_ERROR(text.Bool("tie_word_embeddings", &c.tie_word_embeddings));
+  return config_internal::Validated(std::move(c), source);
+}
+
+StatusOr<Qwen3VLConfig> LoadQwen3VLConfig(const FileSet& files) {
+  return config_internal::ReadConfigJson(files, &ParseQwen3VLConfig);
+}
+
+}  // namespace ocular::qwen2vl
