@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ocular/status.h"
+
 namespace ocular {
 
 // A binary instance mask in original-image pixels, stored for its pixel box only: image pixel
@@ -46,6 +48,29 @@ struct Detection {
 // (v = loc / 1023, docs/models.md §3), keeping the seg codes (masks are decoded by
 // MaskDecoder). Never fails: malformed parts are skipped (details: src/tasks/detection.h).
 std::vector<Detection> ParseDetections(std::string_view decoded_text, int image_w, int image_h);
+
+// How a checkpoint's answers carry boxes: PaliGemma's <loc> tokens (ParseDetections), or the
+// grounding JSON of Qwen2.5-VL ([{"bbox_2d": [x1, y1, x2, y2], "label": ...}] in pixels of the
+// image as its processor resized it) and Qwen3-VL (the same JSON on a 0-1000 grid over the
+// image). docs/models.md §12.
+struct GroundingFormat {
+  enum class Kind : uint8_t { kLocTokens, kQwenResizedPixels, kQwenGrid1000 };
+  Kind kind = Kind::kLocTokens;
+  // kQwenResizedPixels: Qwen2VLImageProcessor's smart_resize (factor = patch_size * merge_size).
+  int factor = 28;
+  int64_t min_pixels = 0, max_pixels = 0;
+};
+
+// The format of the checkpoint at model_path, from its config.json model_type (qwen2_5_vl,
+// qwen3_vl) and, for Qwen2.5-VL, its preprocessor_config.json. A GGUF file or another family:
+// kLocTokens. Errors: a Qwen2.5-VL directory whose preprocessor_config.json is unreadable.
+StatusOr<GroundingFormat> LoadGroundingFormat(const std::string& model_path);
+
+// The boxes of a generated answer in pixels of the first image (image_w x image_h), read as
+// `format` says. Never fails: malformed parts are skipped (tasks/qwen_boxes.h for the JSON).
+std::vector<Detection> ParseGroundedDetections(const GroundingFormat& format,
+                                               std::string_view decoded_text, int image_w,
+                                               int image_h);
 
 // True if any detection carries seg codes.
 bool HasSegCodes(const std::vector<Detection>& detections);

@@ -17,6 +17,7 @@
 #include "models/qwen2vl/config3.h"
 #include "models/qwen2vl/qwen3vl.h"
 #include "models/registry.h"
+#include "ocular/detection.h"
 #include "ocular/engine.h"
 #include "runtime/generator.h"
 #include "runtime/kv_pool.h"
@@ -322,6 +323,43 @@ TEST(Qwen3VLEngineTest, TwoImagesFromFilesGiveTransformersTokens) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->prompt_ids, Ids(*taps->file().Find("input_ids")));
   EXPECT_EQ(r->output_ids, Ids(*taps->file().Find("generated_ids")));
+}
+
+// Grounding: each checkpoint's frame. Qwen2.5-VL boxes are pixels of the resized image (a
+// 60x40 image is fed as 84x56: smart_resize with min_pixels 56*56), Qwen3-VL's a 0-1000 grid,
+// PaliGemma's <loc> tokens.
+TEST(GroundingTest, EachFamilysBoxesMapToTheOriginalImage) {
+  auto q25 = LoadGroundingFormat("testdata/tiny/qwen25vl");
+  ASSERT_TRUE(q25.ok()) << q25.status().ToString();
+  EXPECT_EQ(q25->kind, GroundingFormat::Kind::kQwenResizedPixels);
+  EXPECT_EQ(q25->factor, 28);
+  const std::string answer = "```json\n[{\"bbox_2d\": [42, 14, 84, 56], \"label\": \"cat\"}]\n```";
+  auto b25 = ParseGroundedDetections(*q25, answer, 60, 40);
+  ASSERT_EQ(b25.size(), 1u);
+  EXPECT_EQ(b25[0].label, "cat");
+  EXPECT_FLOAT_EQ(b25[0].x0, 30.0f);  // 42 / 84 * 60
+  EXPECT_FLOAT_EQ(b25[0].y0, 10.0f);  // 14 / 56 * 40
+  EXPECT_FLOAT_EQ(b25[0].x1, 60.0f);
+  EXPECT_FLOAT_EQ(b25[0].y1, 40.0f);
+
+  auto q3 = LoadGroundingFormat("testdata/tiny/qwen3vl");
+  ASSERT_TRUE(q3.ok()) << q3.status().ToString();
+  EXPECT_EQ(q3->kind, GroundingFormat::Kind::kQwenGrid1000);
+  auto b3 = ParseGroundedDetections(*q3, answer, 60, 40);
+  ASSERT_EQ(b3.size(), 1u);
+  EXPECT_FLOAT_EQ(b3[0].x0, 42.0f * 60 / 1000);
+  EXPECT_FLOAT_EQ(b3[0].y1, 56.0f * 40 / 1000);
+
+  auto pg = LoadGroundingFormat("testdata/tiny/pg2");
+  ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+  EXPECT_EQ(pg->kind, GroundingFormat::Kind::kLocTokens);
+  EXPECT_TRUE(ParseGroundedDetections(*pg, answer, 60, 40).empty());
+  EXPECT_EQ(ParseGroundedDetections(*pg, "<loc0000><loc0000><loc1023><loc1023> x", 60, 40).size(),
+            1u);
+  // Not a directory (a GGUF file, a missing path): <loc> tokens.
+  auto none = LoadGroundingFormat("testdata/tiny/does-not-exist");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->kind, GroundingFormat::Kind::kLocTokens);
 }
 
 }  // namespace

@@ -120,10 +120,14 @@ int RunOne(Engine& engine, const RunArgs& a, const RunContext& ctx,
     return Fail(r.status());
   }
   if (messages) messages->push_back(ChatMessage::Text("assistant", r->text));
-  // Boxes from <loc> tokens, in the first image's pixel coordinates (docs/models.md §3).
+  // Boxes from <loc> tokens or Qwen's grounding JSON, in the first image's pixel coordinates
+  // (docs/models.md §3, §12).
   std::vector<Detection> boxes;
   if (!r->image_sizes.empty()) {
-    boxes = ParseDetections(r->text, r->image_sizes[0].width, r->image_sizes[0].height);
+    StatusOr<GroundingFormat> grounding = LoadGroundingFormat(a.model.model);
+    if (!grounding.ok()) return Fail(grounding.status());
+    boxes = ParseGroundedDetections(*grounding, r->text, r->image_sizes[0].width,
+                                    r->image_sizes[0].height);
     // <seg> codes → masks (docs/segmentation.md); the mask model is loaded only for them.
     auto warning = AttachMasks(&boxes, a.seg_model, a.model.model, r->image_sizes[0].width,
                                r->image_sizes[0].height);

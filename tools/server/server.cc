@@ -107,9 +107,14 @@ bool IsJsonType(std::string type) {
 }  // namespace
 
 struct Server::Impl {
-  explicit Impl(ServerOptions o) : opt(std::move(o)), origins(opt.allowed_origins) {}
+  explicit Impl(ServerOptions o) : opt(std::move(o)), origins(opt.allowed_origins) {
+    // How the checkpoint's answers carry boxes (an unreadable one fails to load anyway).
+    StatusOr<GroundingFormat> g = LoadGroundingFormat(opt.model_dir);
+    if (g.ok()) grounding = *g;
+  }
 
   ServerOptions opt;
+  GroundingFormat grounding;
   OriginPolicy origins;
   Metrics metrics;
   std::unique_ptr<http::Server> http;
@@ -330,13 +335,13 @@ void Server::Impl::Log(const http::LogEntry& e) {
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
-// The "ocular" extra field: detection boxes (and masks) in the first image's pixels, and
-// timings.
+// The "ocular" extra field: detection boxes (and masks) in the first image's pixels (<loc>
+// tokens, or Qwen's grounding JSON: docs/models.md §12), and timings.
 json Server::Impl::Extras(const GenerateResult& r) {
   json extra = json::object();
   if (!r.image_sizes.empty()) {
     const int w = r.image_sizes[0].width, h = r.image_sizes[0].height;
-    std::vector<Detection> boxes = ParseDetections(r.text, w, h);
+    std::vector<Detection> boxes = ParseGroundedDetections(grounding, r.text, w, h);
     if (!boxes.empty()) {
       // Masks when a mask model is next to the checkpoint; without one the boxes keep their
       // seg codes (AttachMasks' warning is not an error for a client).
