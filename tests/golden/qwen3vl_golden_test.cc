@@ -16,6 +16,7 @@
 #include "kernels/exec.h"
 #include "models/qwen2vl/config3.h"
 #include "models/qwen2vl/qwen3vl.h"
+#include "models/qwen2vl/vision3.h"
 #include "models/registry.h"
 #include "ocular/detection.h"
 #include "ocular/engine.h"
@@ -82,6 +83,28 @@ TEST(Qwen3VLRopeTest, InterleavedSectionsAsApplyInterleavedMrope) {
   EXPECT_EQ(count[0], 24);
   EXPECT_EQ(count[1], 20);
   EXPECT_EQ(count[2], 20);
+}
+
+// fast_pos_embed_interpolate's points: torch.linspace(0, n - 1, h) in float32 bit for bit, for
+// the released 48x48 table and others, at every h up to 160 patches.
+TEST(Qwen3VLVisionTest, LinspaceIsTorchsBitForBit) {
+  auto fx = fixture::GoldenTaps::Open("testdata/golden/qwen3vl-linspace.safetensors");
+  ASSERT_TRUE(fx.ok()) << fx.status().ToString();
+  for (int n : {6, 48, 97}) {
+    std::string name = "n";
+    name += std::to_string(n);  // (GCC 12 warns on "n" + to_string: -Wrestrict, bug 105329)
+    const TensorView* t = fx->file().Find(name);
+    ASSERT_NE(t, nullptr);
+    int64_t k = 0, differ = 0;
+    for (int h = 1; h <= 160; ++h) {
+      for (int i = 0; i < h; ++i, ++k) {
+        ASSERT_LT(k, t->numel());
+        differ += qwen2vl::TorchLinspace(static_cast<float>(n - 1), h, i) != t->as<float>()[k];
+      }
+    }
+    EXPECT_EQ(k, t->numel());
+    EXPECT_EQ(differ, 0) << "n = " << n;
+  }
 }
 
 // Qwen/Qwen3-VL-4B-Instruct's config.json (keys ocular does not read included), and what is

@@ -14,6 +14,10 @@ Writes, in the HF layout of Qwen/Qwen3-VL-4B-Instruct (save_pretrained):
   testdata/tiny/qwen3vl-bf16  the same weights in bfloat16 (goldens run in bfloat16)
   testdata/golden/qwen3vl*/<case>.safetensors  the taps below, self-checked against
                             model.generate(do_sample=False)
+  testdata/golden/qwen3vl-linspace.safetensors  torch.linspace(0, n - 1, h) in float32 for the
+                            position tables of the released checkpoints and the tiny one (n 48,
+                            6, 97) and every h in [1, 160]: the interpolation points of
+                            fast_pos_embed_interpolate at real image sizes, concatenated per n
 
 Taps (batch dimension dropped; N = patches of all images, M = N / merge^2 feature rows):
   input_ids [T] (I64)  pixel_values [N, 3*2*16*16]  image_grid_thw [n, 3] (I64)
@@ -173,6 +177,15 @@ def make_goldens():
                   f"deltas={taps['rope_deltas'].tolist()} gen={taps['generated_ids'].tolist()}")
 
 
+def make_linspace_fixture():
+    taps = {}
+    for n in (6, 48, 97):
+        taps[f"n{n}"] = torch.cat([torch.linspace(0, n - 1, h) for h in range(1, 161)])
+    taps_lib.save_taps(taps, os.path.join(GOLDEN, "qwen3vl-linspace.safetensors"),
+                       {"steps": "1..160", "dtype": "float32"})
+    print("linspace: n 6, 48, 97; steps 1..160")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-tiny", action="store_true", help="goldens only")
@@ -181,6 +194,7 @@ def main(argv=None):
     if not args.no_tiny:
         make_tiny()
     make_goldens()
+    make_linspace_fixture()
 
 
 if __name__ == "__main__":

@@ -59,17 +59,20 @@ struct Encode3Buffers {
   int32_t* end;
 };
 
-// torch.linspace(0, end, steps) in float32 as ATen's CPU kernel computes it element by element:
-// step = end / (steps - 1); the first half start + step * i, the second end - step * (steps-1-i).
-// (Its vectorized path, for 2 * SIMD-width steps and more, rounds the second half differently
-// by an ulp at most.)
-float Linspace(float end, int steps, int i) {
+// torch.linspace(0, end, steps) in float32 as torch 2.9 computes it on the CPU: a float32 step
+// end / (steps - 1); the first half step * i, the second end - step * (steps - 1 - i), each
+// formed in double and rounded to float32 once. (Checked against torch.linspace for end < 100
+// and steps up to 2047, every value equal; a float32 product and difference are not.)
+}  // namespace
+
+float TorchLinspace(float end, int steps, int i) {
   if (steps == 1) return 0.0f;
-  const float step = end / static_cast<float>(steps - 1);
-  const float at =
-      i < steps / 2 ? step * static_cast<float>(i) : end - step * static_cast<float>(steps - 1 - i);
-  return at;
+  const double step = end / static_cast<float>(steps - 1);
+  const double at = i < steps / 2 ? step * i : static_cast<double>(end) - step * (steps - 1 - i);
+  return static_cast<float>(at);
 }
+
+namespace {
 
 // fast_pos_embed_interpolate for one h x w image into pe[h * w, D] (row-major patches):
 // the 4 corners' table rows weighted by (1-dh)(1-dw), (1-dh)dw, dh(1-dw), dh·dw (weights in the
@@ -79,11 +82,11 @@ void InterpolatePositions(const Exec& ex, const Vision3Config& c, const Matrix& 
   const int n = c.grid_per_side();
   const int64_t hw = int64_t{h} * w, D = c.hidden_size;
   for (int r = 0; r < h; ++r) {
-    const float hi = Linspace(static_cast<float>(n - 1), h, r);
+    const float hi = TorchLinspace(static_cast<float>(n - 1), h, r);
     const int h0 = static_cast<int>(hi), h1 = std::min(h0 + 1, n - 1);  // .int(), clip
     const float dh = hi - static_cast<float>(h0);
     for (int col = 0; col < w; ++col) {
-      const float wi = Linspace(static_cast<float>(n - 1), w, col);
+      const float wi = TorchLinspace(static_cast<float>(n - 1), w, col);
       const int w0 = static_cast<int>(wi), w1 = std::min(w0 + 1, n - 1);
       const float dw = wi - static_cast<float>(w0);
       const int64_t p = int64_t{r} * w + col;

@@ -27,6 +27,10 @@
 
 namespace ocular::qwen2vl {
 
+// torch.linspace(0, end, steps)[i] in float32, as torch 2.9's CPU kernel computes it (the
+// interpolation points of fast_pos_embed_interpolate).
+float TorchLinspace(float end, int steps, int i);
+
 // Arena bytes Encode3 takes for images of `rows` patch rows in all.
 size_t Encode3Bytes(const Qwen3VLConfig& cfg, int64_t rows, int threads);
 
