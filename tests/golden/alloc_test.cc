@@ -135,11 +135,14 @@ TEST(MllamaAllocationTest, EncodePrefillAndDecodeAllocateNothing) {
 }
 
 // Qwen2.5-VL: after a warm-up, an encode of two images (window attention), prefills at M-RoPE
-// positions and batched decode steps allocate nothing.
-TEST(Qwen2VLAllocationTest, EncodePrefillAndDecodeAllocateNothing) {
+// positions and batched decode steps allocate nothing. Qwen3-VL: the same with the position
+// table's interpolation and DeepStack's wider feature rows.
+class QwenAllocationTest : public testing::TestWithParam<const char*> {};
+
+TEST_P(QwenAllocationTest, EncodePrefillAndDecodeAllocateNothing) {
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
   if (!OCULAR_COUNT_ALLOCATIONS) GTEST_SKIP() << "allocations are counted without sanitizers";
-  auto loaded = LoadModel("testdata/tiny/qwen25vl");
+  auto loaded = LoadModel(std::string("testdata/tiny/") + GetParam());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   const VlModel& model = *loaded->model;
   const ModelSpec& spec = model.spec();
@@ -183,6 +186,8 @@ TEST(Qwen2VLAllocationTest, EncodePrefillAndDecodeAllocateNothing) {
   EXPECT_EQ(g_allocations.load() - before, 0) << "allocations in 10 decode steps of 4 sequences";
   for (Sequence* s : batch) EXPECT_GE(s->generated().size(), 10u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Tiny, QwenAllocationTest, testing::Values("qwen25vl", "qwen3vl"));
 
 }  // namespace
 }  // namespace ocular
