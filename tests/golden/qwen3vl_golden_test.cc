@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/arena.h"
 #include "core/thread_pool.h"
 #include "image/image.h"
 #include "kernels/exec.h"
@@ -346,6 +347,32 @@ TEST(Qwen3VLEngineTest, TwoImagesFromFilesGiveTransformersTokens) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->prompt_ids, Ids(*taps->file().Find("input_ids")));
   EXPECT_EQ(r->output_ids, Ids(*taps->file().Find("generated_ids")));
+}
+
+// A decode step embeds a sampled <|image_pad|> as a plain token, as transformers does (no
+// pixel values then, so no placeholder check); with features the counts must agree.
+TEST(QwenEmbedTest, ASampledImagePadEmbedsWithoutFeatures) {
+  for (const char* ckpt : {"qwen2vl", "qwen25vl", "qwen3vl"}) {
+    SCOPED_TRACE(ckpt);
+    auto m = LoadModel(std::string("testdata/tiny/") + ckpt);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    const VlModel& model = *m->model;
+    ThreadPool pool(1);
+    Backend backend(pool);
+    Arena arena(1 << 20);
+    const Exec ex{backend, Precision::kF32, arena};
+    const int32_t pad = model.spec().image_token_id;
+    const int64_t H = model.spec().hidden_size;
+    std::vector<float> x(2 * H), features(model.spec().feature_floats(), 0.5f);
+    EXPECT_TRUE(model.Embed(ex, std::vector<int32_t>{pad}, nullptr, 0, x.data(), nullptr).ok());
+    // One pad, two feature rows: refused (get_placeholder_mask's ValueError).
+    const Status two =
+        model.Embed(ex, std::vector<int32_t>{pad, 1}, features.data(), 2, x.data(), nullptr);
+    EXPECT_EQ(two.code(), StatusCode::kInvalidArgument) << two.ToString();
+    ASSERT_TRUE(
+        model.Embed(ex, std::vector<int32_t>{pad, 1}, features.data(), 1, x.data(), nullptr).ok());
+    EXPECT_EQ(x[0], 0.5f);  // the feature row's first H floats
+  }
 }
 
 // Grounding: each checkpoint's frame. Qwen2.5-VL boxes are pixels of the resized image (a
