@@ -148,9 +148,21 @@ TEST(Qwen3VLConfigTest, ReleasedConfigParsesAndUnimplementedIsRefused) {
   auto ok = qwen2vl::ParseQwen3VLConfig(base + rope + "}}", "c");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_FALSE(ok->tie_word_embeddings);  // text_config's default; the top level is not read
-  // The defaults (Qwen3VLTextConfig()) with the mrope_section transformers needs.
-  const std::string text_ok =
-      R"("text_config": {"rope_scaling": {"mrope_section": [24, 20, 20]}}})";
+  // The legacy "type": "mrope" passes rope_config_validation (no validator) and runs the default
+  // frequencies; without mrope_section, Qwen3VLTextRotaryEmbedding takes [24, 20, 20] (sections
+  // past head_dim / 2 are cut short, as apply_interleaved_mrope's slices).
+  auto legacy = qwen2vl::ParseQwen3VLConfig(
+      base + R"(, "rope_scaling": {"type": "mrope", "mrope_section": [1, 2, 2]}}})", "c");
+  ASSERT_TRUE(legacy.ok()) << legacy.status().ToString();
+  EXPECT_EQ(legacy->text.mrope_section[1], 2);
+  auto defaults =
+      qwen2vl::ParseQwen3VLConfig(base + R"(, "rope_scaling": {"rope_type": "default"}}})", "c");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->text.mrope_section[0], 24);
+  const blocks::AxesRope cut = qwen2vl::InterleavedMrope(16, 10000.0f, {24, 20, 20});
+  EXPECT_EQ(cut.axis_of, (std::vector<uint8_t>{0, 1, 2, 0, 1, 2, 0, 1}));
+  // The defaults (Qwen3VLTextConfig()) with the rope_scaling transformers needs.
+  const std::string text_ok = R"("text_config": {"rope_scaling": {"rope_type": "default"}}})";
   struct Bad {
     std::string config;
     StatusCode code;
@@ -159,7 +171,14 @@ TEST(Qwen3VLConfigTest, ReleasedConfigParsesAndUnimplementedIsRefused) {
       {base + "}}", StatusCode::kDataLoss},  // no rope_scaling: transformers fails too
       {base + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 2}}})",
        StatusCode::kUnimplemented},
-      {base + R"(, "rope_scaling": {"mrope_section": [2, 3, 4]}}})", StatusCode::kDataLoss},
+      {base + R"(, "rope_scaling": {"mrope_section": [2, 3, 3]}}})",
+       StatusCode::kDataLoss},  // no rope_type: rope_config_validation's KeyError
+      {base + R"(, "rope_scaling": {"type": "default", "mrope_section": [2, 3, 3]}}})",
+       StatusCode::kDataLoss},  // the same: "default" needs the "rope_type" key
+      {base + R"(, "rope_scaling": {"rope_type": "mrope"}}})",
+       StatusCode::kUnimplemented},  // not in ROPE_INIT_FUNCTIONS
+      {base + R"(, "rope_scaling": {"rope_type": "default", "mrope_section": [2, -1, 3]}}})",
+       StatusCode::kDataLoss},
       {base + rope + R"(, "hidden_act": "gelu"}})", StatusCode::kUnimplemented},
       {base + rope + R"(, "use_sliding_window": true}})", StatusCode::kUnimplemented},
       {base + rope + R"(, "num_hidden_layers": 0}})", StatusCode::kDataLoss},
@@ -240,10 +259,14 @@ void ExpectProcessorMatches(const Prompt& prompt, const SafetensorsFile& g) {
   }
 }
 
+// qwen3vl: DeepStack after ViT blocks 0 and 2, tied; its bf16 copy against torch's bf16 run.
+// qwen3vl-b: another configuration (attention biases, MHA, head_dim = hidden / heads, legacy
+// rope "type", DeepStack after block 1 only, untied).
 struct Checkpoint {
   const char* name;
   double tolerance;  // relative error per tap
   size_t cases;
+  int deepstack;
 };
 
 class Qwen3VLGoldenTest : public testing::TestWithParam<Checkpoint> {};
@@ -252,7 +275,8 @@ TEST_P(Qwen3VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
   auto m = LoadTiny(GetParam().name);
   ASSERT_NE(m, nullptr);
-  EXPECT_EQ(m->m.model->spec().feature_floats(), 3 * 48);  // merger + 2 DeepStack mergers
+  // The merger's and each DeepStack merger's rows side by side.
+  EXPECT_EQ(m->m.model->spec().feature_floats(), 48 * (1 + GetParam().deepstack));
   const std::vector<std::string> cases = Cases(GetParam().name);
   ASSERT_EQ(cases.size(), GetParam().cases);
   for (const std::string& file : cases) {
@@ -280,8 +304,9 @@ TEST_P(Qwen3VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Qwen3VLGoldenTest,
-                         testing::Values(Checkpoint{"qwen3vl", 1e-5, 5},
-                                         Checkpoint{"qwen3vl-bf16", 1e-2, 2}),
+                         testing::Values(Checkpoint{"qwen3vl", 1e-5, 5, 2},
+                                         Checkpoint{"qwen3vl-bf16", 1e-2, 2, 2},
+                                         Checkpoint{"qwen3vl-b", 1e-5, 2, 1}),
                          [](const auto& info) {
                            std::string n = info.param.name;
                            std::replace(n.begin(), n.end(), '-', '_');

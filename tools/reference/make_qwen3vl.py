@@ -12,6 +12,11 @@ Writes, in the HF layout of Qwen/Qwen3-VL-4B-Instruct (save_pretrained):
                             tokenizer; Qwen2VLImageProcessor (the PIL one) with Qwen3-VL's mean /
                             std 0.5 and min_pixels 64*64, max_pixels 32*32*12
   testdata/tiny/qwen3vl-bf16  the same weights in bfloat16 (goldens run in bfloat16)
+  testdata/tiny/qwen3vl-b   another configuration: a 2-block ViT with a 4x4 table and DeepStack
+                            after block 1 only; q/k/v/o biases (attention_bias), MHA (4/4),
+                            head_dim 12 = hidden / heads, mrope_section [3, 1, 2] under the
+                            legacy "type": "mrope" (no rope_type, no mrope_interleaved), an
+                            untied lm_head (f32 goldens)
   testdata/golden/qwen3vl*/<case>.safetensors  the taps below, self-checked against
                             model.generate(do_sample=False)
   testdata/golden/qwen3vl-linspace.safetensors  torch.linspace(0, n - 1, h) in float32 for the
@@ -62,6 +67,16 @@ TEXT = dict(hidden_size=48, intermediate_size=80, num_hidden_layers=3, num_atten
             rope_scaling={"rope_type": "default", "mrope_section": [2, 3, 3],
                           "mrope_interleaved": True})
 
+VISION_B = dict(VISION, depth=2, num_position_embeddings=16, deepstack_visual_indexes=[1])
+TEXT_B = dict(TEXT, num_key_value_heads=4, head_dim=12, attention_bias=True,
+              tie_word_embeddings=False, rope_scaling={"type": "mrope", "mrope_section": [3, 1, 2]})
+# name: (vision, text, seed, tied, with a bf16 copy)
+CHECKPOINTS = {
+    # seed 25: its greedy runs also sample <|image_pad|> (embedded as a plain token)
+    "qwen3vl": (VISION, TEXT, 25, True, True),
+    "qwen3vl-b": (VISION_B, TEXT_B, 31, False, False),
+}
+
 # (images, prompt) per case: a 60x40 image (sides not multiples of 32 -> 96x64, a 4x6 patch grid
 # the 6x6 table interpolates to), two images with text before, between and after them, a grey
 # image, a palette PNG of 120x90 (-> 128x96), text only.
@@ -87,17 +102,17 @@ def make_processor(tokenizer):
                             video_processor=Qwen3VLVideoProcessor())
 
 
-def make_config(tokenizer):
+def make_config(tokenizer, vision, text_fields, tied):
     from transformers import Qwen3VLConfig
 
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in q2.SPECIALS}
     vocab = (len(tokenizer) + 63) // 64 * 64 + 16  # past the tokenizer, as the real 151936
-    text = dict(TEXT, vocab_size=vocab, bos_token_id=ids["<|endoftext|>"],
+    text = dict(text_fields, vocab_size=vocab, bos_token_id=ids["<|endoftext|>"],
                 eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"])
-    cfg = Qwen3VLConfig(text_config=text, vision_config=VISION,
+    cfg = Qwen3VLConfig(text_config=text, vision_config=vision,
                         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
                         vision_start_token_id=ids["<|vision_start|>"],
-                        vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=True)
+                        vision_end_token_id=ids["<|vision_end|>"], tie_word_embeddings=tied)
     cfg._attn_implementation = "eager"
     return cfg
 
@@ -106,17 +121,19 @@ def make_tiny():
     from transformers import Qwen3VLForConditionalGeneration
 
     tokenizer = q2.load_tokenizer()
-    seed = 25  # its greedy runs also sample <|image_pad|> (embedded as a plain token)
-    torch.manual_seed(seed)
-    model = Qwen3VLForConditionalGeneration(make_config(tokenizer)).eval()
-    q2.init_weights(model, seed, embed_std=0.1)
-    embed = model.model.language_model.embed_tokens.weight
-    assert model.lm_head.weight.data_ptr() == embed.data_ptr()  # tied as text_config says
     processor = make_processor(tokenizer)
-    q2.save(model, os.path.join(TINY, "qwen3vl"), processor)
-    print("tiny: qwen3vl")
-    q2.save(model.to(torch.bfloat16), os.path.join(TINY, "qwen3vl-bf16"), processor)
-    print("tiny: qwen3vl-bf16")
+    for name, (vision, text, seed, tied, bf16) in CHECKPOINTS.items():
+        torch.manual_seed(seed)
+        model = Qwen3VLForConditionalGeneration(make_config(tokenizer, vision, text, tied)).eval()
+        q2.init_weights(model, seed, embed_std=0.1 if tied else 1.0)
+        embed = model.model.language_model.embed_tokens.weight
+        # tied exactly when text_config says so
+        assert (model.lm_head.weight.data_ptr() == embed.data_ptr()) == tied
+        q2.save(model, os.path.join(TINY, name), processor)
+        print(f"tiny: {name}")
+        if bf16:
+            q2.save(model.to(torch.bfloat16), os.path.join(TINY, name + "-bf16"), processor)
+            print(f"tiny: {name}-bf16")
 
 
 class Recorder(q2.Recorder):
@@ -150,7 +167,7 @@ def make_goldens():
     taps_lib.I64_TAPS = tuple(set(taps_lib.I64_TAPS) |
                               {"image_grid_thw", "position_ids", "rope_deltas"})
     images = q2.input_images()
-    for name in ("qwen3vl", "qwen3vl-bf16"):
+    for name in ("qwen3vl", "qwen3vl-bf16", "qwen3vl-b"):
         path = os.path.join(TINY, name)
         dtype = torch.bfloat16 if name.endswith("bf16") else torch.float32
         model = Qwen3VLForConditionalGeneration.from_pretrained(
@@ -161,8 +178,8 @@ def make_goldens():
             shutil.rmtree(out_dir)
         os.makedirs(out_dir)
         for case, (names, prompt) in CASES.items():
-            if dtype == torch.bfloat16 and case not in ("two", "text_only"):
-                continue
+            if name != "qwen3vl" and case not in ("two", "text_only"):
+                continue  # bf16 and the other configuration: two cases
             kwargs = dict(images=[images[n] for n in names]) if names else {}
             inputs = processor(text=[prompt], return_tensors="pt", **kwargs)
             inputs = {k: v for k, v in inputs.items() if k not in ("attention_mask",

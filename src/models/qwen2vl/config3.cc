@@ -61,30 +61,37 @@ Status ParseVision(const Section& s, Vision3Config* c) {
 
 // rope_scaling of Qwen3VLTextConfig: {"rope_type": "default", "mrope_section": [t, h, w],
 // "mrope_interleaved": true}. Qwen3VLTextRotaryEmbedding always interleaves
-// (apply_interleaved_mrope) and reads no other key; mrope_interleaved is not read.
+// (apply_interleaved_mrope), reads rope_scaling.get("rope_type", "default") and
+// get("mrope_section", [24, 20, 20]); mrope_interleaved is not read. rope_config_validation
+// fails without "rope_type" unless the legacy "type" is one it has no validator for ("mrope").
 Status ParseRope(const Section& s, const std::string& source, Text3Config* c) {
   OCULAR_ASSIGN_OR_RETURN(const Json* rs, s.Object("rope_scaling"));
   if (rs == nullptr) {
     return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling"),
-                  " is missing (Qwen3-VL's M-RoPE needs its mrope_section)");
+                  " is missing (Qwen3-VL's M-RoPE reads it; transformers fails without it)");
   }
   const Section r(*rs, source, s.Key("rope_scaling"));
-  std::string type;
-  OCULAR_RETURN_IF_ERROR(r.RopeType(&type));
-  if (!type.empty() && type != "default" && type != "mrope") {
+  std::string rope_type, type;
+  OCULAR_RETURN_IF_ERROR(r.String("rope_type", &rope_type));
+  OCULAR_RETURN_IF_ERROR(r.String("type", &type));
+  if (rope_type.empty() && type != "mrope") {
+    return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling"), " = ", Shown(*rs),
+                  " has no rope_type (transformers' rope_config_validation requires it)");
+  }
+  if (!rope_type.empty() && rope_type != "default") {
     return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), " = ", Shown(*rs),
                   " is not supported (M-RoPE with default frequencies)");
   }
   const Json* sec = r.Find("mrope_section");
   bool ok = sec == nullptr || (sec->is_array() && sec->size() == 3);
   for (size_t i = 0; ok && sec != nullptr && i < 3; ++i) {
-    ok = (*sec)[i].is_number_integer() && (*sec)[i].get<int64_t>() >= 1 &&
+    ok = (*sec)[i].is_number_integer() && (*sec)[i].get<int64_t>() >= 0 &&
          (*sec)[i].get<int64_t>() <= 4096;
     if (ok) c->mrope_section[i] = (*sec)[i].get<int>();
   }
   if (!ok) {
     return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling.mrope_section"), " = ", Shown(*sec),
-                  " must list 3 positive integers (temporal, height, width)");
+                  " must list 3 integers >= 0 (temporal, height, width)");
   }
   for (const auto& [key, value] : rs->items()) {
     if (key != "type" && key != "rope_type" && key != "mrope_section" &&
@@ -166,14 +173,8 @@ Status Text3Config::Validate() const {
                 ") must be divisible by num_key_value_heads (", num_key_value_heads,
                 ") and head_dim (", head_dim, ") even");
   }
-  // apply_interleaved_mrope: frequency j is height's if j % 3 == 1 and j < 3 * s_h, width's if
-  // j % 3 == 2 and j < 3 * s_w, else temporal's; the sections must fit head_dim / 2.
-  const int half = head_dim / 2;
-  if (3 * mrope_section[1] > half + 2 || 3 * mrope_section[2] > half + 1) {
-    return fail("rope_scaling.mrope_section [", mrope_section[0], ", ", mrope_section[1], ", ",
-                mrope_section[2], "] does not fit head_dim / 2 = ", half,
-                " frequencies interleaved (3 * section <= head_dim / 2)");
-  }
+  // apply_interleaved_mrope takes any sections: its slices stop at head_dim / 2 (and so does
+  // InterleavedMrope); the temporal axis keeps the rest.
   if (eos_token_id >= vocab_size) {
     return fail("eos_token_id (", eos_token_id, ") is past the vocabulary (", vocab_size, ")");
   }
