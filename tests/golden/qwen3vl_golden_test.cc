@@ -16,6 +16,7 @@
 #include "image/image.h"
 #include "kernels/exec.h"
 #include "models/qwen2vl/config3.h"
+#include "models/qwen2vl/processor.h"
 #include "models/qwen2vl/qwen3vl.h"
 #include "models/qwen2vl/vision3.h"
 #include "models/registry.h"
@@ -199,6 +200,28 @@ TEST(Qwen3VLConfigTest, ReleasedConfigParsesAndUnimplementedIsRefused) {
     ASSERT_FALSE(r.ok()) << b.config;
     EXPECT_EQ(r.status().code(), b.code) << r.status().ToString();
   }
+}
+
+// Qwen/Qwen3-VL-4B-Instruct's preprocessor_config.json: size's edges as min/max pixels, 16-px
+// patches (factor 32), mean/std 0.5; it names the fast image processor, whose PIL counterpart
+// ocular runs (docs/models.md §12.5).
+TEST(Qwen3VLConfigTest, ReleasedPreprocessorConfigParses) {
+  auto c = qwen2vl::ParseImageConfig(R"({"size": {"longest_edge": 16777216,
+      "shortest_edge": 65536}, "patch_size": 16, "temporal_patch_size": 2, "merge_size": 2,
+      "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+      "processor_class": "Qwen3VLProcessor", "image_processor_type": "Qwen2VLImageProcessorFast"})",
+                                     "preprocessor_config.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->min_pixels, 65536);
+  EXPECT_EQ(c->max_pixels, 16777216);
+  EXPECT_EQ(c->factor(), 32);
+  EXPECT_FLOAT_EQ(static_cast<float>(c->pp.image_mean[1]), 0.5f);
+  // A 60x40 image: sides rounded to multiples of 32, then scaled up to min_pixels.
+  auto hw = qwen2vl::SmartResize(40, 60, 32, c->min_pixels, c->max_pixels);
+  ASSERT_TRUE(hw.ok());
+  EXPECT_EQ(hw->first % 32, 0);
+  EXPECT_EQ(hw->second % 32, 0);
+  EXPECT_GE(int64_t{hw->first} * hw->second, 65536);
 }
 
 struct Loaded {
