@@ -233,6 +233,13 @@ TEST(Qwen2VLLlamaCppTest, RefusesWhatItDoesNotImplementNamingTheKey) {
     StatusCode code = StatusCode::kUnimplemented;
   };
   const Case cases[] = {
+      {"type", q2, false,
+       [](const std::string& key, GgufWriter& w) {
+         if (key != "clip.projector_type") return true;
+         w.SetString(key, "qwen3vl_merger");
+         return false;
+       },
+       "clip.projector_type 'qwen3vl_merger' is not implemented"},
       {"dim", q2, false, SetU32("clip.vision.projection_dim", 64),
        "clip.vision.projection_dim = 64"},
       {"eps", q2, false,
