@@ -24,6 +24,7 @@ namespace ocular {
 
 struct GgufVocab {
   std::string tokenizer_model;        // SentencePiece ModelProto bytes
+  std::string tokenizer_json;         // byte-level BPE vocabularies: io/gguf_bpe_vocab.h
   std::string tokenizer_config_json;  // text
   int32_t bos_id = -1, eos_id = -1, pad_id = -1;
   // End-of-generation ids besides eos, as llama.cpp's vocabulary marks them: eot_token_id and

@@ -30,9 +30,28 @@ const std::set<std::string, std::less<>>& KnownKeys() {
       "clip.vision.projection_dim",
       "clip.vision.image_mean",
       "clip.vision.image_std",
-      "clip.vision.projector.scale_factor",
   };
   return keys;
+}
+
+// The keys one projector type reads besides KnownKeys() (clip.cpp load_hparams, per type).
+bool TypeKey(std::string_view type, std::string_view key) {
+  if (type == "gemma3") return key == "clip.vision.projector.scale_factor";
+  if (key == "clip.vision.spatial_merge_size" || key == "clip.vision.window_size") return true;
+  return type == "qwen2.5vl_merger" && key == "clip.vision.n_wa_pattern";
+}
+
+// The text architecture a projector type pairs with (llama.cpp's arch of the same model).
+std::string_view PairedArch(std::string_view type) {
+  return type == "gemma3" ? "gemma3" : "qwen2vl";
+}
+
+// The activation of the projector type's reference encoder: SigLIP's gelu_pytorch_tanh,
+// Qwen2-VL's quick_gelu, Qwen2.5-VL's SiLU.
+std::string_view ReferenceActivation(std::string_view type) {
+  if (type == "gemma3") return "gelu";
+  if (type == "qwen2vl_merger") return "gelu_quick";
+  return "silu";
 }
 
 Status Refuse(const GgufFile& g, const auto&... what) {
@@ -83,25 +102,42 @@ Status ReadTriple(const GgufFile& g, const char* key, bool nonzero, std::array<d
   return Status::Ok();
 }
 
-Status CheckKeys(const GgufFile& g) {
+Status CheckKeys(const GgufFile& g, MmprojVision* m) {
   for (const auto& [key, value] : g.metadata()) {
     if (key.starts_with("general.")) continue;
-    if (!KnownKeys().contains(key)) {
-      return Refuse(g, "metadata '", key, "' is not implemented for llama.cpp mmproj files");
+    if (!KnownKeys().contains(key) && !TypeKey(m->projector_type, key)) {
+      return Refuse(g, "metadata '", key, "' is not implemented for llama.cpp mmproj files (",
+                    "projector ", m->projector_type, ")");
     }
   }
   OCULAR_ASSIGN_OR_RETURN(const bool vision, OptionalBool(g, "clip.has_vision_encoder", true));
   if (!vision) return Refuse(g, "clip.has_vision_encoder is false: no vision encoder to run");
-  for (const char* key : {"clip.has_audio_encoder", "clip.has_text_encoder",
-                          "clip.has_llava_projector", "clip.use_silu"}) {
+  for (const char* key :
+       {"clip.has_audio_encoder", "clip.has_text_encoder", "clip.has_llava_projector"}) {
     OCULAR_ASSIGN_OR_RETURN(const bool on, OptionalBool(g, key, false));
     if (on) return Refuse(g, key, " = true is not implemented");
   }
   // clip.cpp: use_gelu -> gelu (tanh), use_silu -> silu, neither -> gelu_quick.
   OCULAR_ASSIGN_OR_RETURN(const bool gelu, OptionalBool(g, "clip.use_gelu", false));
-  if (!gelu) {
-    return Refuse(g, "clip.use_gelu is false or absent (llama.cpp then runs gelu_quick), ",
-                  "which is not implemented (SigLIP's gelu_pytorch_tanh needs use_gelu = true)");
+  OCULAR_ASSIGN_OR_RETURN(const bool silu, OptionalBool(g, "clip.use_silu", false));
+  m->activation = gelu ? "gelu" : silu ? "silu" : "gelu_quick";
+  if (m->activation != ReferenceActivation(m->projector_type)) {
+    return Refuse(g, "the encoder's activation is ", m->activation,
+                  " (clip.use_gelu = ", gelu ? "true" : "false",
+                  ", clip.use_silu = ", silu ? "true" : "false", "), but projector ",
+                  m->projector_type, "'s reference runs ", ReferenceActivation(m->projector_type),
+                  ": not implemented");
+  }
+  return Status::Ok();
+}
+
+// The optional keys of the Qwen-VL projectors.
+Status ReadQwenKeys(const GgufFile& g, MmprojVision* m) {
+  for (auto [key, out] : {std::pair{"clip.vision.spatial_merge_size", &m->spatial_merge_size},
+                          std::pair{"clip.vision.window_size", &m->window_size},
+                          std::pair{"clip.vision.n_wa_pattern", &m->n_wa_pattern}}) {
+    if (g.Find(key) == nullptr) continue;
+    OCULAR_ASSIGN_OR_RETURN(*out, Required(g, key, 16384));
   }
   return Status::Ok();
 }
@@ -113,7 +149,7 @@ bool IsMmproj(const GgufFile& gguf) {
   return arch.ok() && *arch == "clip";
 }
 
-StatusOr<MmprojVision> ReadMmproj(const GgufFile& g) {
+StatusOr<MmprojVision> ReadMmproj(const GgufFile& g, std::string_view text_arch) {
   if (!IsMmproj(g)) {
     StatusOr<std::string_view> arch = g.GetString("general.architecture");
     return Error(StatusCode::kInvalidArgument, "mmproj", g.origin(),
@@ -131,11 +167,17 @@ StatusOr<MmprojVision> ReadMmproj(const GgufFile& g) {
   if (m.projector_type.empty()) {
     return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": no clip.projector_type");
   }
-  if (m.projector_type != "gemma3") {
+  if (m.projector_type != "gemma3" && m.projector_type != "qwen2vl_merger" &&
+      m.projector_type != "qwen2.5vl_merger") {
     return Refuse(g, m.projector_key, " '", m.projector_type,
                   "' is not implemented (ocular reads: ", kMmprojProjectorTypes, ")");
   }
-  OCULAR_RETURN_IF_ERROR(CheckKeys(g));
+  if (!text_arch.empty() && PairedArch(m.projector_type) != text_arch) {
+    return Refuse(g, m.projector_key, " '", m.projector_type, "' does not pair with a text ",
+                  "file of architecture '", text_arch, "' (its projector types: ",
+                  text_arch == "gemma3" ? "gemma3" : "qwen2vl_merger, qwen2.5vl_merger", ")");
+  }
+  OCULAR_RETURN_IF_ERROR(CheckKeys(g, &m));
   OCULAR_ASSIGN_OR_RETURN(m.image_size, Required(g, "clip.vision.image_size", 16384));
   OCULAR_ASSIGN_OR_RETURN(m.patch_size, Required(g, "clip.vision.patch_size", 1024));
   OCULAR_ASSIGN_OR_RETURN(m.hidden_size, Required(g, "clip.vision.embedding_length"));
@@ -158,6 +200,7 @@ StatusOr<MmprojVision> ReadMmproj(const GgufFile& g) {
     OCULAR_ASSIGN_OR_RETURN(m.scale_factor,
                             Required(g, "clip.vision.projector.scale_factor", 1024));
   }
+  OCULAR_RETURN_IF_ERROR(ReadQwenKeys(g, &m));
   return m;
 }
 

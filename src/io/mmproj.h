@@ -4,10 +4,13 @@
 // llama.cpp's tools/mtmd/clip.cpp (keys: clip-impl.h KEY_*), written by convert_hf_to_gguf.py
 // --mmproj (MmprojModel.set_gguf_parameters and the family's subclass):
 //   clip.projector_type (or clip.vision.projector_type)  the projector, e.g. "gemma3"
-//   clip.has_vision_encoder (true), clip.has_audio_encoder (false), clip.use_gelu
+//   clip.has_vision_encoder (true), clip.has_audio_encoder (false), clip.use_gelu /
+//     clip.use_silu (the encoder's activation; neither: gelu_quick)
 //   clip.vision.image_size, patch_size, embedding_length, feed_forward_length, block_count,
 //     attention.head_count, attention.layer_norm_epsilon, projection_dim (the text model's
-//     hidden size), image_mean, image_std, projector.scale_factor (optional)
+//     hidden size), image_mean, image_std, projector.scale_factor (optional, gemma3)
+//   Qwen-VL (qwen2vl_merger, qwen2.5vl_merger): clip.vision.spatial_merge_size,
+//     clip.vision.window_size (optional), clip.vision.n_wa_pattern (qwen2.5vl_merger)
 // Tensors keep clip's names (v.patch_embd.weight, v.blk.N.attn_q.weight, v.post_ln.weight,
 // mm.input_projection.weight, ...); the model family maps them to its HF names.
 // Only the vision encoder with the projector types ocular implements is read; an audio
@@ -18,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "io/gguf.h"
 #include "ocular/status.h"
@@ -37,17 +41,27 @@ struct MmprojVision {
   int64_t projection_dim = 0;     // clip.vision.projection_dim: the text model's hidden size
   std::array<double, 3> image_mean{}, image_std{};  // clip.vision.image_mean / image_std
   int64_t scale_factor = 0;  // clip.vision.projector.scale_factor; 0 when the file has none
+  // clip.cpp's activation: "gelu" (clip.use_gelu), "silu" (clip.use_silu), else "gelu_quick".
+  std::string activation;
+  int64_t spatial_merge_size = 0;  // clip.vision.spatial_merge_size; 0 when the file has none
+  int64_t window_size = 0;         // clip.vision.window_size; 0 when the file has none
+  int64_t n_wa_pattern = 0;        // clip.vision.n_wa_pattern: every n-th block attends fully
 };
 
-// The projector types ocular implements ("gemma3").
-inline constexpr const char* kMmprojProjectorTypes = "gemma3";
+// The projector types ocular implements (clip-impl.h PROJECTOR_TYPE_NAMES).
+inline constexpr const char* kMmprojProjectorTypes = "gemma3, qwen2vl_merger, qwen2.5vl_merger";
 
 // True if `gguf` is an mmproj file (general.architecture "clip").
 bool IsMmproj(const GgufFile& gguf);
 
 // Reads and checks `gguf`'s metadata. kUnimplemented (naming the key) for a projector type
-// ocular does not implement, an audio encoder, gelu_quick / silu, or an unknown clip.* key;
+// ocular does not implement, an audio encoder, an activation other than the projector's
+// reference's (gemma3: gelu, qwen2vl_merger: gelu_quick, qwen2.5vl_merger: silu), or a clip.*
+// key the projector type does not read;
 // kDataLoss for a missing or out-of-range required key.
-StatusOr<MmprojVision> ReadMmproj(const GgufFile& gguf);
+// `text_arch` (optional): the paired text file's general.architecture; a projector type that
+// does not go with it (gemma3 with "gemma3"; qwen2vl_merger, qwen2.5vl_merger with "qwen2vl")
+// is refused (kUnimplemented) before anything else is read.
+StatusOr<MmprojVision> ReadMmproj(const GgufFile& gguf, std::string_view text_arch = {});
 
 }  // namespace ocular

@@ -11,6 +11,7 @@
 #include "models/mllama/processor.h"
 #include "models/paligemma/paligemma.h"
 #include "models/paligemma/processor.h"
+#include "models/qwen2vl/llamacpp_gguf.h"
 #include "models/qwen2vl/processor.h"
 #include "models/qwen2vl/qwen2vl.h"
 #include "models/qwen2vl/qwen3vl.h"
@@ -70,12 +71,13 @@ StatusOr<LoadedModel> LoadQwen3VL(const ModelFiles& files) {
 StatusOr<std::unique_ptr<FileSet>> AdaptLlamaCppGguf(const GgufFile& gguf, const GgufFile* mmproj) {
   StatusOr<std::string_view> arch = gguf.GetString("general.architecture");
   if (arch.ok() && *arch == "gemma3") return gemma3::LlamaCppFiles(gguf, mmproj);
+  if (arch.ok() && *arch == "qwen2vl") return qwen2vl::LlamaCppFiles(gguf, mmproj);
   return Error(StatusCode::kUnimplemented, "gguf", gguf.origin(),
                ": a GGUF model of architecture '",
                arch.ok() ? std::string(*arch) : std::string("?"),
                "' without ocular's embedded configuration (", kGgufFilePrefix,
                "config.json); ocular runs GGUF files written by `ocular quantize` and llama.cpp's ",
-               "Gemma 3 text files (architecture 'gemma3')");
+               "Gemma 3 and Qwen2-VL / Qwen2.5-VL files (architectures 'gemma3', 'qwen2vl')");
 }
 
 struct Family {

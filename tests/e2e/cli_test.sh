@@ -326,6 +326,18 @@ check "mmproj of another hidden size -> 5" 5 $?
 contains "names the key" "$TMP/err" "clip.vision.projection_dim = 48"
 "$OCULAR" run -m $P/gemma3-lc-f16.gguf --mmproj $P/gemma3-lc-f16.gguf -p x 2>"$TMP/err"
 check "a text GGUF as --mmproj -> 2" 2 $?
+# Qwen2.5-VL's pair (tools/reference/make_llamacpp_qwen_pair.py): trace equals transformers'
+# taps (window attention included); a Gemma 3 mmproj with a Qwen2-VL text file is refused.
+"$OCULAR" trace -m $P/qwen25vl-lc-f16.gguf --mmproj $P/mmproj-qwen25vl-lc-f16.gguf \
+  -i testdata/golden/qwen25vl-lc/wide.png -p "<|vision_start|><|image_pad|><|vision_end|>describe" \
+  --max-tokens 8 -o "$TMP/qlc.safetensors" >/dev/null
+check "trace, llama.cpp Qwen2.5-VL pair" 0 $?
+"$OCULAR" diff "$TMP/qlc.safetensors" testdata/golden/qwen25vl-lc/wide.safetensors >"$TMP/diff.txt"
+check "diff, llama.cpp Qwen2.5-VL pair within tolerance" 0 $?
+contains "diff, Qwen2.5-VL pair compares the vision tower" "$TMP/diff.txt" "^vision.layers.2"
+"$OCULAR" run -m $P/qwen2vl-lc-f16.gguf --mmproj $P/mmproj-gemma3-lc-f16.gguf -p x 2>"$TMP/err"
+check "a Gemma 3 mmproj with a Qwen2-VL text file -> 5" 5 $?
+contains "names the key" "$TMP/err" "clip.projector_type 'gemma3'"
 
 # Chat templates (docs/models.md §11). Gemma 3, two images in one --chat turn: the ids of
 # transformers' apply_chat_template (testdata/chat/goldens.json, gemma3 "two_images").

@@ -255,7 +255,7 @@ StatusOr<std::unique_ptr<FileSet>> LlamaCppFiles(const GgufFile& g, const GgufFi
   std::map<std::string, std::string, std::less<>> files;
   std::string origin = g.origin();
   if (mmproj != nullptr) {
-    OCULAR_ASSIGN_OR_RETURN(MmprojVision v, ReadMmproj(*mmproj));
+    OCULAR_ASSIGN_OR_RETURN(MmprojVision v, ReadMmproj(*mmproj, "gemma3"));
     OCULAR_ASSIGN_OR_RETURN(nlohmann::ordered_json pair,
                             PairConfig(g, *mmproj, v, nlohmann::ordered_json::parse(config)));
     config = pair.dump(2);

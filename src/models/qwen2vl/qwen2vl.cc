@@ -11,6 +11,7 @@
 #include "models/blocks/decoder_layer.h"
 #include "models/blocks/norm.h"
 #include "models/blocks/scratch.h"
+#include "models/qwen2vl/llamacpp_gguf.h"
 #include "models/qwen2vl/vision.h"
 #include "models/weights.h"
 
@@ -183,14 +184,14 @@ blocks::DecoderLayerWeights LayerView(const TextLayerWeights& l) {
 
 StatusOr<std::unique_ptr<Qwen2VL>> Qwen2VL::Load(const ModelFiles& files) {
   OCULAR_ASSIGN_OR_RETURN(Qwen2VLConfig cfg, LoadQwen2VLConfig(*files.files));
-  if (files.gguf != nullptr) {
-    return Error(StatusCode::kUnimplemented, "qwen2_vl", files.path,
-                 ": Qwen2-VL runs from HF directories only (no GGUF names yet)");
-  }
   std::unique_ptr<Qwen2VL> m(new Qwen2VL());
   OCULAR_ASSIGN_OR_RETURN(m->image_, LoadImageConfig(*files.files));
-  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
-  m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
+  if (files.gguf != nullptr) {  // llama.cpp's text GGUF + mmproj (llamacpp_gguf.h)
+    OCULAR_ASSIGN_OR_RETURN(m->source_, LlamaCppTensors(files, cfg));
+  } else {
+    OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
+    m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
+  }
   m->cfg_ = std::move(cfg);
   OCULAR_RETURN_IF_ERROR(m->BindWeights());
   const TextConfig& t = m->cfg_.text;

@@ -24,8 +24,8 @@ namespace ocular::qwen2vl {
 
 class Qwen2VL final : public VlModel {
  public:
-  // An HF directory. Every tensor's presence and shape is checked; an unused tensor is an
-  // error (kUnimplemented).
+  // An HF directory, or llama.cpp's text GGUF with its mmproj (llamacpp_gguf.h). Every
+  // tensor's presence and shape is checked; an unused tensor is an error (kUnimplemented).
   static StatusOr<std::unique_ptr<Qwen2VL>> Load(const ModelFiles& files);
 
   const Qwen2VLConfig& config() const { return cfg_; }

@@ -1,0 +1,300 @@
+// Qwen2-VL and Qwen2.5-VL from llama.cpp's two files (a text GGUF of architecture qwen2vl and
+// its mmproj), converted by llama.cpp's convert_hf_to_gguf.py from tiny checkpoints, f32 and
+// f16 (tools/reference/make_llamacpp_qwen_pair.py; f16-valued weights, so both pairs hold the
+// goldens' model exactly): the pair's own processor (prompt ids, pixels, grids, M-RoPE
+// positions) and every tap, the logits and the greedy tokens against transformers on the HF
+// checkpoint; then what the loader refuses.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "image/image.h"
+#include "io/gguf.h"
+#include "kernels/exec.h"
+#include "models/qwen2vl/qwen2vl.h"
+#include "models/registry.h"
+#include "runtime/generator.h"
+#include "runtime/kv_pool.h"
+#include "runtime/recorder.h"
+#include "runtime/runner.h"
+#include "support/fixture.h"
+#include "support/golden.h"
+#include "support/harness.h"
+
+namespace ocular {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Pair {
+  const char* checkpoint;  // testdata/golden/<checkpoint>
+  const char* type;        // f32, f16
+  std::string text() const {
+    return std::string("testdata/llamacpp/") + checkpoint + "-" + type + ".gguf";
+  }
+  std::string mmproj() const {
+    return std::string("testdata/llamacpp/mmproj-") + checkpoint + "-" + type + ".gguf";
+  }
+};
+
+std::vector<int64_t> I64(const TensorView& t) {
+  return std::vector<int64_t>(t.as<int64_t>(), t.as<int64_t>() + t.numel());
+}
+
+std::vector<int32_t> Ids(const TensorView& t) {
+  std::vector<int32_t> ids(t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i) ids[i] = static_cast<int32_t>(t.as<int64_t>()[i]);
+  return ids;
+}
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// The processor's prompt for a case (make_llamacpp_qwen_pair.py: inputs/<name>.png, or a path
+// under testdata/golden).
+StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images,
+                            const std::string& text) {
+  Prompt with_images;
+  const std::vector<std::string> names = Split(images);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string dir = names[i].find('/') != std::string::npos ? "" : "inputs/";
+    OCULAR_ASSIGN_OR_RETURN(Image im, LoadImage("testdata/golden/" + dir + names[i] + ".png"));
+    OCULAR_RETURN_IF_ERROR(p.AddImage(im, false, static_cast<int32_t>(i), &with_images));
+  }
+  return p.MakePrompt(std::move(with_images), static_cast<int>(names.size()), text, nullptr, {});
+}
+
+// The processor's ids, pixels, grids, positions and rope_deltas against the case's.
+void ExpectProcessorMatches(const Prompt& prompt, const SafetensorsFile& g) {
+  ASSERT_EQ(prompt.ids, Ids(*g.Find("input_ids")));
+  const std::vector<int64_t> want_pos = I64(*g.Find("position_ids"));
+  const int64_t T = prompt.size();
+  for (int a = 0; a < 3; ++a) {
+    for (int64_t t = 0; t < T; ++t) {
+      ASSERT_EQ(prompt.positions.At(a, t, T), want_pos[a * T + t]) << "axis " << a << " row " << t;
+    }
+  }
+  EXPECT_EQ(prompt.positions.decode_offset, g.Find("rope_deltas")->as<int64_t>()[0]);
+  const TensorView* pv = g.Find("pixel_values");
+  if (pv == nullptr) {
+    EXPECT_TRUE(prompt.images.empty());
+    return;
+  }
+  ASSERT_EQ(static_cast<int64_t>(prompt.pixels.size()), pv->numel());
+  EXPECT_TRUE(std::equal(prompt.pixels.begin(), prompt.pixels.end(), pv->as<float>()))
+      << "pixel values differ";
+  const std::vector<int64_t> grids = I64(*g.Find("image_grid_thw"));
+  ASSERT_EQ(grids.size(), 3 * prompt.images.size());
+  for (size_t i = 0; i < prompt.images.size(); ++i) {
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(prompt.images[i].grid[k], grids[3 * i + k]);
+  }
+}
+
+class Qwen2VLLlamaCppGoldenTest : public testing::TestWithParam<Pair> {};
+
+TEST_P(Qwen2VLLlamaCppGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  const Pair& pair = GetParam();
+  auto m = LoadModel(pair.text(), pair.mmproj());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ThreadPool pool(2);
+  Backend backend(pool);
+  KvPool kv(m->model->spec().kv, KvDType::kF32);
+  Runner runner(*m->model, backend, Precision::kF32, RunnerLimits{.max_batch = 1, .max_images = 4});
+  int cases = 0;
+  for (const auto& e : fs::directory_iterator(std::string("testdata/golden/") + pair.checkpoint)) {
+    if (e.path().extension() != ".safetensors") continue;
+    SCOPED_TRACE(e.path().string());
+    ++cases;
+    auto taps = fixture::GoldenTaps::Open(e.path().string());
+    ASSERT_TRUE(taps.ok()) << taps.status().ToString();
+    const SafetensorsFile& g = taps->file();
+    auto prompt = CasePrompt(*m->processor, g.metadata().at("images"), g.metadata().at("prompt"));
+    ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
+    ExpectProcessorMatches(*prompt, g);
+    const TensorView* gen = g.Find("generated_ids");
+    GenerationRequest req;
+    req.prompt = std::make_shared<Prompt>(std::move(*prompt));
+    req.max_new_tokens = static_cast<int>(gen->numel());
+    req.record_prompt_logits = true;
+    req.record_decode_logits = true;
+    RecordingTracer tracer;
+    auto out = Generate(runner, kv, req, &tracer);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    tracer.Add("decode_logits", out->decode_logits);
+    EXPECT_GE(testing_support::ExpectEveryTapWithin(*taps, tracer, 1e-5), 7);
+    EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
+  }
+  EXPECT_EQ(cases, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(ConvertedPairs, Qwen2VLLlamaCppGoldenTest,
+                         testing::Values(Pair{"qwen2vl-lc", "f32"}, Pair{"qwen2vl-lc", "f16"},
+                                         Pair{"qwen25vl-lc", "f32"}, Pair{"qwen25vl-lc", "f16"}),
+                         [](const auto& info) {
+                           std::string n =
+                               std::string(info.param.checkpoint) + "_" + info.param.type;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+// What the loader derives from the two files' metadata, where llama.cpp's rules fill in what
+// they leave out.
+TEST(Qwen2VLLlamaCppTest, ConfigFromTheTwoFilesMetadata) {
+  auto q2 = LoadModel(Pair{"qwen2vl-lc", "f16"}.text(), Pair{"qwen2vl-lc", "f16"}.mmproj());
+  ASSERT_TRUE(q2.ok()) << q2.status().ToString();
+  const auto& c2 = static_cast<const qwen2vl::Qwen2VL&>(*q2->model).config();
+  EXPECT_EQ(c2.model_type, "qwen2_vl");
+  EXPECT_EQ(c2.vision.depth, 3);
+  EXPECT_EQ(c2.vision.mlp_dim(), 96);  // v.blk.0.ffn_up's rows, not feed_forward_length (48)
+  EXPECT_EQ(c2.text.mrope_section, (std::array<int, 3>{1, 2, 3}));
+  EXPECT_EQ(c2.text.vocab_size, 464);    // token_embd's rows, past the tokenizer's 407 ids
+  EXPECT_FALSE(c2.tie_word_embeddings);  // output.weight is in the file
+  auto q25 = LoadModel(Pair{"qwen25vl-lc", "f16"}.text(), Pair{"qwen25vl-lc", "f16"}.mmproj());
+  ASSERT_TRUE(q25.ok()) << q25.status().ToString();
+  const auto& c25 = static_cast<const qwen2vl::Qwen2VL&>(*q25->model).config();
+  EXPECT_TRUE(c25.qwen25());
+  EXPECT_TRUE(c25.tie_word_embeddings);
+  EXPECT_EQ(c25.vision.window_size, 112);  // no clip.vision.window_size: clip.cpp's 112
+  EXPECT_EQ(c25.vision.fullatt_block_indexes, std::vector<int>{1});  // n_wa_pattern 2
+  const auto& image = static_cast<const qwen2vl::Qwen2VLProcessor&>(*q25->processor);
+  EXPECT_EQ(image.image_config().max_pixels, 12845056);  // the released checkpoints'
+}
+
+// A copy of `from` with metadata edited by `edit` (false: drop the key; called once more with
+// "" to add keys).
+std::string Rewrite(const std::string& from, const std::string& name,
+                    const std::function<bool(const std::string&, GgufWriter&)>& edit) {
+  auto src = GgufFile::Open(from);
+  EXPECT_TRUE(src.ok()) << src.status().ToString();
+  GgufWriter w;
+  for (const auto& [key, value] : (*src)->metadata()) {
+    if (edit(key, w)) w.SetValue(key, value);
+  }
+  edit("", w);
+  for (const GgufTensor& t : (*src)->tensors()) {
+    WFormat f;
+    EXPECT_TRUE(WFormatFromGgml(t.type, &f));
+    w.AddTensor(t.name, t.shape(), f);
+  }
+  const std::string path =
+      (fs::temp_directory_path() / ("ocular_qpair_" + name + std::to_string(::getpid()) + ".gguf"))
+          .string();
+  const GgufFile& file = **src;
+  const Status s = w.Write(path, [&](size_t i, std::byte* out, size_t n) {
+    std::memcpy(out, file.tensors()[i].data, n);
+    return Status::Ok();
+  });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return path;
+}
+
+std::function<bool(const std::string&, GgufWriter&)> SetU32(const char* which, uint32_t v) {
+  return [=](const std::string& key, GgufWriter& w) {
+    if (key != which) return true;
+    w.SetU32(key, v);
+    return false;
+  };
+}
+std::function<bool(const std::string&, GgufWriter&)> Drop(const char* which) {
+  return [=](const std::string& key, GgufWriter&) { return key != which; };
+}
+std::function<bool(const std::string&, GgufWriter&)> Add(const char* which) {
+  return [=](const std::string& key, GgufWriter& w) {
+    if (key.empty()) w.SetU32(which, 1);
+    return true;
+  };
+}
+
+// Exit 5 (kUnimplemented) naming the key: projectors, keys, activations and sizes ocular does
+// not implement, and pairs that do not go together.
+TEST(Qwen2VLLlamaCppTest, RefusesWhatItDoesNotImplementNamingTheKey) {
+  const Pair q2{"qwen2vl-lc", "f16"}, q25{"qwen25vl-lc", "f16"};
+  struct Case {
+    const char* name;
+    Pair pair;
+    bool text;  // edits the text file, else the mmproj
+    std::function<bool(const std::string&, GgufWriter&)> edit;
+    const char* says;
+    StatusCode code = StatusCode::kUnimplemented;
+  };
+  const Case cases[] = {
+      {"type", q2, false,
+       [](const std::string& key, GgufWriter& w) {
+         if (key != "clip.projector_type") return true;
+         w.SetString(key, "qwen3vl_merger");
+         return false;
+       },
+       "clip.projector_type 'qwen3vl_merger' is not implemented"},
+      {"dim", q2, false, SetU32("clip.vision.projection_dim", 64),
+       "clip.vision.projection_dim = 64"},
+      {"eps", q2, false,
+       [](const std::string& key, GgufWriter& w) {
+         if (key != "clip.vision.attention.layer_norm_epsilon") return true;
+         w.SetF32(key, 1e-5f);
+         return false;
+       },
+       "layer_norm_epsilon"},
+      {"silu", q25, false, Drop("clip.use_silu"), "clip.use_silu = false"},
+      {"wa", q25, false, Drop("clip.vision.n_wa_pattern"), "clip.vision.n_wa_pattern",
+       StatusCode::kDataLoss},
+      {"key", q2, false, Add("clip.vision.n_wa_pattern"), "clip.vision.n_wa_pattern"},
+      {"text_key", q2, true, Add("qwen2vl.expert_count"), "qwen2vl.expert_count"},
+      {"pre", q2, true,
+       [](const std::string& key, GgufWriter& w) {
+         if (key != "tokenizer.ggml.pre") return true;
+         w.SetString(key, "llama-bpe");
+         return false;
+       },
+       "tokenizer.ggml.pre 'llama-bpe'"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = Rewrite(c.text ? c.pair.text() : c.pair.mmproj(), c.name, c.edit);
+    auto m = c.text ? LoadModel(path, c.pair.mmproj()) : LoadModel(c.pair.text(), path);
+    fs::remove(path);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), c.code) << m.status().ToString();
+    EXPECT_NE(m.status().message().find(c.says), std::string::npos) << m.status().ToString();
+  }
+}
+
+TEST(Qwen2VLLlamaCppTest, RefusesFilesThatDoNotPair) {
+  const Pair q2{"qwen2vl-lc", "f16"};
+  struct Case {
+    std::string model, mmproj;
+    const char* says;
+  };
+  const Case cases[] = {
+      {q2.text(), "testdata/llamacpp/mmproj-gemma3-lc-f16.gguf",
+       "clip.projector_type 'gemma3' does not pair with a text file of architecture 'qwen2vl'"},
+      {"testdata/llamacpp/gemma3-lc-f16.gguf", q2.mmproj(),
+       "clip.projector_type 'qwen2vl_merger' does not pair with a text file of architecture "
+       "'gemma3'"},
+      {q2.text(), "", "give its mmproj file"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.model + " + " + c.mmproj);
+    auto m = LoadModel(c.model, c.mmproj);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented) << m.status().ToString();
+    EXPECT_NE(m.status().message().find(c.says), std::string::npos) << m.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace ocular
