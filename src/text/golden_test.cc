@@ -148,6 +148,21 @@ TEST(GoldenTest, AddedTokenFlags) {
   CheckVocab(**tok, ReadCases("flags"), false);
 }
 
+// Unicode normalizers (a Qwen2-VL tokenizer.json starts with NFC): the tiny vocabulary with
+// each form in front of its Replace, on the corpus plus canonical / compatibility equivalents.
+// A decomposed "cafe\u0301" added token (normalized) matches by its normalized spelling.
+class UnicodeNormalizerGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(UnicodeNormalizerGolden, MatchesTokenizers) {
+  const std::string dir = std::string("testdata/text/") + GetParam();
+  auto tok = Tokenizer::FromHfJson(ReadXz(dir + "/tokenizer.json.xz"));
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  CheckVocab(**tok, ReadCases(GetParam()), false);
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, UnicodeNormalizerGolden,
+                         ::testing::Values("nfc", "nfd", "nfkc", "nfkd"));
+
 TEST(GoldenTest, Gemma3Json) {
   auto tok = Tokenizer::FromHfJson(ReadXz("testdata/text/gemma3/tokenizer.json.xz"));
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();

@@ -7,7 +7,8 @@
 //
 // tokenizer.json support (what Gemma / PaliGemma and Llama 3 use; anything else is rejected
 // with kUnimplemented at load, never guessed):
-//   normalizer     Replace (string or regex), Prepend, Strip, Sequence, null
+//   normalizer     Replace (string or regex), Prepend, Strip, NFC / NFD / NFKC / NFKD
+//                  (as tokenizers: Unicode 9.0 data), Sequence, null
 //   pre_tokenizer  Split (string or regex; Removed / Isolated / MergedWithPrevious /
 //                  MergedWithNext / Contiguous; invert), ByteLevel, Sequence, null
 //   model          BPE (merges with ranks, byte_fallback, fuse_unk, ignore_merges,
