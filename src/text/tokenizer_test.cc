@@ -134,6 +134,22 @@ TEST(TokenizerTest, MalformedJsonIsRejected) {
        StatusCode::kInvalidArgument},
       {R"({"model": {"type": "BPE", "vocab": {}, "merges": [], "dropout": 0.1}})",
        StatusCode::kUnimplemented},
+      {R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
+           "post_processor": {"type": "UnknownProcessing"}})",
+       StatusCode::kUnimplemented},
+      {R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
+           "post_processor": {"type": "TemplateProcessing", "special_tokens": {},
+             "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                        {"Sequence": {"id": "A", "type_id": 0}}], "pair": []}})",
+       StatusCode::kInvalidArgument},
+      {R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
+           "post_processor": {"type": "TemplateProcessing", "special_tokens": {},
+             "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                        {"Sequence": {"id": "A", "type_id": 0}}], "pair": []}})",
+       StatusCode::kUnimplemented},
+      {R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
+           "post_processor": {"type": "BertProcessing", "sep": ["</s>"], "cls": ["<s>", 0]}})",
+       StatusCode::kInvalidArgument},
   };
   for (const auto& [json, code] : cases) {
     auto tok = Tokenizer::FromHfJson(json);

@@ -12,6 +12,15 @@ Vocabularies (each written under testdata/text/<name>/):
           tokenizer.json — the same route HF used for Gemma's own tokenizer.json.
   llama3  the real Llama 3 byte-level BPE: the tiktoken file and special tokens from the PyPI
           package llama-models, converted by transformers' TikTokenConverter.
+  post_template post_bert post_roberta post_bytelevel post_sequence post_sequence_pair
+  post_sequence_three
+          the tiny tokenizer.json with each post_processor (set through the `tokenizers` API;
+          TemplateProcessing with a two-id special token), cases with ids_special:
+          encode(text, add_special_tokens=True)
+  post_gemma_class
+          the tiny tokenizer.json (its post_processor adds EOS only) with a tokenizer_config.json
+          naming GemmaTokenizer, add_bos_token and add_eos_token true: ids_special from
+          transformers' AutoTokenizer, which rebuilds the post_processor from those flags
   nfc nfd nfkc nfkd
           the tiny tokenizer.json with a `Sequence[<form>, Replace]` normalizer (what released
           Qwen2-VL checkpoints carry: an `NFC` normalizer) plus a normalized added token spelled
@@ -283,6 +292,83 @@ def unicode_json(tiny_json, form):
     return tok.to_str(pretty=True).encode("utf-8")
 
 
+POST_PROCESSORS = ("template", "bert", "roberta", "bytelevel", "sequence", "sequence_pair",
+                   "sequence_three")
+POST_STRINGS = 300  # the first strings of build_strings()
+
+
+def post_json(tiny_json, kind):
+    """The tiny tokenizer with post_processor `kind` (ids: <bos> 2, <eos> 1, <image> 2048)."""
+    from tokenizers import Tokenizer, processors
+
+    tok = Tokenizer.from_str(tiny_json.decode("utf-8"))
+    bos, eos, image = ("<bos>", 2), ("<eos>", 1), ("<image>", 2048)
+    two = {"id": "[TWO]", "ids": [2048, 2], "tokens": ["<image>", "<bos>"]}
+    if kind == "template":
+        tok.post_processor = processors.TemplateProcessing(
+            single="[TWO] $A <eos>", pair="[TWO] $A <eos> $B:1 <eos>:1",
+            special_tokens=[two, eos])
+    elif kind == "bert":
+        tok.post_processor = processors.BertProcessing(sep=eos, cls=bos)
+    elif kind == "roberta":
+        tok.post_processor = processors.RobertaProcessing(sep=eos, cls=bos, trim_offsets=True,
+                                                          add_prefix_space=False)
+    elif kind == "bytelevel":
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    elif kind == "sequence":
+        tok.post_processor = processors.Sequence([
+            processors.ByteLevel(trim_offsets=True),
+            processors.TemplateProcessing(single="<image> $A", pair="$A $B",
+                                          special_tokens=[image]),
+            processors.BertProcessing(sep=eos, cls=bos)])
+    elif kind == "sequence_pair":  # Bert leaves two encodings: the next template uses `pair`
+        image_a = processors.TemplateProcessing(single="<image> $A", pair="$A <bos> $B",
+                                                special_tokens=[image, bos])
+        tok.post_processor = processors.Sequence([
+            image_a, processors.BertProcessing(sep=eos, cls=bos), image_a])
+    elif kind == "sequence_three":  # a template leaves three encodings for Roberta
+        tok.post_processor = processors.Sequence([
+            processors.TemplateProcessing(single="[TWO] $A <eos>", pair="$A $B",
+                                          special_tokens=[two, eos]),
+            processors.RobertaProcessing(sep=eos, cls=bos)])
+    return tok.to_str(pretty=True).encode("utf-8")
+
+
+GEMMA_CLASS_CONFIG = {"tokenizer_class": "GemmaTokenizer", "add_bos_token": True,
+                      "add_eos_token": True, "bos_token": "<bos>", "eos_token": "<eos>",
+                      "pad_token": "<pad>", "unk_token": "<unk>"}
+
+
+def gemma_class_files(tiny_json):
+    """tokenizer.json whose post_processor adds only EOS, and a tokenizer_config.json naming
+    GemmaTokenizer with both flags on: transformers uses the flags, not the file."""
+    from tokenizers import Tokenizer, processors
+
+    tok = Tokenizer.from_str(tiny_json.decode("utf-8"))
+    tok.post_processor = processors.TemplateProcessing(single="$A <eos>", pair="$A $B",
+                                                       special_tokens=[("<eos>", 1)])
+    config = json.dumps(GEMMA_CLASS_CONFIG, indent=2, sort_keys=True) + "\n"
+    return tok.to_str(pretty=True).encode("utf-8"), config.encode("utf-8")
+
+
+def special_ids_tokenizers(tok_json):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_str(tok_json.decode("utf-8"))
+    return lambda s: tok.encode(s, add_special_tokens=True).ids
+
+
+def special_ids_transformers(tok_json, config_json):
+    from transformers import AutoTokenizer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        common.write_bytes(os.path.join(tmp, "tokenizer.json"), tok_json)
+        common.write_bytes(os.path.join(tmp, "tokenizer_config.json"), config_json)
+        tok = AutoTokenizer.from_pretrained(tmp)
+    assert type(tok).__name__ == "GemmaTokenizerFast", type(tok).__name__
+    return lambda s: tok(s, add_special_tokens=True)["input_ids"]
+
+
 def flags_json(tiny_json):
     """The tiny tokenizer plus added tokens exercising every AddedToken flag."""
     from tokenizers import AddedToken, Tokenizer
@@ -304,7 +390,8 @@ def flags_json(tiny_json):
 # Cases.
 
 
-def make_cases(tok_json, strings, sp_proto=None):
+def make_cases(tok_json, strings, sp_proto=None, special_ids=None):
+    """special_ids: text -> ids with add_special_tokens=True (the ids_special column)."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_str(tok_json.decode("utf-8"))
@@ -318,6 +405,8 @@ def make_cases(tok_json, strings, sp_proto=None):
         case = {"text": s, "ids": ids,
                 "decode": tok.decode(ids, skip_special_tokens=False),
                 "decode_skip": tok.decode(ids, skip_special_tokens=True)}
+        if special_ids is not None:
+            case["ids_special"] = special_ids(s)
         if sp is not None:
             sp_ids = sp.encode(s)
             case["sp_ids"] = sp_ids
@@ -347,7 +436,10 @@ def make_text_fixtures(out_dir=DEFAULT_OUT, only=None):
         return only is None or name in only
 
     vocabs = []  # (name, tokenizer.json bytes, sp proto or None)
-    if wanted("tiny") or wanted("flags") or any(wanted(f.lower()) for f in UNICODE_FORMS):
+    post = {}  # name -> (special_ids, tokenizer_config.json bytes or None)
+    tiny_based = ["tiny", "flags", "post_gemma_class"] + [f.lower() for f in UNICODE_FORMS]
+    tiny_based += [f"post_{k}" for k in POST_PROCESSORS]
+    if any(wanted(name) for name in tiny_based):
         with open(os.path.join(TINY_DIR, "tokenizer.json"), "rb") as f:
             tiny_json = f.read()
         with open(os.path.join(TINY_DIR, "tokenizer.model"), "rb") as f:
@@ -359,6 +451,15 @@ def make_text_fixtures(out_dir=DEFAULT_OUT, only=None):
         for form in UNICODE_FORMS:
             if wanted(form.lower()):
                 vocabs.append((form.lower(), unicode_json(tiny_json, form), None))
+        for kind in POST_PROCESSORS:
+            if wanted(f"post_{kind}"):
+                tok_json = post_json(tiny_json, kind)
+                vocabs.append((f"post_{kind}", tok_json, None))
+                post[f"post_{kind}"] = (special_ids_tokenizers(tok_json), None)
+        if wanted("post_gemma_class"):
+            tok_json, config = gemma_class_files(tiny_json)
+            vocabs.append(("post_gemma_class", tok_json, None))
+            post["post_gemma_class"] = (special_ids_transformers(tok_json, config), config)
     if wanted("gemma3"):
         proto = gemma3_model_proto()
         vocabs.append(("gemma3", spm_vocab(proto), proto))
@@ -372,10 +473,16 @@ def make_text_fixtures(out_dir=DEFAULT_OUT, only=None):
             write_xz(os.path.join(out, "tokenizer.json.xz"), tok_json)
             if proto is not None:
                 write_xz(os.path.join(out, "tokenizer.model.xz"), proto)
-        texts = strings
+        texts, special_ids = strings, None
         if name.upper() in UNICODE_FORMS:
             texts = strings + [t for t in normalization_strings() if t not in strings]
-        write_xz(os.path.join(out, "cases.jsonl.xz"), make_cases(tok_json, texts, proto))
+        if name in post:
+            texts = strings[:POST_STRINGS]
+            special_ids, config = post[name]
+            if config is not None:
+                common.write_bytes(os.path.join(out, "tokenizer_config.json"), config)
+        write_xz(os.path.join(out, "cases.jsonl.xz"),
+                 make_cases(tok_json, texts, proto, special_ids))
 
 
 def main():
