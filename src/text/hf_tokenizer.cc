@@ -276,6 +276,14 @@ Status HfTokenizer::SetPostProcessor(const json& post_processor, const json& con
     return SetSpecialTokensFromFlags(config);
   }
   OCULAR_ASSIGN_OR_RETURN(SpecialTokensAround around, ParsePostProcessor(post_processor));
+  for (const auto* ids : {&around.prefix, &around.suffix}) {
+    for (int32_t id : *ids) {
+      if (id >= vocab_size_) {
+        return Error(StatusCode::kInvalidArgument, "tokenizer", "post_processor adds id ", id,
+                     ", past the vocabulary (", vocab_size_, " ids)");
+      }
+    }
+  }
   special_prefix_ = std::move(around.prefix);
   special_suffix_ = std::move(around.suffix);
   return Status::Ok();

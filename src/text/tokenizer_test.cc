@@ -150,6 +150,9 @@ TEST(TokenizerTest, MalformedJsonIsRejected) {
       {R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
            "post_processor": {"type": "BertProcessing", "sep": ["</s>"], "cls": ["<s>", 0]}})",
        StatusCode::kInvalidArgument},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+           "post_processor": {"type": "BertProcessing", "sep": ["</s>", 7], "cls": ["<s>", 0]}})",
+       StatusCode::kInvalidArgument},
   };
   for (const auto& [json, code] : cases) {
     auto tok = Tokenizer::FromHfJson(json);
