@@ -45,7 +45,7 @@ std::string ReadXz(const std::string& path) {
 
 struct Case {
   std::string text;
-  std::vector<int32_t> ids, sp_ids;
+  std::vector<int32_t> ids, sp_ids, ids_special;
   std::string decode, decode_skip, sp_decode;
   bool has_sp = false;
 };
@@ -61,6 +61,7 @@ std::vector<Case> ReadCases(const std::string& vocab) {
     c.ids = j["ids"].get<std::vector<int32_t>>();
     c.decode = j["decode"].get<std::string>();
     c.decode_skip = j["decode_skip"].get<std::string>();
+    if (j.contains("ids_special")) c.ids_special = j["ids_special"].get<std::vector<int32_t>>();
     if (j.contains("sp_ids")) {
       c.has_sp = true;
       c.sp_ids = j["sp_ids"].get<std::vector<int32_t>>();
@@ -147,6 +148,55 @@ TEST(GoldenTest, AddedTokenFlags) {
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   CheckVocab(**tok, ReadCases("flags"), false);
 }
+
+// Unicode normalizers (a Qwen2-VL tokenizer.json starts with NFC): the tiny vocabulary with
+// each form in front of its Replace, on the corpus plus canonical / compatibility equivalents.
+// A decomposed "cafe\u0301" added token (normalized) matches by its normalized spelling.
+class UnicodeNormalizerGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(UnicodeNormalizerGolden, MatchesTokenizers) {
+  const std::string dir = std::string("testdata/text/") + GetParam();
+  auto tok = Tokenizer::FromHfJson(ReadXz(dir + "/tokenizer.json.xz"));
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  CheckVocab(**tok, ReadCases(GetParam()), false);
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, UnicodeNormalizerGolden,
+                         ::testing::Values("nfc", "nfd", "nfkc", "nfkd"));
+
+// tokenizer.json post-processors: Encode as tokenizers' encode(add_special_tokens=False) and
+// AddSpecialTokens(Encode) as encode(add_special_tokens=True) (post_gemma_class: as
+// transformers' GemmaTokenizerFast, which rebuilds it from tokenizer_config.json's flags).
+class PostProcessorGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PostProcessorGolden, AddSpecialTokensMatchesTheReference) {
+  const std::string dir = std::string("testdata/text/") + GetParam();
+  const std::string config_path = dir + "/tokenizer_config.json";
+  const std::string config = std::ifstream(config_path) ? ReadFile(config_path) : "";
+  auto tok = Tokenizer::FromHfJson(ReadXz(dir + "/tokenizer.json.xz"), config);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  const std::vector<Case> cases = ReadCases(GetParam());
+  ASSERT_GE(cases.size(), 300u);
+  int failures = 0, added = 0;
+  for (const Case& c : cases) {
+    auto ids = (*tok)->Encode(c.text);
+    ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+    const std::vector<int32_t> special = (*tok)->AddSpecialTokens(*ids);
+    added += special.size() != ids->size();
+    if ((*ids != c.ids || special != c.ids_special) && ++failures <= 5) {
+      ADD_FAILURE() << "text " << Quote(c.text) << ": ids or ids_special differ";
+    }
+  }
+  EXPECT_EQ(failures, 0);
+  // Every processor here but ByteLevel adds tokens to every text.
+  EXPECT_EQ(added,
+            std::string(GetParam()) == "post_bytelevel" ? 0 : static_cast<int>(cases.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Processors, PostProcessorGolden,
+                         ::testing::Values("post_template", "post_bert", "post_roberta",
+                                           "post_bytelevel", "post_sequence", "post_sequence_pair",
+                                           "post_sequence_three", "post_gemma_class"));
 
 TEST(GoldenTest, Gemma3Json) {
   auto tok = Tokenizer::FromHfJson(ReadXz("testdata/text/gemma3/tokenizer.json.xz"));

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "text/regex.h"
+#include "text/unicode_normalizer.h"
 #include "text/utf8.h"
 
 namespace ocular::text {
@@ -469,6 +470,9 @@ StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(const json& j) {
     OCULAR_ASSIGN_OR_RETURN(bool left, GetBool(j, "strip_left", false, "normalizer Strip"));
     OCULAR_ASSIGN_OR_RETURN(bool right, GetBool(j, "strip_right", false, "normalizer Strip"));
     return std::unique_ptr<Normalizer>(new StripNormalizer(left, right));
+  }
+  if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
+    return MakeUnicodeNormalizer(type);
   }
   if (type == "Sequence") {
     OCULAR_ASSIGN_OR_RETURN(auto parts,

@@ -12,6 +12,7 @@
 #include "core/file_io.h"
 #include "text/bpe_model.h"
 #include "text/hf_components.h"
+#include "text/post_processor.h"
 #include "text/regex.h"
 #include "text/utf8.h"
 
@@ -91,6 +92,7 @@ class HfTokenizer final : public Tokenizer {
 
  private:
   void SplitAdded(std::string_view s, const TokenTrie& trie, std::vector<Segment>* out) const;
+  Status SetPostProcessor(const json& post_processor, const json& config);
 
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
@@ -255,7 +257,36 @@ StatusOr<std::unique_ptr<Tokenizer>> HfTokenizer::Create(const json& root, const
   std::vector<std::string> pad = {ConfigToken(config, "pad_token"), "<pad>",
                                   "<|finetune_right_pad_id|>"};
   tok->ResolveSpecialIds(bos, eos, pad);
+  OCULAR_RETURN_IF_ERROR(tok->SetPostProcessor(member("post_processor"), config));
   return std::unique_ptr<Tokenizer>(std::move(tok));
+}
+
+// GemmaTokenizerFast / LlamaTokenizerFast (and CodeLlama's) replace tokenizer.json's
+// post_processor at load with a TemplateProcessing of add_bos_token / add_eos_token
+// (update_post_processor); PreTrainedTokenizerFast, Qwen2TokenizerFast, ... keep the file's.
+Status HfTokenizer::SetPostProcessor(const json& post_processor, const json& config) {
+  static constexpr std::string_view kRebuilding[] = {
+      "GemmaTokenizer",     "GemmaTokenizerFast", "LlamaTokenizer",
+      "LlamaTokenizerFast", "CodeLlamaTokenizer", "CodeLlamaTokenizerFast"};
+  const std::string cls = config.is_object() && config.contains("tokenizer_class") &&
+                                  config["tokenizer_class"].is_string()
+                              ? config["tokenizer_class"].get<std::string>()
+                              : "";
+  if (std::find(std::begin(kRebuilding), std::end(kRebuilding), cls) != std::end(kRebuilding)) {
+    return SetSpecialTokensFromFlags(config);
+  }
+  OCULAR_ASSIGN_OR_RETURN(SpecialTokensAround around, ParsePostProcessor(post_processor));
+  for (const auto* ids : {&around.prefix, &around.suffix}) {
+    for (int32_t id : *ids) {
+      if (id >= vocab_size_) {
+        return Error(StatusCode::kInvalidArgument, "tokenizer", "post_processor adds id ", id,
+                     ", past the vocabulary (", vocab_size_, " ids)");
+      }
+    }
+  }
+  special_prefix_ = std::move(around.prefix);
+  special_suffix_ = std::move(around.suffix);
+  return Status::Ok();
 }
 
 // AddedVocabulary::find_matches + split_with_indices.

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/file_io.h"
 #include "core/file_set.h"
@@ -74,13 +75,20 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const FileSet& files) {
     OCULAR_ASSIGN_OR_RETURN(std::string proto,
                             files.Read("tokenizer.model", kMaxTokenizerFileBytes, "tokenizer"));
     std::vector<std::pair<std::string, int32_t>> atomic;
+    std::string config;
     if (files.Has("tokenizer_config.json")) {
-      OCULAR_ASSIGN_OR_RETURN(std::string config, files.Read("tokenizer_config.json",
-                                                             kMaxTokenizerFileBytes, "tokenizer"));
+      OCULAR_ASSIGN_OR_RETURN(
+          config, files.Read("tokenizer_config.json", kMaxTokenizerFileBytes, "tokenizer"));
       OCULAR_ASSIGN_OR_RETURN(atomic, AddedTokens(config, files.Where("tokenizer_config.json")));
     }
     auto tok = text::LoadSentencePieceTokenizer(proto, std::move(atomic));
     if (!tok.ok()) return FileError(tok.status(), files.Where("tokenizer.model"));
+    // AddedTokens checked that the config parses as an object.
+    const nlohmann::json flags =
+        config.empty() ? nlohmann::json() : nlohmann::json::parse(config, nullptr, false);
+    if (Status s = (*tok)->SetSpecialTokensFromFlags(flags); !s.ok()) {
+      return FileError(s, files.Where("tokenizer_config.json"));
+    }
     return tok;
   }
   return Error(StatusCode::kNotFound, "tokenizer", files.origin(),
@@ -93,7 +101,10 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromHfJson(std::string_view json
 }
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromSentencePiece(std::string_view model_proto) {
-  return text::LoadSentencePieceTokenizer(model_proto);
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok,
+                          text::LoadSentencePieceTokenizer(model_proto));
+  OCULAR_RETURN_IF_ERROR(tok->SetSpecialTokensFromFlags(nlohmann::json()));
+  return tok;
 }
 
 std::vector<std::string> Tokenizer::Pieces(std::span<const int32_t> ids) const {
@@ -101,6 +112,41 @@ std::vector<std::string> Tokenizer::Pieces(std::span<const int32_t> ids) const {
   pieces.reserve(ids.size());
   for (int32_t id : ids) pieces.push_back(IdToPiece(id));
   return pieces;
+}
+
+std::vector<int32_t> Tokenizer::AddSpecialTokens(std::span<const int32_t> ids) const {
+  std::vector<int32_t> out = special_prefix_;
+  out.insert(out.end(), ids.begin(), ids.end());
+  out.insert(out.end(), special_suffix_.begin(), special_suffix_.end());
+  return out;
+}
+
+Status Tokenizer::SetSpecialTokensFromFlags(const nlohmann::json& config) {
+  special_prefix_.clear();
+  special_suffix_.clear();
+  for (auto [key, fallback, id, out] :
+       {std::tuple{"add_bos_token", true, bos_id_, &special_prefix_},
+        std::tuple{"add_eos_token", false, eos_id_, &special_suffix_}}) {
+    bool on = fallback;
+    if (config.is_object()) {
+      auto it = config.find(key);
+      if (it != config.end() && !it->is_null()) {
+        if (!it->is_boolean()) {
+          return Error(StatusCode::kInvalidArgument, "tokenizer", "tokenizer_config.json: '", key,
+                       "' must be a bool");
+        }
+        on = it->get<bool>();
+      }
+    }
+    if (!on) continue;
+    // update_post_processor: "add_bos_token = True but bos_token = None" is an error there too.
+    if (id < 0) {
+      return Error(StatusCode::kInvalidArgument, "tokenizer", "tokenizer_config.json: ", key,
+                   " is true but the vocabulary has no such token");
+    }
+    out->push_back(id);
+  }
+  return Status::Ok();
 }
 
 void Tokenizer::ResolveSpecialIds(std::span<const std::string> bos,

@@ -7,7 +7,8 @@
 //
 // tokenizer.json support (what Gemma / PaliGemma and Llama 3 use; anything else is rejected
 // with kUnimplemented at load, never guessed):
-//   normalizer     Replace (string or regex), Prepend, Strip, Sequence, null
+//   normalizer     Replace (string or regex), Prepend, Strip, NFC / NFD / NFKC / NFKD
+//                  (as tokenizers: Unicode 9.0 data), Sequence, null
 //   pre_tokenizer  Split (string or regex; Removed / Isolated / MergedWithPrevious /
 //                  MergedWithNext / Contiguous; invert), ByteLevel, Sequence, null
 //   model          BPE (merges with ranks, byte_fallback, fuse_unk, ignore_merges,
@@ -15,7 +16,8 @@
 //   decoder        Replace, ByteFallback, Fuse, Strip, ByteLevel, Sequence, null
 //   added_tokens   matched atomically before the model, leftmost-longest, honouring
 //                  single_word / lstrip / rstrip / normalized like `tokenizers` does.
-// post_processor is ignored: Encode never adds BOS/EOS (callers add bos_id() themselves).
+//   post_processor TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel,
+//                  Sequence, null: applied by AddSpecialTokens only (Encode adds nothing).
 //
 // Thread-safety: a loaded Tokenizer is immutable; all const methods may be called
 // concurrently. A StreamingDecoder is single-threaded.
@@ -23,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -83,6 +86,14 @@ class Tokenizer {
   // piece and ids out of range (they are never allowed by a grammar).
   virtual std::optional<std::string> TokenBytes(int32_t id) const = 0;
 
+  // `ids` (one text's Encode) with the special tokens the tokenizer adds when transformers
+  // calls it with add_special_tokens=True: tokenizer.json's post_processor; but for the Gemma
+  // and Llama tokenizer classes (tokenizer_config.json's tokenizer_class), which rebuild it
+  // from add_bos_token / add_eos_token (default true / false; GemmaTokenizerFast and
+  // LlamaTokenizerFast update_post_processor), BOS and EOS by those flags. A SentencePiece
+  // tokenizer (no tokenizer.json): those flags too, as the slow tokenizers do.
+  std::vector<int32_t> AddSpecialTokens(std::span<const int32_t> ids) const;
+
   // For `ocular tokenize`: the pieces of `ids` (IdToPiece of each).
   std::vector<std::string> Pieces(std::span<const int32_t> ids) const;
 
@@ -91,6 +102,12 @@ class Tokenizer {
   void ResolveSpecialIds(std::span<const std::string> bos, std::span<const std::string> eos,
                          std::span<const std::string> pad);
 
+  // BOS / EOS around the text per add_bos_token / add_eos_token of `config` (tokenizer_config
+  // .json, may be null); kInvalidArgument when one is asked for but the vocabulary lacks it.
+  Status SetSpecialTokensFromFlags(const nlohmann::json& config);
+
+  std::vector<int32_t> special_prefix_;  // AddSpecialTokens: before the text's ids
+  std::vector<int32_t> special_suffix_;  // and after them
   int32_t bos_id_ = -1;
   int32_t eos_id_ = -1;
   int32_t pad_id_ = -1;

@@ -50,10 +50,34 @@ done
 check "diff of different prompts fails" 1 $?
 contains "diff names the first divergence" "$TMP/diff.txt" "FIRST DIVERGENCE: input_ids"
 
+# trace --chat: the prompt as one user turn of the chat template, traced and diffed against
+# transformers' run of apply_chat_template (make_mllama.py's chat case); without --chat the
+# prompt is raw, and diff names input_ids.
+CHAT_IMAGES=(-i testdata/golden/inputs/photo.png -i testdata/golden/inputs/gray.png)
+"$OCULAR" trace -m testdata/tiny/mllama --chat "${CHAT_IMAGES[@]}" -p "<|image|><|image|>What differs?" \
+  --max-tokens 12 -o "$TMP/chat-trace.safetensors" >/dev/null
+check "trace --chat" 0 $?
+"$OCULAR" diff "$TMP/chat-trace.safetensors" testdata/golden/mllama/chat.safetensors >"$TMP/diff.txt"
+check "diff trace --chat against transformers' chat run" 0 $?
+contains "diff trace --chat compares the decode logits" "$TMP/diff.txt" "^decode_logits"
+"$OCULAR" trace -m testdata/tiny/mllama "${CHAT_IMAGES[@]}" -p "<|image|><|image|>What differs?" \
+  --max-tokens 12 -o "$TMP/raw-trace.safetensors" >/dev/null
+"$OCULAR" diff "$TMP/raw-trace.safetensors" testdata/golden/mllama/chat.safetensors >"$TMP/diff.txt"
+check "diff of a raw trace against the chat run fails" 1 $?
+contains "diff names input_ids" "$TMP/diff.txt" "FIRST DIVERGENCE: input_ids"
+
 # tokenize: loc tokens are atomic.
 "$OCULAR" tokenize -m testdata/tiny/pg1 "detect <loc0012> circle" >"$TMP/tok.txt"
 check "tokenize" 0 $?
 contains "tokenize keeps <loc0012> atomic" "$TMP/tok.txt" '"<loc0012>"'
+# After --, a text that looks like an option is text: its tokens' pieces spell it (no help).
+for text in --help -p; do
+  "$OCULAR" tokenize -m testdata/tiny/pg1 -- "$text" >"$TMP/tok.txt"
+  check "tokenize -- $text" 0 $?
+  spelled=$(cut -f2 "$TMP/tok.txt" | tr -d '"\n')
+  [[ "$spelled" == "$text" ]] && echo "ok: tokenize -- $text tokenizes the text" ||
+    { echo "FAIL: tokenize -- $text:"; cat "$TMP/tok.txt"; fails=$((fails + 1)); }
+done
 
 # Detection: boxes in --json and an annotated PNG (the shipped demo model and sample image).
 "$OCULAR" run -m models/shapes-paligemma -i models/shapes-paligemma/sample.png \

@@ -135,20 +135,9 @@ std::vector<std::string> Split(const std::string& s) {
   return out;
 }
 
-class Gemma3GoldenTest : public testing::TestWithParam<Checkpoint> {};
-
-TEST_P(Gemma3GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
-  const Checkpoint ck = GetParam();
-  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
-  const std::string dir = ck.path ? ck.path : std::string("testdata/tiny/") + ck.name;
-  const std::vector<std::string> cases = Cases(ck.name);
-  ASSERT_GE(cases.size(), 3u);
-  const std::string path =
-      ck.via_gguf ? ToGguf(dir, ck.name, std::string(ck.name).ends_with("bf16")) : dir;
-  auto h = Load(path, ck.mmproj);
-  if (ck.via_gguf) fs::remove(path);  // mapped: the data stays until unmapped
-  ASSERT_TRUE(h.ok()) << h.status().ToString();
-  Loaded& m = **h;
+// Runs every case's golden input_ids and pixel_values through `m`: every tap, the logits and
+// the greedy continuation must match.
+void ExpectCasesMatch(Loaded& m, const std::vector<std::string>& cases, double tolerance) {
   for (const std::string& file : cases) {
     SCOPED_TRACE(file);
     auto taps = fixture::GoldenTaps::Open(file);
@@ -172,9 +161,48 @@ TEST_P(Gemma3GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
     tracer.Add("decode_logits", out->decode_logits);
 
     if (std::getenv("OCULAR_PRINT_TAPS")) std::printf("%s\n", file.c_str());
-    const int compared = testing_support::ExpectEveryTapWithin(*taps, tracer, ck.tolerance);
+    const int compared = testing_support::ExpectEveryTapWithin(*taps, tracer, tolerance);
     EXPECT_GE(compared, 6);  // embed, 2+ layers, norm, logits, decode logits
     EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
+  }
+}
+
+class Gemma3GoldenTest : public testing::TestWithParam<Checkpoint> {};
+
+TEST_P(Gemma3GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
+  const Checkpoint ck = GetParam();
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  const std::string dir = ck.path ? ck.path : std::string("testdata/tiny/") + ck.name;
+  const std::vector<std::string> cases = Cases(ck.name);
+  ASSERT_GE(cases.size(), 3u);
+  const std::string path =
+      ck.via_gguf ? ToGguf(dir, ck.name, std::string(ck.name).ends_with("bf16")) : dir;
+  auto h = Load(path, ck.mmproj);
+  if (ck.via_gguf) fs::remove(path);  // mapped: the data stays until unmapped
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ExpectCasesMatch(**h, cases, ck.tolerance);
+}
+
+// A config.json with attn_logit_softcapping and final_logit_softcapping set (small caps that
+// would change every logit; make_gemma3.py asserts it) on the tiny weights: transformers 4.57.1
+// applies no attention softcap in Gemma 3, and Gemma3ForConditionalGeneration no final one.
+TEST(Gemma3SoftcapTest, SoftcapsAreAppliedAsTransformersDoes) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  for (const std::string base : {"gemma3-text", "gemma3"}) {
+    SCOPED_TRACE(base);
+    const fs::path dir =
+        fs::temp_directory_path() / ("ocular_softcap_" + base + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::copy("testdata/tiny/" + base, dir);
+    const std::string golden = "testdata/golden/" + base + "-softcap";
+    fs::copy_file(golden + "/config.json", dir / "config.json",
+                  fs::copy_options::overwrite_existing);
+    auto h = Load(dir.string());
+    fs::remove_all(dir);  // mapped: the data stays until unmapped
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    const std::vector<std::string> cases = Cases(base + "-softcap");
+    ASSERT_FALSE(cases.empty());
+    ExpectCasesMatch(**h, cases, 1e-5);
   }
 }
 

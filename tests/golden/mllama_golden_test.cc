@@ -1,7 +1,8 @@
 // Llama 3.2 Vision (mllama) against transformers, tap by tap, in f32 and bf16 (fixtures:
 // tools/reference/make_mllama.py, with Meta's intermediate-feature definition). The model is
 // checked with the golden input_ids, pixel_values and aspect_ratio_ids; the processor
-// separately: prompt ids from each case's prompt, pixels from MllamaImageProcessor on 44 images.
+// separately: prompt ids from each case's prompt (raw prompts in Meta's format, BOS first),
+// pixels from MllamaImageProcessor on 44 images.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -141,18 +142,9 @@ Image CaseImage(const std::string& name) {
   return image.ok() ? *image : Image();
 }
 
-class MllamaGoldenTest : public testing::TestWithParam<Checkpoint> {};
-
-TEST_P(MllamaGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
-  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
-  const std::string ck = GetParam().name;
-  const double tolerance = GetParam().tolerance;
-  const std::vector<std::string> cases = Cases(ck);
-  ASSERT_GE(cases.size(), 2u);
-  const std::string path = GetParam().via_gguf ? ToGguf(ck) : "testdata/tiny/" + ck;
-  auto m = Load(path);
-  if (GetParam().via_gguf) fs::remove(path);  // mapped: the data stays until unmapped
-  ASSERT_TRUE(m);
+// Each case's golden input_ids, pixel_values and aspect_ratio_ids through `m`: every tap, the
+// logits and the greedy continuation.
+void ExpectCasesMatch(Loaded* m, const std::vector<std::string>& cases, double tolerance) {
   for (const std::string& file : cases) {
     SCOPED_TRACE(file);
     auto taps = fixture::GoldenTaps::Open(file);
@@ -180,6 +172,69 @@ TEST_P(MllamaGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
     EXPECT_GE(compared, pv ? 15 : 6);
     EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
   }
+}
+
+// The processor rebuilds a case's input_ids from its prompt (raw: Meta's format) and, for a
+// chat case, from its one user turn through the chat template.
+void ExpectPromptIds(const LoadedModel& loaded, const SafetensorsFile& golden) {
+  const auto& meta = golden.metadata();
+  const int n_images = static_cast<int>(Split(meta.at("images")).size());
+  auto prompt = loaded.processor->BuildPrompt(n_images, meta.at("prompt"), {});
+  ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
+  EXPECT_EQ(prompt->ids, Ids(*golden.Find("input_ids")));
+  if (meta.count("chat_text")) {
+    PromptOptions chat;
+    chat.chat = true;
+    auto turn = loaded.processor->BuildPrompt(n_images, meta.at("chat_text"), chat);
+    ASSERT_TRUE(turn.ok()) << turn.status().ToString();
+    EXPECT_EQ(turn->ids, Ids(*golden.Find("input_ids"))) << "chat template";
+  }
+}
+
+class MllamaGoldenTest : public testing::TestWithParam<Checkpoint> {};
+
+TEST_P(MllamaGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  const std::string ck = GetParam().name;
+  const std::vector<std::string> cases = Cases(ck);
+  ASSERT_GE(cases.size(), 2u);
+  const std::string path = GetParam().via_gguf ? ToGguf(ck) : "testdata/tiny/" + ck;
+  auto m = Load(path);
+  if (GetParam().via_gguf) fs::remove(path);  // mapped: the data stays until unmapped
+  ASSERT_TRUE(m);
+  ExpectCasesMatch(m.get(), cases, GetParam().tolerance);
+}
+
+// The tiny checkpoint with a tokenizer.json whose post_processor prepends <|begin_of_text|>, as
+// the hub's does: a raw prompt is still [BOS, <|image|>, ...] (Meta's format; transformers'
+// processor gives [BOS, <|image|>, BOS, ...]), a chat turn is tokenized as transformers does,
+// and transformers' model on those ids gives the goldens.
+TEST(MllamaBosTokenizerTest, MetaFormatIdsAndTheModelOnThem) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  const fs::path dir =
+      fs::temp_directory_path() / ("ocular_mllama_bos_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy("testdata/tiny/mllama", dir);
+  fs::copy_file("testdata/golden/mllama-bos/tokenizer.json", dir / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  auto m = Load(dir.string());
+  fs::remove_all(dir);  // mapped: the data stays until unmapped
+  ASSERT_TRUE(m);
+  const Tokenizer& tok = m->m.processor->tokenizer();
+  const int32_t bos = tok.TokenToId("<|begin_of_text|>");
+  ASSERT_EQ(tok.AddSpecialTokens(std::vector<int32_t>{7}), (std::vector<int32_t>{bos, 7}));
+  const std::vector<std::string> cases = Cases("mllama-bos");
+  ASSERT_EQ(cases.size(), 2u);
+  for (const std::string& file : cases) {
+    SCOPED_TRACE(file);
+    auto taps = fixture::GoldenTaps::Open(file);
+    ASSERT_TRUE(taps.ok()) << taps.status().ToString();
+    ExpectPromptIds(m->m, taps->file());
+    const std::vector<int32_t> ids = Ids(*taps->file().Find("input_ids"));
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), bos), 1);
+    EXPECT_EQ(ids.front(), bos);
+  }
+  ExpectCasesMatch(m.get(), cases, 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, MllamaGoldenTest, testing::ValuesIn(kCheckpoints),
@@ -263,18 +318,7 @@ TEST(MllamaProcessorTest, PromptIdsAndCasePixelsMatchMllamaProcessor) {
       ASSERT_TRUE(taps.ok());
       const auto& meta = taps->file().metadata();
       const std::vector<std::string> images = Split(meta.at("images"));
-      auto prompt =
-          loaded->processor->BuildPrompt(static_cast<int>(images.size()), meta.at("prompt"), {});
-      ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
-      EXPECT_EQ(prompt->ids, Ids(*taps->file().Find("input_ids")));
-      if (meta.count("chat_text")) {  // one user turn through the chat template
-        PromptOptions chat;
-        chat.chat = true;
-        auto turn = loaded->processor->BuildPrompt(static_cast<int>(images.size()),
-                                                   meta.at("chat_text"), chat);
-        ASSERT_TRUE(turn.ok()) << turn.status().ToString();
-        EXPECT_EQ(turn->ids, Ids(*taps->file().Find("input_ids"))) << "chat template";
-      }
+      ExpectPromptIds(*loaded, taps->file());
       const TensorView* pv = taps->file().Find("pixel_values");
       ASSERT_EQ(pv != nullptr, !images.empty());
       if (!pv) continue;
@@ -341,9 +385,10 @@ TEST(MllamaProcessorTest, RefusesMismatchedMarkersAndTooManyImages) {
   auto text = p.BuildPrompt(0, "hello", {});
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(text->ids.front(), p.tokenizer().TokenToId("<|begin_of_text|>"));
-  auto lead = p.BuildPrompt(2, "<|image|><|image|>hi", {});  // BOS after the leading images
+  auto lead = p.BuildPrompt(2, "<|image|><|image|>hi", {});  // Meta's format: BOS first
   ASSERT_TRUE(lead.ok());
-  EXPECT_EQ(lead->ids[2], p.tokenizer().TokenToId("<|begin_of_text|>"));
+  EXPECT_EQ(lead->ids[0], p.tokenizer().TokenToId("<|begin_of_text|>"));
+  EXPECT_EQ(lead->ids[1], p.tokenizer().TokenToId("<|image|>"));
 }
 
 // llama3 RoPE scaling: the tiny config's three frequencies fall in each band.

@@ -18,6 +18,10 @@ model.generate(do_sample=False). The tokenizer is the tiny one (make_tokenizer.p
 <image_soft_token>) registered as boi/eoi/image tokens as Gemma 3's tokenizer_config does.
 The pan-and-scan cases (pas_*) run the processor with do_pan_and_scan=True, and
 testdata/golden/gemma3_pan_and_scan_grids.json holds transformers' crop grids for many sizes.
+testdata/golden/{gemma3-text,gemma3}-softcap/ hold a config.json (the tiny one with both
+softcaps set, SOFTCAP) and transformers' taps with it on the tiny weights: Gemma3Attention passes
+no softcap to attention and Gemma3ForConditionalGeneration applies no final softcap (4.57.1);
+the script asserts that applying the attention softcap would change the logits.
 
 Run: .venv/bin/python -m tools.reference.make_gemma3
 """
@@ -356,6 +360,57 @@ def make_goldens():
                   f"gen={taps['generated_ids'].tolist()}")
 
 
+# A small attention cap, so that applying it would change every logit; the VLM's final cap too
+# (transformers ignores it). gemma3-text keeps its final cap of 30, which Gemma3ForCausalLM
+# applies: a cap of 2 saturates tanh, and greedy decoding then turns on float ties.
+SOFTCAP = {"gemma3-text": {"attn_logit_softcapping": 1.0, "final_logit_softcapping": 30.0},
+           "gemma3": {"attn_logit_softcapping": 1.0, "final_logit_softcapping": 2.0}}
+SOFTCAP_CASES = {"gemma3-text": ["short"], "gemma3": ["photo", "text_only"]}
+
+
+def make_softcap_goldens():
+    """The tiny weights under a config.json with both softcaps set (SOFTCAP)."""
+    from transformers import AutoConfig, Gemma3ForCausalLM, Gemma3ForConditionalGeneration
+
+    images = make_images()
+    for name, cls in (("gemma3-text", Gemma3ForCausalLM),
+                      ("gemma3", Gemma3ForConditionalGeneration)):
+        path = os.path.join(TINY, name)
+        config = AutoConfig.from_pretrained(path)
+        for key, value in SOFTCAP[name].items():
+            setattr(config.get_text_config(), key, value)
+        model = cls.from_pretrained(path, config=config, dtype=torch.float32,
+                                    attn_implementation="eager").eval()
+        processor = None
+        if cls is Gemma3ForConditionalGeneration:
+            from transformers import AutoProcessor
+            processor = AutoProcessor.from_pretrained(path, use_fast=False)
+        out_dir = os.path.join(GOLDEN, f"{name}-softcap")
+        if os.path.isdir(out_dir):
+            shutil.rmtree(out_dir)
+        os.makedirs(out_dir)
+        with tempfile.TemporaryDirectory() as tmp:
+            config.save_pretrained(tmp)
+            with open(os.path.join(tmp, "config.json"), "rb") as f:
+                common.write_bytes(os.path.join(out_dir, "config.json"), f.read())
+        for case, prompt, image_names, inputs in golden_cases(name, model, load_tokenizer(),
+                                                              processor, images):
+            if case not in SOFTCAP_CASES[name]:
+                continue
+            inputs = {k: v for k, v in inputs.items() if k != "attention_mask"}
+            taps = trace(model, inputs)
+            check_generate(model, inputs, taps)
+            with torch.no_grad():  # the kwarg reaches eager_attention_forward
+                capped = model(**inputs, softcap=SOFTCAP[name]["attn_logit_softcapping"]).logits[0]
+            change = ((capped - taps["logits"]).abs().max() / taps["logits"].abs().max()).item()
+            assert change > 1e-2, f"{name}/{case}: the attention softcap changes logits {change}"
+            taps_lib.save_taps(taps, os.path.join(out_dir, f"{case}.safetensors"),
+                               {"checkpoint": f"{name}-softcap", "case": case, "prompt": prompt,
+                                "images": ",".join(image_names)})
+            print(f"golden: {name}-softcap/{case} (an attention softcap would change the "
+                  f"logits by {change:.2f} relative)")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-tiny", action="store_true", help="goldens only")
@@ -364,6 +419,7 @@ def main(argv=None):
     if not args.no_tiny:
         make_tiny()
     make_goldens()
+    make_softcap_goldens()
     make_pan_and_scan_grids()
 
 

@@ -12,6 +12,17 @@ Writes, in the HF layout of meta-llama/Llama-3.2-11B-Vision (save_pretrained):
                             text-only prompt, self-checked against model.generate(do_sample=False)
   testdata/golden/mllama-pixels.safetensors    MllamaImageProcessor on 36 synthetic images
                             (sizes 1x1 .. 200x150, 10-px tiles, every canvas of max_image_tiles 4)
+  testdata/golden/mllama-bos/  tokenizer.json: the tiny one with the hub's TemplateProcessing
+                            post_processor that prepends <|begin_of_text|>, and goldens of
+                            testdata/tiny/mllama's weights with that tokenizer
+
+Raw prompts follow Meta's format (llama-models llama3_2/vision_prompt_format.md:
+"<|begin_of_text|><|image|>If I had to write a haiku..."): BOS first, then the prompt, no other
+special token. transformers' MllamaProcessor puts BOS after the leading <|image|> tokens, and a
+tokenizer whose post_processor prepends BOS (the hub's) gives [BOS, <|image|>, BOS, ...]. The
+goldens run transformers' model on the Meta-format ids (meta_inputs: the processor on
+"<|begin_of_text|>" + prompt with add_special_tokens=False, so pixels and cross_attention_mask
+are its own). Chat cases are tokenized as apply_chat_template does.
 
 The reference is corrected in one place. Meta's llama-models (llama3/multimodal/model.py,
 ImageTransformer.forward appends x *before* running layer i) and transformers <= 4.54 take the
@@ -365,6 +376,85 @@ def trace(model, inputs):
     return taps
 
 
+BOS = "<|begin_of_text|>"
+BOS_CASES = {  # testdata/golden/mllama-bos: the raw prompt and the chat turn with that tokenizer
+    "one": (["wide"], "<|image|>describe this picture"),
+    "chat": (["photo", "gray"], {"chat": "What differs?"}),
+}
+
+
+def meta_inputs(processor, prompt, images):
+    """Meta's format: BOS + prompt (unless it has one), no post_processor tokens."""
+    text = prompt if BOS in prompt else BOS + prompt
+    kwargs = dict(images=[images]) if images else {}
+    return processor(text=[text], return_tensors="pt", add_special_tokens=False, **kwargs)
+
+
+def case_inputs(processor, names, prompt, images):
+    """(prompt text kept in the metadata, model inputs, extra metadata) of one case."""
+    meta = {}
+    imgs = [images[n] for n in names]
+    if isinstance(prompt, dict):  # one user turn through the checkpoint's chat_template
+        content = [{"type": "image"} for _ in names] + [{"type": "text", "text": prompt["chat"]}]
+        meta["chat_text"] = "<|image|>" * len(names) + prompt["chat"]
+        text = processor.apply_chat_template([{"role": "user", "content": content}],
+                                             add_generation_prompt=True, tokenize=False)
+        # processing_utils.py apply_chat_template: a text that starts with bos_token is
+        # tokenized without special tokens, else with them.
+        add = not text.startswith(processor.tokenizer.bos_token)
+        kwargs = dict(images=[imgs]) if imgs else {}
+        inputs = processor(text=[text], return_tensors="pt", add_special_tokens=add, **kwargs)
+        return text, inputs, meta
+    inputs = meta_inputs(processor, prompt, imgs)
+    hf = processor(text=[prompt], return_tensors="pt", **(dict(images=[imgs]) if imgs else {}))
+    meta["transformers_input_ids"] = " ".join(map(str, hf["input_ids"][0].tolist()))
+    return prompt, inputs, meta
+
+
+def bos_tokenizer_json(path):
+    """The tokenizer.json of `path` with the hub's post_processor: BOS before each sequence."""
+    from tokenizers import Tokenizer, processors
+
+    tok = Tokenizer.from_file(os.path.join(path, "tokenizer.json"))
+    bos_id = tok.token_to_id(BOS)
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{BOS} $A", pair=f"{BOS} $A {BOS}:1 $B:1", special_tokens=[(BOS, bos_id)])
+    return tok.to_str(pretty=True).encode("utf-8")
+
+
+def make_bos_goldens(images):
+    """testdata/tiny/mllama's weights with a BOS-adding tokenizer.json (mllama-bos)."""
+    from transformers import AutoProcessor, MllamaForConditionalGeneration
+
+    path = os.path.join(TINY, "mllama")
+    out_dir = os.path.join(GOLDEN, "mllama-bos")
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
+    common.write_bytes(os.path.join(out_dir, "tokenizer.json"), bos_tokenizer_json(path))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in os.listdir(path):
+            shutil.copy(os.path.join(path, name), tmp)
+        shutil.copy(os.path.join(out_dir, "tokenizer.json"), tmp)
+        model = MllamaForConditionalGeneration.from_pretrained(
+            tmp, dtype=torch.float32, attn_implementation="eager").eval()
+        processor = AutoProcessor.from_pretrained(tmp)
+    bos_id = processor.tokenizer.convert_tokens_to_ids(BOS)
+    for case, (names, prompt) in BOS_CASES.items():
+        text, inputs, meta = case_inputs(processor, names, prompt, images)
+        if "transformers_input_ids" in meta:  # the issue's [BOS, <|image|>, BOS, ...]
+            hf = [int(t) for t in meta["transformers_input_ids"].split()]
+            assert hf[:3] == [bos_id, processor.image_token_id, bos_id], hf[:3]
+        ids = inputs["input_ids"][0].tolist()
+        assert ids.count(bos_id) == 1 and ids[0] == bos_id, ids
+        inputs = {k: v for k, v in inputs.items() if k not in ("attention_mask", "token_type_ids")}
+        taps = trace(model, inputs)
+        taps_lib.save_taps(taps, os.path.join(out_dir, f"{case}.safetensors"),
+                           {"checkpoint": "mllama-bos", "case": case, "prompt": text,
+                            "images": ",".join(names), **meta})
+        print(f"golden: mllama-bos/{case} ids={ids[:4]}... gen={taps['generated_ids'].tolist()}")
+
+
 def make_goldens():
     from transformers import AutoProcessor, MllamaForConditionalGeneration
 
@@ -381,15 +471,7 @@ def make_goldens():
             shutil.rmtree(out_dir)
         os.makedirs(out_dir)
         for case, (names, prompt) in cases.items():
-            meta = {}
-            if isinstance(prompt, dict):
-                content = [{"type": "image"} for _ in names] + [{"type": "text",
-                                                                 "text": prompt["chat"]}]
-                meta["chat_text"] = "<|image|>" * len(names) + prompt["chat"]
-                prompt = processor.apply_chat_template([{"role": "user", "content": content}],
-                                                       add_generation_prompt=True, tokenize=False)
-            kwargs = dict(images=[[images[n] for n in names]]) if names else {}
-            inputs = processor(text=[prompt], return_tensors="pt", **kwargs)
+            prompt, inputs, meta = case_inputs(processor, names, prompt, images)
             inputs = {k: v for k, v in inputs.items() if k not in ("attention_mask", "token_type_ids")}
             taps = trace(model, inputs)
             file = os.path.join(out_dir, f"{case}.safetensors")
@@ -398,6 +480,7 @@ def make_goldens():
             tiles = inputs["aspect_ratio_mask"][0].sum(-1).tolist() if names else []
             print(f"golden: {name}/{case} T={taps['input_ids'].shape[0]} tiles={tiles} "
                   f"gen={taps['generated_ids'].tolist()}")
+    make_bos_goldens(images)
 
 
 def make_pixel_fixture():
@@ -418,27 +501,38 @@ def make_pixel_fixture():
     print(f"pixels: {len(PIXEL_SIZES)} images, tiles {sorted(tiles_seen)}")
 
 
+def MllamaForConditionalGeneration_from(path):  # noqa: N802 (named after the class it loads)
+    """The checkpoint at `path` in float32 with eager attention, for tracing."""
+    from transformers import MllamaForConditionalGeneration
+
+    return MllamaForConditionalGeneration.from_pretrained(
+        path, dtype=torch.float32, attn_implementation="eager").eval()
+
+
+def to_ocular_layout(taps, n_images):
+    """pixel_values as `ocular trace` writes them: one row of every tile's pixels per image (the
+    aspect ratio stays in aspect_ratio_ids)."""
+    if n_images:
+        taps["pixel_values"] = taps["pixel_values"].reshape(n_images, -1)
+    if "aspect_ratio_ids" not in taps_lib.I64_TAPS:
+        taps_lib.I64_TAPS = taps_lib.I64_TAPS + ("aspect_ratio_ids",)
+
+
 def trace_checkpoint(args):
     """Taps of any mllama directory for some images and a prompt, in ocular's layout (pixel
-    values as processor.h's per-image rows + aspect ratio id), for `ocular diff` against
+    values as one row per image), for `ocular diff` against
     `ocular trace`. --transformers-features keeps transformers 4.57's (unpatched) definition."""
-    from transformers import AutoProcessor, MllamaForConditionalGeneration
+    from transformers import AutoProcessor
 
     if not args.transformers_features:
         patch_reference()
-    model = MllamaForConditionalGeneration.from_pretrained(
-        args.trace, dtype=torch.float32, attn_implementation="eager").eval()
+    model = MllamaForConditionalGeneration_from(args.trace)
     processor = AutoProcessor.from_pretrained(args.trace)
     images = [Image.open(f).convert("RGB") for f in args.image]
-    kwargs = dict(images=[images]) if images else {}
-    inputs = processor(text=[args.prompt], return_tensors="pt", **kwargs)
+    inputs = meta_inputs(processor, args.prompt, images)  # as ocular builds a raw prompt
     inputs = {k: v for k, v in inputs.items() if k not in ("attention_mask", "token_type_ids")}
     taps = trace(model, inputs)
-    taps.pop("aspect_ratio_ids", None)
-    if images:
-        px = taps["pixel_values"].reshape(len(images), -1)
-        ids = inputs["aspect_ratio_ids"][0].to(torch.float32)[:, None]
-        taps["pixel_values"] = torch.cat([px, ids], dim=1)
+    to_ocular_layout(taps, len(images))
     taps_lib.save_taps(taps, args.out, {"model_dir": args.trace, "prompt": args.prompt,
                                         "features": "transformers" if args.transformers_features
                                         else "meta"})

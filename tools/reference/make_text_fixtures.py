@@ -12,6 +12,19 @@ Vocabularies (each written under testdata/text/<name>/):
           tokenizer.json — the same route HF used for Gemma's own tokenizer.json.
   llama3  the real Llama 3 byte-level BPE: the tiktoken file and special tokens from the PyPI
           package llama-models, converted by transformers' TikTokenConverter.
+  post_template post_bert post_roberta post_bytelevel post_sequence post_sequence_pair
+  post_sequence_three
+          the tiny tokenizer.json with each post_processor (set through the `tokenizers` API;
+          TemplateProcessing with a two-id special token), cases with ids_special:
+          encode(text, add_special_tokens=True)
+  post_gemma_class
+          the tiny tokenizer.json (its post_processor adds EOS only) with a tokenizer_config.json
+          naming GemmaTokenizer, add_bos_token and add_eos_token true: ids_special from
+          transformers' AutoTokenizer, which rebuilds the post_processor from those flags
+  nfc nfd nfkc nfkd
+          the tiny tokenizer.json with a `Sequence[<form>, Replace]` normalizer (what released
+          Qwen2-VL checkpoints carry: an `NFC` normalizer) plus a normalized added token spelled
+          decomposed, set through the `tokenizers` API; their strings add normalization_strings().
 
 Per vocabulary: tokenizer.json.xz (and tokenizer.model.xz where SentencePiece applies), and
 cases.jsonl.xz: one JSON object per string with
@@ -92,6 +105,41 @@ HANDWRITTEN = [
     "\u0000", "nul\u0000inside", "\u0001\u0002\u001f\u007f", "\u00ad soft hyphen", "\u200d",
     "\u200e\u200f", "\u202e reversed", "\U0001f3fb", "\ud7ff\ue000",
 ]
+
+# Canonical and compatibility equivalents: composed / decomposed Latin, Hangul syllables and
+# jamo, reordering of combining marks, singletons (Ångström, Kelvin), ligatures, full-width
+# and super/subscript forms, and the decomposed added token of unicode_json.
+NORMALIZATION = [
+    "cafe\u0301", "caf\u00e9", "cafe\u0301 au lait", "caf\u00e9 cafe\u0301", "xcafe\u0301",
+    "\u1100\u1161\u11a8\u1100\u1161", "\uac01\uac00", "\u212b\u2126\u212a",
+    "a\u0323\u0307 a\u0307\u0323 \u1ea1\u0307", "q\u0307\u0323", "\u1e9b\u0323",
+    "\ufb01\ufb02 \uff21\uff42\uff43 \u00b2\u2082 \u2460 \u2167", "\u3300 \u32ff",
+    "\u0041\u030a\u0301", "o\u0308\u0304 \u022b", "\u00c5\u0327", "\u0958\u0915\u093c",
+    "\u00bd \u2153 \u00a8 \u00b4 \u1fbf", "\u0344 \u0f73 \u0f75", "e\u0301\u0301e",
+    "\u0301 leading mark", "\u00e9\u0301", "\u01c4\u01c5\u01c6", "\u2000\u2001 \u00a0",
+]
+
+def normalization_strings():
+    """NORMALIZATION, then every character with a decomposition or a nonzero combining class
+    (Python's unicodedata) in runs of 40, each followed by marks of class 1 and 240; then, for
+    each such character `tokenizers` normalizes differently from unicodedata (those assigned
+    after the Unicode version of its tables), the character alone, before a class-1 mark and
+    after a class-240 one (canonical reordering moves it iff its class is nonzero there)."""
+    import unicodedata
+
+    from tokenizers import normalizers
+
+    forms = [(f, getattr(normalizers, f)()) for f in UNICODE_FORMS]
+    special = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and
+               (unicodedata.decomposition(chr(c)) or unicodedata.combining(chr(c)))]
+    out = list(NORMALIZATION)
+    out += ["".join(special[i:i + 40]) + "\u0334\u0345" for i in range(0, len(special), 40)]
+    for c in special:
+        probes = [c, c + "\u0334", "\u0345" + c]
+        if any(n.normalize_str(p) != unicodedata.normalize(f, p) for f, n in forms for p in probes):
+            out += probes
+    return out
+
 
 FRAGMENTS = [
     "the", "The", " cat", " sat", " on", " mat", "hello", " world", "Hello", "WORLD", "ing",
@@ -233,6 +281,94 @@ def llama3_json():
     return tok.to_str(pretty=True).encode("utf-8")
 
 
+def unicode_json(tiny_json, form):
+    """The tiny tokenizer with `form` (NFC, NFD, NFKC, NFKD) before its Replace normalizer and a
+    normalized added token "cafe\u0301" (tokenizers matches it by its normalized form)."""
+    from tokenizers import AddedToken, Tokenizer, normalizers
+
+    tok = Tokenizer.from_str(tiny_json.decode("utf-8"))
+    tok.normalizer = normalizers.Sequence([getattr(normalizers, form)(), tok.normalizer])
+    tok.add_tokens([AddedToken("cafe\u0301", normalized=True)])
+    return tok.to_str(pretty=True).encode("utf-8")
+
+
+POST_PROCESSORS = ("template", "bert", "roberta", "bytelevel", "sequence", "sequence_pair",
+                   "sequence_three")
+POST_STRINGS = 300  # the first strings of build_strings()
+
+
+def post_json(tiny_json, kind):
+    """The tiny tokenizer with post_processor `kind` (ids: <bos> 2, <eos> 1, <image> 2048)."""
+    from tokenizers import Tokenizer, processors
+
+    tok = Tokenizer.from_str(tiny_json.decode("utf-8"))
+    bos, eos, image = ("<bos>", 2), ("<eos>", 1), ("<image>", 2048)
+    two = {"id": "[TWO]", "ids": [2048, 2], "tokens": ["<image>", "<bos>"]}
+    if kind == "template":
+        tok.post_processor = processors.TemplateProcessing(
+            single="[TWO] $A <eos>", pair="[TWO] $A <eos> $B:1 <eos>:1",
+            special_tokens=[two, eos])
+    elif kind == "bert":
+        tok.post_processor = processors.BertProcessing(sep=eos, cls=bos)
+    elif kind == "roberta":
+        tok.post_processor = processors.RobertaProcessing(sep=eos, cls=bos, trim_offsets=True,
+                                                          add_prefix_space=False)
+    elif kind == "bytelevel":
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    elif kind == "sequence":
+        tok.post_processor = processors.Sequence([
+            processors.ByteLevel(trim_offsets=True),
+            processors.TemplateProcessing(single="<image> $A", pair="$A $B",
+                                          special_tokens=[image]),
+            processors.BertProcessing(sep=eos, cls=bos)])
+    elif kind == "sequence_pair":  # Bert leaves two encodings: the next template uses `pair`
+        image_a = processors.TemplateProcessing(single="<image> $A", pair="$A <bos> $B",
+                                                special_tokens=[image, bos])
+        tok.post_processor = processors.Sequence([
+            image_a, processors.BertProcessing(sep=eos, cls=bos), image_a])
+    elif kind == "sequence_three":  # a template leaves three encodings for Roberta
+        tok.post_processor = processors.Sequence([
+            processors.TemplateProcessing(single="[TWO] $A <eos>", pair="$A $B",
+                                          special_tokens=[two, eos]),
+            processors.RobertaProcessing(sep=eos, cls=bos)])
+    return tok.to_str(pretty=True).encode("utf-8")
+
+
+GEMMA_CLASS_CONFIG = {"tokenizer_class": "GemmaTokenizer", "add_bos_token": True,
+                      "add_eos_token": True, "bos_token": "<bos>", "eos_token": "<eos>",
+                      "pad_token": "<pad>", "unk_token": "<unk>"}
+
+
+def gemma_class_files(tiny_json):
+    """tokenizer.json whose post_processor adds only EOS, and a tokenizer_config.json naming
+    GemmaTokenizer with both flags on: transformers uses the flags, not the file."""
+    from tokenizers import Tokenizer, processors
+
+    tok = Tokenizer.from_str(tiny_json.decode("utf-8"))
+    tok.post_processor = processors.TemplateProcessing(single="$A <eos>", pair="$A $B",
+                                                       special_tokens=[("<eos>", 1)])
+    config = json.dumps(GEMMA_CLASS_CONFIG, indent=2, sort_keys=True) + "\n"
+    return tok.to_str(pretty=True).encode("utf-8"), config.encode("utf-8")
+
+
+def special_ids_tokenizers(tok_json):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_str(tok_json.decode("utf-8"))
+    return lambda s: tok.encode(s, add_special_tokens=True).ids
+
+
+def special_ids_transformers(tok_json, config_json):
+    from transformers import AutoTokenizer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        common.write_bytes(os.path.join(tmp, "tokenizer.json"), tok_json)
+        common.write_bytes(os.path.join(tmp, "tokenizer_config.json"), config_json)
+        tok = AutoTokenizer.from_pretrained(tmp)
+    assert type(tok).__name__ == "GemmaTokenizerFast", type(tok).__name__
+    return lambda s: tok(s, add_special_tokens=True)["input_ids"]
+
+
 def flags_json(tiny_json):
     """The tiny tokenizer plus added tokens exercising every AddedToken flag."""
     from tokenizers import AddedToken, Tokenizer
@@ -254,7 +390,8 @@ def flags_json(tiny_json):
 # Cases.
 
 
-def make_cases(tok_json, strings, sp_proto=None):
+def make_cases(tok_json, strings, sp_proto=None, special_ids=None):
+    """special_ids: text -> ids with add_special_tokens=True (the ids_special column)."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_str(tok_json.decode("utf-8"))
@@ -268,6 +405,8 @@ def make_cases(tok_json, strings, sp_proto=None):
         case = {"text": s, "ids": ids,
                 "decode": tok.decode(ids, skip_special_tokens=False),
                 "decode_skip": tok.decode(ids, skip_special_tokens=True)}
+        if special_ids is not None:
+            case["ids_special"] = special_ids(s)
         if sp is not None:
             sp_ids = sp.encode(s)
             case["sp_ids"] = sp_ids
@@ -284,6 +423,9 @@ def write_xz(path, data):
     print(f"  {path}: {len(data)} -> {size} bytes")
 
 
+UNICODE_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+
+
 def make_text_fixtures(out_dir=DEFAULT_OUT, only=None):
     """Writes every vocabulary's fixtures under out_dir (only: subset of vocab names).
     Needs testdata/tiny/tokenizer (make_tokenizer) for "tiny" and "flags"."""
@@ -294,7 +436,10 @@ def make_text_fixtures(out_dir=DEFAULT_OUT, only=None):
         return only is None or name in only
 
     vocabs = []  # (name, tokenizer.json bytes, sp proto or None)
-    if wanted("tiny") or wanted("flags"):
+    post = {}  # name -> (special_ids, tokenizer_config.json bytes or None)
+    tiny_based = ["tiny", "flags", "post_gemma_class"] + [f.lower() for f in UNICODE_FORMS]
+    tiny_based += [f"post_{k}" for k in POST_PROCESSORS]
+    if any(wanted(name) for name in tiny_based):
         with open(os.path.join(TINY_DIR, "tokenizer.json"), "rb") as f:
             tiny_json = f.read()
         with open(os.path.join(TINY_DIR, "tokenizer.model"), "rb") as f:
@@ -303,6 +448,18 @@ def make_text_fixtures(out_dir=DEFAULT_OUT, only=None):
             vocabs.append(("tiny", tiny_json, tiny_proto))
         if wanted("flags"):
             vocabs.append(("flags", flags_json(tiny_json), None))
+        for form in UNICODE_FORMS:
+            if wanted(form.lower()):
+                vocabs.append((form.lower(), unicode_json(tiny_json, form), None))
+        for kind in POST_PROCESSORS:
+            if wanted(f"post_{kind}"):
+                tok_json = post_json(tiny_json, kind)
+                vocabs.append((f"post_{kind}", tok_json, None))
+                post[f"post_{kind}"] = (special_ids_tokenizers(tok_json), None)
+        if wanted("post_gemma_class"):
+            tok_json, config = gemma_class_files(tiny_json)
+            vocabs.append(("post_gemma_class", tok_json, None))
+            post["post_gemma_class"] = (special_ids_transformers(tok_json, config), config)
     if wanted("gemma3"):
         proto = gemma3_model_proto()
         vocabs.append(("gemma3", spm_vocab(proto), proto))
@@ -316,7 +473,16 @@ def make_text_fixtures(out_dir=DEFAULT_OUT, only=None):
             write_xz(os.path.join(out, "tokenizer.json.xz"), tok_json)
             if proto is not None:
                 write_xz(os.path.join(out, "tokenizer.model.xz"), proto)
-        write_xz(os.path.join(out, "cases.jsonl.xz"), make_cases(tok_json, strings, proto))
+        texts, special_ids = strings, None
+        if name.upper() in UNICODE_FORMS:
+            texts = strings + [t for t in normalization_strings() if t not in strings]
+        if name in post:
+            texts = strings[:POST_STRINGS]
+            special_ids, config = post[name]
+            if config is not None:
+                common.write_bytes(os.path.join(out, "tokenizer_config.json"), config)
+        write_xz(os.path.join(out, "cases.jsonl.xz"),
+                 make_cases(tok_json, texts, proto, special_ids))
 
 
 def main():

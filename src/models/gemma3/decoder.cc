@@ -13,8 +13,11 @@ blocks::DecoderLayerSpec LayerSpecOf(const Gemma3TextConfig& c, const LayerAtten
   blocks::DecoderLayerSpec s =
       GemmaLayerSpec(c.gemma, {LayerKind::kSelfAttention, a.window, a.rope_theta});
   s.sandwich = true;
-  s.position_offset = 0;                 // position_ids = cache_position
-  s.attn.scale = c.attention_scale();    // query_pre_attn_scalar ** -0.5
+  s.position_offset = 0;               // position_ids = cache_position
+  s.attn.scale = c.attention_scale();  // query_pre_attn_scalar ** -0.5
+  // No softcap: Gemma3Attention keeps attn_logit_softcapping but passes no softcap to the
+  // attention function (modeling_gemma3.py Gemma3Attention.forward, transformers 4.57.1).
+  s.attn.softcap = 0;
   s.attn.rope.divisor = a.rope_divisor;  // rope_scaling "linear": inv_freq / factor
   s.attn.qk_norm = {blocks::NormKind::kGemmaRms, nullptr, nullptr, c.gemma.rms_norm_eps};
   s.attn.bidirectional = blocks::Bidirectional::kImageRuns;  // token_type_ids == 1 runs

@@ -55,16 +55,6 @@ StatusOr<std::unique_ptr<Gemma3Processor>> Gemma3Processor::Load(const FileSet& 
   }
   p->has_vision_ = config.has_vision;
   OCULAR_ASSIGN_OR_RETURN(p->chat_, ChatTemplate::Load(files));
-  // add_bos_token of tokenizer_config.json (GemmaTokenizerFast's default: true).
-  if (files.Has("tokenizer_config.json")) {
-    OCULAR_ASSIGN_OR_RETURN(
-        std::string tc, files.Read("tokenizer_config.json", kMaxTokenizerFileBytes, "tokenizer"));
-    OCULAR_ASSIGN_OR_RETURN(nlohmann::json j,
-                            ParseJson(tc, files.Where("tokenizer_config.json"), "tokenizer"));
-    if (auto it = j.find("add_bos_token"); it != j.end() && it->is_boolean()) {
-      p->add_bos_ = it->get<bool>();
-    }
-  }
   if (!config.has_vision) return p;
   for (auto [piece, id] :
        {std::pair{kBoi, config.boi_token_index}, std::pair{kEoi, config.eoi_token_index},
@@ -96,10 +86,12 @@ StatusOr<Prompt> Gemma3Processor::BuildPrompt(int n_images, const std::string& t
     // processing_gemma3.py: no text -> " ".join([boi_token] * len(images)).
     for (int i = 0; i < n_images; ++i) body += (i ? " " : "") + std::string(kBoi);
   }
-  return Tokenize(body, n_images, add_bos_, options.image_crops);  // tokenizer's add_bos_token
+  // processing_gemma3.py: self.tokenizer(text=text, ...), add_special_tokens left at True.
+  return Tokenize(body, n_images, /*add_special_tokens=*/true, options.image_crops);
 }
 
-StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images, bool bos,
+StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images,
+                                           bool add_special_tokens,
                                            const std::vector<int>& crops) const {
   if (n_images > 0 && !has_vision_) {
     return Error(StatusCode::kInvalidArgument, "prompt",
@@ -139,7 +131,6 @@ StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images
     body = expanded + body.substr(from);
   }
   Prompt p;
-  if (bos) p.ids.push_back(tok_->bos_id());
   OCULAR_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok_->Encode(body));
   int64_t image_ids = 0;
   for (int32_t id : ids) image_ids += id == image_token_id_;
@@ -147,7 +138,7 @@ StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images
     return Error(StatusCode::kInvalidArgument, "prompt", "the prompt text contains ", kImage,
                  "; pass images and mark them with ", kBoi);
   }
-  p.ids.insert(p.ids.end(), ids.begin(), ids.end());
+  p.ids = add_special_tokens ? tok_->AddSpecialTokens(ids) : std::move(ids);
   // Each run of image tokens attends bidirectionally within itself (token_type_ids == 1).
   for (int64_t t = 0; t < p.size(); ++t) {
     if (p.ids[t] != image_token_id_ || !has_vision_) continue;
@@ -175,10 +166,8 @@ StatusOr<Prompt> Gemma3Processor::BuildChatPrompt(int n_images,
   // processing_utils.py apply_chat_template: a text that starts with bos_token is tokenized
   // without special tokens (so with that one bos); else the processor adds its own.
   const std::string& bos = chat_.bos_token();
-  if (!bos.empty() && text.starts_with(bos)) {
-    return Tokenize(text.substr(bos.size()), n_images, /*bos=*/true, options.image_crops);
-  }
-  return Tokenize(text, n_images, add_bos_, options.image_crops);
+  const bool starts_with_bos = !bos.empty() && text.starts_with(bos);
+  return Tokenize(text, n_images, /*add_special_tokens=*/!starts_with_bos, options.image_crops);
 }
 
 StatusOr<Tensor> Gemma3Processor::Pixels(const Image& image) const {

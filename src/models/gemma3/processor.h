@@ -28,10 +28,12 @@ class Gemma3Processor final : public Processor {
                                                          const Gemma3Config& config);
 
   const Tokenizer& tokenizer() const override { return *tok_; }
-  // <bos> (if tokenizer_config.json's add_bos_token, default true) + the text with its `n_images`
-  // "<start_of_image>" markers expanded. With images and an empty text, the text is the markers
-  // joined by spaces (as HF). Errors: a marker count != n_images, images for a text-only model, the
-  // image token in the text. Causal, but each image's run of tokens is a bidirectional span.
+  // The text with its `n_images` "<start_of_image>" markers expanded, tokenized with the
+  // tokenizer's special tokens (Tokenizer::AddSpecialTokens: GemmaTokenizer's add_bos_token,
+  // default true), as Gemma3Processor calls the tokenizer. With images and an empty text, the text
+  // is the markers joined by spaces (as HF). Errors: a marker count != n_images, images for a
+  // text-only model, the image token in the text. Causal, but each image's run of tokens is a
+  // bidirectional span.
   StatusOr<Prompt> BuildPrompt(int n_images, const std::string& text,
                                const PromptOptions& options) const override;
   StatusOr<Tensor> Pixels(const Image& image) const override;
@@ -49,15 +51,16 @@ class Gemma3Processor final : public Processor {
   // The checkpoint's chat template rendered (models/chat.h ChatTemplate::Render).
   StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
                                    const PromptOptions& options) const override;
-  // RenderChat's text, markers expanded as BuildPrompt; one <bos> when the text starts with the
-  // bos_token (transformers then adds no other), else the tokenizer's add_bos_token.
+  // RenderChat's text, markers expanded as BuildPrompt; no special tokens added when the text
+  // starts with the bos_token (transformers then adds none), else as BuildPrompt.
   StatusOr<Prompt> BuildChatPrompt(int n_images, const std::vector<ChatMessage>& messages,
                                    const PromptOptions& options) const override;
 
  private:
   // The ids of `body` with its n_images markers expanded (after the pan-and-scan rewrite of
-  // `crops`, PromptOptions::image_crops), <bos> first when `bos`.
-  StatusOr<Prompt> Tokenize(const std::string& text, int n_images, bool bos,
+  // `crops`, PromptOptions::image_crops), with the tokenizer's special tokens when
+  // `add_special_tokens`.
+  StatusOr<Prompt> Tokenize(const std::string& text, int n_images, bool add_special_tokens,
                             const std::vector<int>& crops) const;
 
   static Status ReadPanAndScan(const nlohmann::json& j, const std::string& where,
@@ -67,7 +70,6 @@ class Gemma3Processor final : public Processor {
   std::unique_ptr<Tokenizer> tok_;
   PreprocessConfig pp_;
   bool has_vision_ = false;
-  bool add_bos_ = true;
   bool pan_and_scan_default_ = false;
   PanAndScanParams pan_and_scan_;
   int image_size_ = 0, image_tokens_ = 0;

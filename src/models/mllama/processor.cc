@@ -164,6 +164,20 @@ StatusOr<Prompt> MllamaProcessor::BuildPrompt(int n_images, const std::string& t
   if (options.chat) {
     return BuildChatPrompt(n_images, {UserTurn(text, n_images, kImageToken)}, options);
   }
+  OCULAR_RETURN_IF_ERROR(CheckMarkers(n_images, text));
+  // Meta's format (llama-models llama3_2/vision_prompt_format.md:
+  // "<|begin_of_text|><|image|>If I had to write a haiku..."): BOS first, then the text as
+  // written, whatever the tokenizer's post_processor would add. transformers' MllamaProcessor
+  // differs: BOS after the leading <|image|> tokens, and the hub tokenizer's post_processor
+  // adds another in front (docs/models.md, mllama).
+  Prompt p;
+  OCULAR_ASSIGN_OR_RETURN(p.ids, tok_->Encode(text));
+  if (text.find(kBosToken) == std::string::npos) p.ids.insert(p.ids.begin(), tok_->bos_id());
+  OCULAR_RETURN_IF_ERROR(CheckImageIds(n_images, p.ids));
+  return p;  // causal (the cross layers' image mask is the decoder's, from the ids)
+}
+
+Status MllamaProcessor::CheckMarkers(int n_images, const std::string& text) const {
   const size_t markers = Count(text, kImageToken);
   if (markers != static_cast<size_t>(n_images)) {
     return Error(StatusCode::kInvalidArgument, "prompt", "the prompt has ", markers, " ",
@@ -174,22 +188,16 @@ StatusOr<Prompt> MllamaProcessor::BuildPrompt(int n_images, const std::string& t
     return Error(StatusCode::kInvalidArgument, "prompt", n_images,
                  " images in one prompt; ocular's mllama takes at most ", kMaxImages);
   }
-  // build_string_from_input: BOS after the leading image tokens, unless already present.
-  std::string body = text;
-  if (body.find(kBosToken) == std::string::npos) {
-    const std::string image = kImageToken;
-    size_t lead = 0;
-    while (body.compare(lead, image.size(), image) == 0) lead += image.size();
-    body.insert(lead, kBosToken);
-  }
-  Prompt p;
-  OCULAR_ASSIGN_OR_RETURN(p.ids, tok_->Encode(body));
-  const auto found = std::count(p.ids.begin(), p.ids.end(), image_token_id_);
+  return Status::Ok();
+}
+
+Status MllamaProcessor::CheckImageIds(int n_images, const std::vector<int32_t>& ids) const {
+  const auto found = std::count(ids.begin(), ids.end(), image_token_id_);
   if (found != n_images) {  // e.g. "<|image|>" glued into a longer added token
     return Error(StatusCode::kInvalidArgument, "prompt", "the prompt tokenizes to ", found,
                  " image tokens for ", n_images, " images");
   }
-  return p;  // causal (the cross layers' image mask is the decoder's, from the ids)
+  return Status::Ok();
 }
 
 std::string MllamaProcessor::chat_format() const { return chat_.has_template() ? "jinja" : ""; }
@@ -203,9 +211,24 @@ StatusOr<Prompt> MllamaProcessor::BuildChatPrompt(int n_images,
                                                   const std::vector<ChatMessage>& messages,
                                                   const PromptOptions& options) const {
   OCULAR_ASSIGN_OR_RETURN(std::string text, RenderChat(messages, options));
-  PromptOptions plain = options;
-  plain.chat = false;
-  return BuildPrompt(n_images, text, plain);
+  OCULAR_RETURN_IF_ERROR(CheckMarkers(n_images, text));
+  // The template's text exactly as transformers tokenizes it: MllamaProcessor's
+  // build_string_from_input (BOS after the leading image tokens unless the text has one), with
+  // the tokenizer's special tokens unless the text starts with bos_token (processing_utils.py
+  // apply_chat_template).
+  std::string body = text;
+  if (body.find(kBosToken) == std::string::npos) {
+    const std::string image = kImageToken;
+    size_t lead = 0;
+    while (body.compare(lead, image.size(), image) == 0) lead += image.size();
+    body.insert(lead, kBosToken);
+  }
+  Prompt p;
+  OCULAR_ASSIGN_OR_RETURN(p.ids, tok_->Encode(body));
+  const std::string& bos = chat_.bos_token();
+  if (bos.empty() || !text.starts_with(bos)) p.ids = tok_->AddSpecialTokens(p.ids);
+  OCULAR_RETURN_IF_ERROR(CheckImageIds(n_images, p.ids));
+  return p;
 }
 
 StatusOr<Tensor> MllamaProcessor::Pixels(const Image& image) const {

@@ -49,9 +49,10 @@ class MllamaProcessor final : public Processor {
   static StatusOr<std::unique_ptr<MllamaProcessor>> Load(const FileSet& files,
                                                          const MllamaConfig& config);
   const Tokenizer& tokenizer() const override { return *tok_; }
-  // The text must hold exactly n_images "<|image|>" markers (at most kMaxImages). As
-  // build_string_from_input: "<|begin_of_text|>" is inserted after the leading image tokens
-  // unless the text already has it. prefix_len is 0 (a causal decoder).
+  // The text must hold exactly n_images "<|image|>" markers (at most kMaxImages). Meta's
+  // format: "<|begin_of_text|>" first unless the text has it, then the text as written (not
+  // transformers' build_string_from_input, which puts it after the leading image tokens; no
+  // post_processor tokens). prefix_len is 0 (a causal decoder).
   // options.chat: the text is one user turn (UserTurn), formatted as BuildChatPrompt.
   StatusOr<Prompt> BuildPrompt(int n_images, const std::string& text,
                                const PromptOptions& options) const override;
@@ -70,7 +71,8 @@ class MllamaProcessor final : public Processor {
   // Vision template writes "Today Date: " + date_string, options.date, else strftime_now).
   StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
                                    const PromptOptions& options) const override;
-  // RenderChat's text tokenized as BuildPrompt does (it starts with <|begin_of_text|>).
+  // RenderChat's text tokenized as transformers' apply_chat_template does: MllamaProcessor's
+  // build_string_from_input, the tokenizer's special tokens unless it starts with bos_token.
   StatusOr<Prompt> BuildChatPrompt(int n_images, const std::vector<ChatMessage>& messages,
                                    const PromptOptions& options) const override;
 
@@ -78,6 +80,10 @@ class MllamaProcessor final : public Processor {
 
  private:
   MllamaProcessor() = default;
+  // n_images markers in `text`, at most kMaxImages (kInvalidArgument).
+  Status CheckMarkers(int n_images, const std::string& text) const;
+  // n_images image tokens in `ids` (a marker glued into a longer added token has none).
+  Status CheckImageIds(int n_images, const std::vector<int32_t>& ids) const;
   std::unique_ptr<Tokenizer> tok_;
   TileConfig tiles_;
   VisionConfig vision_;

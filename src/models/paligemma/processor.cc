@@ -24,7 +24,8 @@ StatusOr<std::unique_ptr<PaliGemmaProcessor>> PaliGemmaProcessor::Load(
 }
 
 // HF PaliGemmaProcessor: "<image>"*N*n_images + "<bos>" + prompt + "\n", tokenized in one
-// call without BOS/EOS (processing_paligemma.py build_string_from_input).
+// call without BOS/EOS (processing_paligemma.py build_string_from_input; its __init__ sets
+// the tokenizer's add_bos_token and add_eos_token to False, so AddSpecialTokens does not apply).
 StatusOr<Prompt> PaliGemmaProcessor::BuildPrompt(int n_images, const std::string& text,
                                                  const PromptOptions& options) const {
   Prompt p;

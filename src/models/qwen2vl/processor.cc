@@ -305,7 +305,10 @@ StatusOr<Prompt> Qwen2VLProcessor::Tokenize(const std::string& text, std::span<c
   }
   expanded.append(body, at, std::string::npos);
   Prompt p;
-  OCULAR_ASSIGN_OR_RETURN(p.ids, tok_->Encode(expanded));
+  // self.tokenizer(text, ...): add_special_tokens left at True (Qwen2's ByteLevel
+  // post_processor adds nothing; another tokenizer.json's may).
+  OCULAR_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok_->Encode(expanded));
+  p.ids = tok_->AddSpecialTokens(ids);
   int64_t want = 0, found = 0;
   for (int64_t n : pads) want += n;
   for (int32_t id : p.ids) found += id == image_token_;
