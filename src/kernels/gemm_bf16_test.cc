@@ -172,6 +172,27 @@ TEST(GemmBf16Test, Bf16DecodeRowsDoNotDependOnTheBatch) {
   });
 }
 
+// Under bf16 a prefill row's result (9 rows or more: the packed GEMM) does not depend on how many
+// rows share the call: the depth blocks are fixed by K, so merged prefills of different requests
+// give each the answer it gets alone. K = 2560 spans two depth blocks at every M.
+TEST(GemmBf16Test, Bf16PrefillRowsDoNotDependOnTheBatch) {
+  const int64_t K = 2560, N = 200, max_m = 280;
+  std::vector<float> a = Bf16Values(max_m * K, 21);
+  Weights w = RandomWeights(DType::kBF16, {N, K}, 22);
+  ForEachIsa([&](const std::string& isa) {
+    TestExec t(2, Precision::kBF16);
+    std::vector<float> all(max_m * N), got(max_m * N);
+    ops::MatMul(t.ex, a.data(), max_m, K, K, w.matrix(), nullptr, all.data(), N);
+    for (int64_t M : {9, 16, 17, 40, 64, 65, 150, 272}) {
+      const int64_t start = (M * 13) % (max_m - M + 1);
+      ops::MatMul(t.ex, a.data() + start * K, M, K, K, w.matrix(), nullptr, got.data(), N);
+      for (int64_t i = 0; i < M * N; ++i) {
+        ASSERT_EQ(got[i], all[start * N + i]) << isa << " M=" << M << " row " << start + i / N;
+      }
+    }
+  });
+}
+
 // bf16-fast rounds f32 activations to bf16 for the dot products where the CPU has them.
 TEST(GemmBf16Test, Bf16FastRoundsActivationsWhereTheCpuHasBf16DotProducts) {
   const int64_t M = 33, K = 64, N = 21;

@@ -208,7 +208,6 @@ TEST(QuantMatMulTest, VectorizedActivationQuantizationIsByteIdentical) {
     std::vector<std::byte> want(bytes), got(bytes);
     quant::QuantizeActRow(f, x.data(), K, want.data());
     std::vector<quant::QuantizeActRowFn> simd = {cpu::QuantizeActRowAvx2};
-    if (cpu::QuantVnniSupported()) simd.push_back(cpu::QuantizeActRowVnni);
     for (quant::QuantizeActRowFn fn : simd) {
       std::fill(got.begin(), got.end(), std::byte{0});
       fn(f, x.data(), K, got.data());
@@ -246,6 +245,37 @@ TEST(QuantMatMulTest, ResultsDoNotDependOnBatchOrThreads) {
         for (int64_t n = 0; n < N; ++n) {
           ASSERT_EQ(batch[m * N + n], single[n]) << WFormatName(f) << " m=" << m << " n=" << n;
           ASSERT_EQ(batch[m * N + n], threads[m * N + n]) << WFormatName(f);
+        }
+      }
+    });
+  }
+}
+
+// A row's output is bit-identical whatever M: decode rows (1-8, weights read in place), prefill
+// rows (panels; chunks of up to 64 quantized rows, so 65 and 130 span several), any position in
+// the batch and any thread count — what merged prefills of different requests need.
+TEST(QuantMatMulTest, RowsAreBitIdenticalAtEveryM) {
+  const int64_t K = 1024, N = 53;  // N: three full 16-row strips and a partial one
+  const int64_t Ms[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 31, 64, 65, 130};
+  const int64_t max_m = 130;
+  const std::vector<float> a = MakeActivations(max_m, K, 31);
+  for (WFormat f : kQuantFormats) {
+    const QuantWeights w = MakeWeights(f, N, K, 32);
+    ForEachIsa([&](const std::string& isa) {
+      TestExec one(1), three(3);
+      std::vector<float> alone(static_cast<size_t>(max_m * N)), got(alone.size());
+      for (int64_t m = 0; m < max_m; ++m) {
+        ops::MatMul(one.ex, a.data() + m * K, 1, K, K, w.m, nullptr, alone.data() + m * N, N);
+      }
+      for (int64_t M : Ms) {
+        for (TestExec* t : {&one, &three}) {
+          // The batch starts at a different row each time: row r sits at position r - start.
+          const int64_t start = (M * 7) % (max_m - M + 1);
+          ops::MatMul(t->ex, a.data() + start * K, M, K, K, w.m, nullptr, got.data(), N);
+          for (int64_t i = 0; i < M * N; ++i) {
+            ASSERT_EQ(got[i], alone[start * N + i])
+                << isa << " " << WFormatName(f) << " M=" << M << " row " << start + i / N;
+          }
         }
       }
     });

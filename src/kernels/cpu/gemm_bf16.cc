@@ -170,15 +170,15 @@ inline void ForEachTile(int64_t groups, int64_t K2, int64_t n0, int64_t n1, cons
 }  // namespace
 
 Bf16Blocking Bf16BlockShape(int64_t groups, int64_t K2) {
-  // An L2 block of packed activations: up to kBlockWords words (640 KiB), at least kMinPairs
-  // column pairs deep (shallower blocks would re-read each tile's output too often).
+  // Depth blocks of equal size, at most kMaxPairs column pairs, chosen from K alone: an output
+  // sums its depth blocks' partial sums in the same order whatever M, so a row's result does
+  // not depend on how many rows share the call (batch invariance). An L2 block of packed
+  // activations: as many groups as fit in kBlockWords words (640 KiB) at that depth.
   constexpr int64_t kBlockWords = 160 * 1024;
-  constexpr int64_t kMinPairs = 256;
-  const int64_t block_groups =
-      std::max<int64_t>(1, std::min(groups, kBlockWords / (kGroup * std::min(K2, kMinPairs))));
-  const int64_t max_pairs = std::max<int64_t>(1, kBlockWords / (kGroup * block_groups));
-  const int64_t depth_blocks = (K2 + max_pairs - 1) / max_pairs;
-  return {block_groups, (K2 + depth_blocks - 1) / depth_blocks};
+  constexpr int64_t kMaxPairs = 640;
+  const int64_t depth_blocks = std::max<int64_t>(1, (K2 + kMaxPairs - 1) / kMaxPairs);
+  const int64_t pairs = std::max<int64_t>(1, (K2 + depth_blocks - 1) / depth_blocks);
+  return {std::max<int64_t>(1, std::min(groups, kBlockWords / (kGroup * pairs))), pairs};
 }
 
 int64_t PackedBf16Words(int64_t M, int64_t K) {

@@ -9,8 +9,8 @@
 // weights are never copied or repacked) and issues 24 dot-product instructions, prefetching
 // the next 6 weight rows a cache line per 16 pairs (it overlaps their memory reads with this
 // tile's arithmetic: +3-8 % at prefill shapes). Cache
-// blocking: a block of packed activations (up to 640 KiB: all rows when they fit at a depth of
-// 512 columns, so the weights stream from memory once) stays in L2 while the weight rows
+// blocking: a block of packed activations (up to 640 KiB: depth blocks of at most 1280 columns,
+// fixed by K, and all rows when they fit) stays in L2 while the weight rows
 // stream through L1.
 //
 // Every product of two bf16 values is exact in f32; sums accumulate in f32 (denormal inputs
@@ -25,9 +25,9 @@
 
 namespace ocular::cpu {
 
-// The cache blocking of a product of `groups` packed 16-row groups by K2 column pairs: groups
-// per L2 block (every group when that leaves enough depth, so the weights stream from memory
-// once per call) and pairs per block (equal depths). Shared by the AMX GEMM.
+// The cache blocking of a product of `groups` packed 16-row groups by K2 column pairs: pairs per
+// depth block (equal depths of at most 640 pairs, from K2 alone: the order in which an output
+// sums them never depends on M) and groups per L2 block. Shared by the AMX GEMM.
 struct Bf16Blocking {
   int64_t groups, pairs;
 };

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "kernels/cpu/quant_matmul.h"
+#include "kernels/cpu/quant_simd.h"
 #include "kernels/kernel_table.h"
 #include "kernels/quant/blocks.h"
 

@@ -1,11 +1,12 @@
 // Quantized-weight matmuls (q8_0, q4_0, q5_0, q4_k, q6_k): the activations are quantized to int8
 // blocks once per call (quant/activations.h) and every weight block is an integer dot
-// product, llama.cpp's approach. Two hand-written variants of one kernel body
-// (quant_matmul_inl.h), joined to the Highway tables by ops.cc:
-//   AVX2          vpmaddubsw / vpmaddwd (the avx2 table, and avx512 without VNNI)
-//   AVX512-VNNI   vpdpbusd / vpdpwssd on 256-bit vectors (AVX512VL), the avx512 table
+// product, llama.cpp's approach. Two kernels, joined to the Highway tables by ops.cc:
+//   AVX2          vpmaddubsw / vpmaddwd, one output per register (quant_avx2.cc with the body
+//                 quant_matmul_inl.h; the avx2 table, and avx512 without VNNI)
+//   AVX512-VNNI   vpdpbusd on 16-row panels, one output per 32-bit lane (quant_gemm_vnni.cc;
+//                 the avx512 table)
 // Both compute exactly the integers of the scalar reference (ref/ref_quant.cc) and differ from
-// it only in f32 accumulation order.
+// it only in f32 accumulation order; each gives a row the same result whatever M.
 #pragma once
 
 #include <cstddef>
@@ -24,14 +25,16 @@ void MatMulQuantAvx2(const float* a, int64_t M, int64_t K, int64_t lda, const Ma
 // Whether this CPU runs AVX512-VNNI with AVX512VL/BW (CPUID; the OS's AVX-512 state is
 // checked with the avx512 table these kernels join).
 bool QuantVnniSupported();
-// As MatMulQuantAvx2. REQUIRES: QuantVnniSupported().
+// As MatMulQuantAvx2, on panels of 16 weight rows × 512 values unpacked to bytes in the scratch
+// (the rest of it holds the quantized activation rows). Per output and weight block, the block's
+// integer sum is converted to f32 and accumulated in one FMA chain in block order: the same ops
+// for every M (decode or prefill), tile and thread split. REQUIRES: QuantVnniSupported().
 void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                      int64_t n1, float* out, int64_t ldo, float* scratch);
 
-// The vectorized activation quantizers of the two variants (for tests): byte-identical to
-// quant::QuantizeActRow. REQUIRES: AVX2/FMA/F16C, resp. QuantVnniSupported().
+// The vectorized activation quantizer of both kernels: byte-identical to quant::QuantizeActRow.
+// REQUIRES: AVX2/FMA/F16C.
 void QuantizeActRowAvx2(WFormat f, const float* x, int64_t K, std::byte* dst);
-void QuantizeActRowVnni(WFormat f, const float* x, int64_t K, std::byte* dst);
 
 // Quantized weights × f32 activations (QuantActivations::kF32; quant_f32_inl.h): every weight
 // block is dequantized in registers to exactly quant::DequantizeRow's values and multiplied
