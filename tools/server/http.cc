@@ -387,10 +387,15 @@ void Session::OnWatch(beast::error_code ec, size_t n) {
     resume_after_watch_ = false;
     return watch_saw_eof_ ? Close() : ReadHead();
   }
-  if (watch_saw_eof_) {
-    gone_ = true;  // the client went away while its request was being worked on
-    Close();
+  if (!watch_saw_eof_) return;
+  // The whole answer is already with the socket: a client that read it and hung up before this
+  // write's completion ran got its answer, so OnWritten logs it as answered (not 499) and closes.
+  if (writing_ && !out_.empty() &&
+      (out_.front().kind == Out::kFull || out_.front().kind == Out::kLast)) {
+    return;
   }
+  gone_ = true;  // the client went away while its request was being worked on
+  Close();
 }
 
 void Session::Fail(int status, const std::string& message, const std::string& code) {
