@@ -159,7 +159,10 @@ class EngineImpl : public Engine {
     if (!pixels.data.empty()) tensors.push_back({"pixel_values", pixels.view()});
     for (const auto& [name, t] : tracer.taps()) tensors.push_back({name, t.view()});
     tensors.push_back({"generated_ids", {out_ids.data(), DType::kI64, {int64_t(out_ids.size())}}});
-    OCULAR_RETURN_IF_ERROR(WriteSafetensors(out_path, tensors, {{"producer", "ocular trace"}}));
+    // "chat": whether input_ids are a chat template's turn (ocular diff says so when only one
+    // of two dumps is).
+    OCULAR_RETURN_IF_ERROR(WriteSafetensors(
+        out_path, tensors, {{"producer", "ocular trace"}, {"chat", o.chat ? "1" : "0"}}));
     return r;
   }
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace ocular {
@@ -164,6 +165,25 @@ TEST(TokenizerTest, MalformedJsonIsRejected) {
   auto deep = Tokenizer::FromHfJson(std::string(100000, '['));
   ASSERT_FALSE(deep.ok());
   EXPECT_NE(deep.status().message().find("nested"), std::string::npos);
+}
+
+// A released Qwen2-VL tokenizer.json has "normalizer": {"type": "NFC"} (once refused): the tiny
+// Qwen2-VL tokenizer with it loads, and a decomposed "e\u0301" encodes as the composed "\u00e9"
+// (ids against tokenizers: golden_test.cc UnicodeNormalizerGolden).
+TEST(TokenizerTest, QwenTokenizerWithNfcNormalizerLoads) {
+  std::ifstream in("testdata/tiny/qwen2vl/tokenizer.json");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str());
+  ASSERT_TRUE(j["normalizer"].is_null());
+  j["normalizer"] = {{"type", "NFC"}};
+  auto tok = Tokenizer::FromHfJson(j.dump());
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  auto decomposed = (*tok)->Encode("caf\x65\xCC\x81 au lait");
+  auto composed = (*tok)->Encode("caf\xC3\xA9 au lait");
+  ASSERT_TRUE(decomposed.ok() && composed.ok());
+  EXPECT_EQ(*decomposed, *composed);
 }
 
 TEST(TokenizerTest, MalformedSentencePieceIsRejected) {

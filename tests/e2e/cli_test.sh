@@ -65,6 +65,7 @@ contains "diff trace --chat compares the decode logits" "$TMP/diff.txt" "^decode
 "$OCULAR" diff "$TMP/raw-trace.safetensors" testdata/golden/mllama/chat.safetensors >"$TMP/diff.txt"
 check "diff of a raw trace against the chat run fails" 1 $?
 contains "diff names input_ids" "$TMP/diff.txt" "FIRST DIVERGENCE: input_ids"
+contains "diff says which one is the chat turn" "$TMP/diff.txt" "^HINT: B is a chat turn"
 
 # tokenize: loc tokens are atomic.
 "$OCULAR" tokenize -m testdata/tiny/pg1 "detect <loc0012> circle" >"$TMP/tok.txt"

@@ -7,6 +7,17 @@
 #include "runtime/parity.h"
 
 namespace ocular::cli {
+namespace {
+
+// Whether a dump's input_ids are a chat template's turn: `ocular trace --chat` writes
+// "chat": "1"; trace_hf.py --chat and the goldens' chat cases keep the rendered "chat_text".
+bool IsChatDump(const SafetensorsFile& f) {
+  const auto& meta = f.metadata();
+  auto chat = meta.find("chat");
+  return meta.count("chat_text") > 0 || (chat != meta.end() && chat->second == "1");
+}
+
+}  // namespace
 
 void AddDiff(CLI::App& app, int* rc) {
   auto* cmd =
@@ -37,6 +48,12 @@ void AddDiff(CLI::App& app, int* rc) {
       return;
     }
     std::cout << FormatDiffReport(r, *tol);
+    if (r.first_over >= 0 && r.rows[r.first_over].name == "input_ids" &&
+        IsChatDump(*fa) != IsChatDump(*fb)) {
+      std::cout << "HINT: " << (IsChatDump(*fa) ? "A" : "B")
+                << " is a chat turn (trace --chat / trace_hf.py --chat) and "
+                << (IsChatDump(*fa) ? "B" : "A") << " a raw prompt; trace both the same way\n";
+    }
     *rc = r.first_over >= 0 ? 1 : 0;
   });
 }
