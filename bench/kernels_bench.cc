@@ -62,7 +62,10 @@ void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, Precision 
                                           : static_cast<const void*>(wh.data()),
                      dtype,
                      {N, K}};
-  const std::vector<float> a = Random(M * K, 2);
+  std::vector<float> a = Random(M * K, 2);
+  if (precision == Precision::kBF16) {  // bf16 activations, as that precision's inputs are
+    for (float& f : a) f = BF16ToF32(F32ToBF16(f));
+  }
   std::vector<float> out(M * N);
   BenchExec b(precision);
   const Matrix wm = MatrixFromView(w, N, K);
@@ -269,10 +272,13 @@ int RegisterAll() {
             ->Unit(benchmark::kMillisecond)
             ->Apply(Timing);
         if (dtype == DType::kBF16) {
-          benchmark::RegisterBenchmark((name + "/bf16-fast").c_str(), BM_MatMul, isa, dtype,
-                                       Precision::kBF16Fast, s.M, s.K, s.N)
-              ->Unit(benchmark::kMillisecond)
-              ->Apply(Timing);
+          // bf16 (torch's bf16 run; bf16-valued activations) and bf16-fast.
+          for (Precision p : {Precision::kBF16, Precision::kBF16Fast}) {
+            benchmark::RegisterBenchmark((name + "/" + PrecisionName(p)).c_str(), BM_MatMul, isa,
+                                         dtype, p, s.M, s.K, s.N)
+                ->Unit(benchmark::kMillisecond)
+                ->Apply(Timing);
+          }
         }
       }
     }

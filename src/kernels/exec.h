@@ -66,6 +66,13 @@ struct Exec {
   Precision precision;
   Arena& arena;  // scratch for the forward pass; taken in ArenaScopes, never freed to the heap
   QuantActivations quant_activations = QuantActivations::kInt8;
+  // bf16 weights under Precision::kBF16: decode rows (1-8) sum in the packed GEMM's order
+  // (kernel_table.h matmul_bf16_rows, on AVX512_BF16 CPUs), so a row's result does not depend on
+  // M at all — merged prefills of different requests then give each its own answer bit for bit.
+  // Off by default: that order reads 16 weight rows at once, which is slower than the decode
+  // kernel where rows are a multiple of 4 KiB apart (hidden sizes 2048, 4096). Prefill rows
+  // (M > 8) and quantized weights are batch-invariant either way.
+  bool batch_invariant = false;
 
   ThreadPool& pool() const { return backend.pool(); }
   const kernels::KernelTable& table() const { return backend.table(); }

@@ -128,6 +128,11 @@ struct KernelTable {
   // torch's bf16 rounding points; needs gemm_bf16. scratch: AttentionDotScratchFloats floats.
   void (*attention_dot_items)(const AttentionArgs& args, const AttentionDotArgs& dot, int64_t begin,
                               int64_t end, float* scratch);
+  // Precision::kBF16 rows 1-8 on bf16 weights and bf16-valued activations (K even) in the order
+  // of gemm_bf16 above (cpu/gemm_bf16.h MatMulBf16Rows), so decode and prefill rows agree bit
+  // for bit (Exec::batch_invariant). Null where the CPU has no bf16 dot-product instruction,
+  // and under amx (whose GEMM sums in another order).
+  MatMulFn matmul_bf16_rows;
 };
 
 }  // namespace ocular::kernels

@@ -52,6 +52,7 @@ kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512, boo
     t.matmul_bf16_dot = cpu::MatMulBF16Dot;
     t.pack_bf16 = cpu::PackBf16Rows;
     t.gemm_bf16 = amx ? cpu::GemmBf16Amx : cpu::GemmBf16;
+    t.matmul_bf16_rows = amx ? nullptr : cpu::MatMulBf16Rows;  // GemmBf16's order
     if (amx) t.name = "amx";
   } else {
     t.attention_dot_items = nullptr;  // it multiplies with gemm_bf16
@@ -361,20 +362,25 @@ void MatMulParts(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t l
       return;
     }
   }
-  // Decode rows (1-8) on bf16 dot products where the CPU has them: under bf16 when the
-  // activations are bf16 values (exact products, as the GEMM above), every batch size alike —
-  // each row's sums run in the same order whatever M, so batching never changes a sequence's
-  // tokens; under bf16-fast for 2-8 rows (one row stays on the f32 GEMV).
-  const bool bf16_dot = format == WFormat::kBF16 && M >= 1 && M <= 8 &&
+  // Decode rows (1-8) on bf16 dot products where the CPU has them. Under bf16 on bf16-valued
+  // activations (exact products, as the GEMM above): on matmul_bf16_dot, every batch size of 1-8
+  // alike (batching never changes a sequence's tokens), or with Exec::batch_invariant in the
+  // GEMM's own order (matmul_bf16_rows), the same at every M. Under bf16-fast for 2-8 rows (one
+  // row stays on the f32 GEMV).
+  const bool bf16_values = format == WFormat::kBF16 && M >= 1 && M <= 8 &&
+                           ex.precision == Precision::kBF16 && AreBf16Values(a, M, K, lda);
+  const bool bf16_rows =
+      bf16_values && ex.batch_invariant && table.matmul_bf16_rows != nullptr && K % 2 == 0;
+  const bool bf16_dot = !bf16_rows && format == WFormat::kBF16 && M >= 1 && M <= 8 &&
                         table.matmul_bf16_dot != nullptr &&
-                        ((ex.precision == Precision::kBF16Fast && M >= 2) ||
-                         (ex.precision == Precision::kBF16 && AreBf16Values(a, M, K, lda)));
+                        ((ex.precision == Precision::kBF16Fast && M >= 2) || bf16_values);
   // Quantized weights: int8-quantized activations (matmul[]) or f32 ones (matmul_f32_act[]).
   const bool f32_act =
       ex.quant_activations == QuantActivations::kF32 && WFormatBlockValues(format) > 1;
-  const kernels::MatMulFn kernel = bf16_dot  ? table.matmul_bf16_dot
-                                   : f32_act ? table.matmul_f32_act[static_cast<int>(format)]
-                                             : table.matmul[static_cast<int>(format)];
+  const kernels::MatMulFn kernel = bf16_rows  ? table.matmul_bf16_rows
+                                   : bf16_dot ? table.matmul_bf16_dot
+                                   : f32_act  ? table.matmul_f32_act[static_cast<int>(format)]
+                                              : table.matmul[static_cast<int>(format)];
   OCULAR_CHECK(kernel != nullptr, "HINT: no kernel for this weight format (refused at load)");
   const int64_t per_thread = ThreadScratchFloats(K);
   float* scratch = ex.arena.Floats(per_thread * threads);

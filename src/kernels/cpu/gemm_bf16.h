@@ -61,6 +61,17 @@ void PackBf16Columns(const uint16_t* x, int64_t T, int64_t cols, int64_t ldx, in
 void GemmBf16(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0, int64_t n1,
               float* out, int64_t ldo);
 
+// 1-8 activation rows in GemmBf16's order (the MatMulFn contract, kernels/kernel_table.h): per
+// output and depth block (Bf16BlockShape's, fixed by K) the same vdpbf16ps chain over the column
+// pairs, the blocks' sums added in order — so a row's result equals GemmBf16's bit for bit at
+// any M (decode rows batch-invariant with prefill rows). The weights are read in place, 16 rows ×
+// 16 pairs at a time turned by Transpose16 (one output per lane); the activations are rounded to
+// bf16 pairs in `scratch` (K / 2 words per row; exact for bf16 values, which Precision::kBF16's
+// caller checks). REQUIRES: Bf16DotSupported(), w.format == kBF16 with w.cols == K (even),
+// 1 <= M <= 8.
+void MatMulBf16Rows(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                    int64_t n1, float* out, int64_t ldo, float* scratch);
+
 // The transposed product with vector stores: out[n * ldo + m] = sum_k a[m, k] * w[n, k] for
 // m < M, n in [n0, n1). packed: the M rows' groups `group_stride` words apart, at the first of
 // their K / 2 pairs; w: bf16 rows ldw elements apart (ldw even). Attention's scores (keys ×

@@ -890,6 +890,7 @@ const kernels::KernelTable kTable = {
     nullptr,
     // Kept by ops.cc only where the CPU has AVX512_BF16 (it calls gemm_bf16).
     HWY_TARGET == HWY_AVX3 ? AttentionDotItems : nullptr,
+    nullptr,  // matmul_bf16_rows: set by ops.cc on AVX512_BF16 CPUs (cpu/gemm_bf16.h)
 };
 
 }  // namespace HWY_NAMESPACE

@@ -278,7 +278,8 @@ const kernels::KernelTable& Table() {
       RopeRowBF16,
       AttentionItems,
       ToF32,
-      nullptr,  // pack_bf16, gemm_bf16, attention_dot_items: no scalar bf16 dot products
+      nullptr,  // pack_bf16, gemm_bf16, attention_dot_items, matmul_bf16_rows: no scalar bf16
+      nullptr,  // dot products
       nullptr,
       nullptr,
   };
