@@ -240,13 +240,19 @@ Status CheckHeads(int hidden_size, int heads, int kv_heads, const Fail& fail) {
   return Status::Ok();
 }
 
-inline Status ParseVision(const Section& s, SiglipVisionConfig* v) {
+// A nested config's model_type: absent, or `expected` (another one is kUnimplemented).
+inline Status ExpectModelType(const Section& s, const char* expected) {
   std::string model_type;
   OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
-  if (!model_type.empty() && model_type != "siglip_vision_model") {
+  if (!model_type.empty() && model_type != expected) {
     return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
-                  "' is not supported (siglip_vision_model)");
+                  "' is not supported (", expected, ")");
   }
+  return Status::Ok();
+}
+
+inline Status ParseVision(const Section& s, SiglipVisionConfig* v) {
+  OCULAR_RETURN_IF_ERROR(ExpectModelType(s, "siglip_vision_model"));
   OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &v->hidden_size));
   OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &v->intermediate_size));
   OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 0, kMaxLayers, &v->num_hidden_layers));

@@ -78,12 +78,7 @@ Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* 
   t.rope_theta = 1000000.0f;
   t.query_pre_attn_scalar = 256;
   t.sliding_window = 4096;
-  std::string model_type;
-  OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
-  if (!model_type.empty() && model_type != "gemma3_text") {
-    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
-                  "' is not supported (gemma3_text)");
-  }
+  OCULAR_RETURN_IF_ERROR(ExpectModelType(s, "gemma3_text"));
   OCULAR_RETURN_IF_ERROR(
       s.RequireDefault("attention_bias", false, "q/k/v/o projections have no bias"));
   OCULAR_RETURN_IF_ERROR(s.RequireDefault("use_bidirectional_attention", false,

@@ -14,12 +14,7 @@ using namespace config_internal;  // NOLINT: the shared config.json readers
 constexpr int kMaxTiles = 64;
 
 Status ParseVision(const Section& s, VisionConfig* c) {
-  std::string model_type;
-  OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
-  if (!model_type.empty() && model_type != "mllama_vision_model") {
-    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
-                  "' is not supported (mllama_vision_model)");
-  }
+  OCULAR_RETURN_IF_ERROR(ExpectModelType(s, "mllama_vision_model"));
   OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
   OCULAR_RETURN_IF_ERROR(s.Activation("hidden_act", &c->hidden_act));
   OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &c->num_hidden_layers));
@@ -61,12 +56,7 @@ Status ParseVision(const Section& s, VisionConfig* c) {
 }
 
 Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
-  std::string model_type;
-  OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
-  if (!model_type.empty() && model_type != "mllama_text_model") {
-    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
-                  "' is not supported (mllama_text_model)");
-  }
+  OCULAR_RETURN_IF_ERROR(ExpectModelType(s, "mllama_text_model"));
   OCULAR_RETURN_IF_ERROR(
       s.RequireDefault("hidden_act", "silu", "the MLP is SwiGLU: silu(gate) * up"));
   OCULAR_RETURN_IF_ERROR(s.RequireDefault("tie_word_embeddings", false,

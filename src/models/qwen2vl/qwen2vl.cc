@@ -135,17 +135,8 @@ TensorView Slice(const TensorView& v, int64_t first, int64_t n) {
 // GQA, scale head_dim^-0.5, M-RoPE at the prompt's positions, causal), Qwen2MLP
 // down(silu(gate(x)) * up(x)).
 blocks::DecoderLayerSpec TextLayerSpec(const TextConfig& c, const blocks::RopeSpec& rope) {
-  blocks::DecoderLayerSpec s;
-  s.norm = blocks::NormKind::kLlamaRms;
-  s.eps = c.rms_norm_eps;
-  blocks::AttentionSpec& a = s.attn;
-  a.hidden = c.hidden_size;
-  a.heads = c.num_attention_heads;
-  a.kv_heads = c.num_key_value_heads;
-  a.head_dim = c.head_dim();
-  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim()));  // self.scaling
-  a.rope = rope;
-  s.mlp = {c.hidden_size, c.intermediate_size, blocks::MlpAct::kSilu, /*gated=*/true};
+  blocks::DecoderLayerSpec s = blocks::LlamaLayerSpec(c);
+  s.attn.rope = rope;
   return s;
 }
 
