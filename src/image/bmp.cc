@@ -208,69 +208,56 @@ StatusOr<std::vector<uint8_t>> DecodeRle(std::span<const uint8_t> data, const Bm
   return out;
 }
 
-}  // namespace
+// A palette image's colours (1, 4, 8 bits): index → colour, with Pillow's grey shortcut.
+struct Palette {
+  std::vector<std::array<uint8_t, 3>> colors;
+  bool gray = false;  // the grey ramp: the indices are grey levels
 
-StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
-  OCULAR_ASSIGN_OR_RETURN(const BmpHeader h, ParseHeader(data));
-  OCULAR_RETURN_IF_ERROR(CheckDimensions("BMP", h.width, h.height, max_pixels));
-  if (h.bits != 1 && h.bits != 4 && h.bits != 8 && h.bits != 16 && h.bits != 24 && h.bits != 32) {
-    return Corrupt("BMP with ", h.bits, " bits per pixel");
-  }
-  const bool rle = h.compression == kRle8 || h.compression == kRle4;
-  if (h.compression != kRaw && h.compression != kBitfields && !rle) {
-    return Unsupported("compression ", h.compression, " (JPEG/PNG in BMP) is not supported");
-  }
-  if (rle && h.bits > 8) return Unsupported("RLE with ", h.bits, " bits per pixel");
-  const int w = static_cast<int>(h.width), ht = static_cast<int>(h.height);
-
-  // Palette images (1, 4, 8 bits): index → colour, with Pillow's grey shortcut.
-  std::vector<std::array<uint8_t, 3>> palette;
-  bool gray = false;
-  if (h.bits <= 8) {
-    if (h.compression == kBitfields) return Unsupported("bitfields with ", h.bits, " bits");
-    if (h.colors == 0 || h.colors > 65536) {
-      return Corrupt("BMP palette size ", h.colors, " is outside 1..65536");
-    }
-    const size_t bytes = h.palette_at < data.size() ? std::min<size_t>(data.size() - h.palette_at,
-                                                                       h.colors * h.palette_entry)
-                                                    : 0;
-    const uint8_t* pal = data.data() + h.palette_at;
-    // Pillow drops a palette that is the grey ramp 0, 1, ... (or black, white for 2 colours)
-    // and reads the indices as grey levels ("L", or "1" for 2 colours).
-    gray = true;
-    for (uint64_t i = 0; i < h.colors && gray; ++i) {
-      const uint8_t level = h.colors == 2 ? (i == 0 ? 0 : 255) : static_cast<uint8_t>(i & 255);
-      const size_t at = i * h.palette_entry;
-      gray = at + 3 <= bytes && pal[at] == level && pal[at + 1] == level && pal[at + 2] == level;
-    }
-    // Through its RLE path Pillow cannot put a black/white ("1") image together: refuse.
-    if (gray && rle && h.colors == 2) {
-      return Unsupported(h.bits, "-bit RLE with a black/white palette (Pillow cannot read it)");
-    }
-    for (size_t i = 0; i + 3 <= bytes && palette.size() < 256; i += h.palette_entry) {
-      palette.push_back({pal[i + 2], pal[i + 1], pal[i]});  // stored B, G, R
-    }
-  }
-  auto put_index = [&](uint8_t* out, uint32_t index) {
+  void Put(uint8_t* out, uint32_t index) const {
     if (gray) {  // only reached from RLE ("L": the index is the grey level)
       out[0] = out[1] = out[2] = static_cast<uint8_t>(index);
-    } else if (index < palette.size()) {
-      std::memcpy(out, palette[index].data(), 3);
+    } else if (index < colors.size()) {
+      std::memcpy(out, colors[index].data(), 3);
     } else {
       out[0] = out[1] = out[2] = 0;  // past the palette: Pillow's palette is black there
     }
-  };
-
-  Image img(w, ht);
-  if (rle) {
-    OCULAR_ASSIGN_OR_RETURN(const std::vector<uint8_t> indices, DecodeRle(data, h));
-    for (int r = 0; r < ht; ++r) {
-      const int y = h.top_down ? r : ht - 1 - r;
-      for (int x = 0; x < w; ++x) put_index(img.pixel(x, y), indices[size_t(r) * w + x]);
-    }
-    return img;
   }
+};
 
+StatusOr<Palette> ReadPalette(std::span<const uint8_t> data, const BmpHeader& h, bool rle) {
+  Palette p;
+  if (h.bits > 8) return p;
+  if (h.compression == kBitfields) return Unsupported("bitfields with ", h.bits, " bits");
+  if (h.colors == 0 || h.colors > 65536) {
+    return Corrupt("BMP palette size ", h.colors, " is outside 1..65536");
+  }
+  const size_t bytes = h.palette_at < data.size() ? std::min<size_t>(data.size() - h.palette_at,
+                                                                     h.colors * h.palette_entry)
+                                                  : 0;
+  const uint8_t* pal = data.data() + h.palette_at;
+  // Pillow drops a palette that is the grey ramp 0, 1, ... (or black, white for 2 colours)
+  // and reads the indices as grey levels ("L", or "1" for 2 colours).
+  p.gray = true;
+  for (uint64_t i = 0; i < h.colors && p.gray; ++i) {
+    const uint8_t level = h.colors == 2 ? (i == 0 ? 0 : 255) : static_cast<uint8_t>(i & 255);
+    const size_t at = i * h.palette_entry;
+    p.gray = at + 3 <= bytes && pal[at] == level && pal[at + 1] == level && pal[at + 2] == level;
+  }
+  // Through its RLE path Pillow cannot put a black/white ("1") image together: refuse.
+  if (p.gray && rle && h.colors == 2) {
+    return Unsupported(h.bits, "-bit RLE with a black/white palette (Pillow cannot read it)");
+  }
+  for (size_t i = 0; i + 3 <= bytes && p.colors.size() < 256; i += h.palette_entry) {
+    p.colors.push_back({pal[i + 2], pal[i + 1], pal[i]});  // stored B, G, R
+  }
+  return p;
+}
+
+// The pixels of an uncompressed (or bitfields) BMP, as Pillow's raw decoder unpacks them.
+StatusOr<Image> DecodeRaw(std::span<const uint8_t> data, const BmpHeader& h, const Palette& p) {
+  const int w = static_cast<int>(h.width), ht = static_cast<int>(h.height);
+  const bool gray = p.gray;
+  Image img(w, ht);
   Layout layout = Layout::kBytes;
   std::array<int, 3> rgb_byte{};
   if (h.bits > 8) OCULAR_RETURN_IF_ERROR(ChooseLayout(h, &layout, &rgb_byte));
@@ -304,7 +291,7 @@ StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
       } else if (h.bits <= 8) {
         const int per_byte = 8 / h.bits;
         const int shift = 8 - h.bits * (x % per_byte + 1);  // first pixel in the high bits
-        put_index(out, (row[x / per_byte] >> shift) & ((1u << h.bits) - 1));
+        p.Put(out, (row[x / per_byte] >> shift) & ((1u << h.bits) - 1));
       } else if (h.bits == 16) {
         Unpack16(U16(row + 2 * x), layout, out);
       } else {
@@ -312,6 +299,31 @@ StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
         for (int c = 0; c < 3; ++c) out[c] = px[rgb_byte[c]];
       }
     }
+  }
+  return img;
+}
+
+}  // namespace
+
+StatusOr<Image> DecodeBmp(std::span<const uint8_t> data, int64_t max_pixels) {
+  OCULAR_ASSIGN_OR_RETURN(const BmpHeader h, ParseHeader(data));
+  OCULAR_RETURN_IF_ERROR(CheckDimensions("BMP", h.width, h.height, max_pixels));
+  if (h.bits != 1 && h.bits != 4 && h.bits != 8 && h.bits != 16 && h.bits != 24 && h.bits != 32) {
+    return Corrupt("BMP with ", h.bits, " bits per pixel");
+  }
+  const bool rle = h.compression == kRle8 || h.compression == kRle4;
+  if (h.compression != kRaw && h.compression != kBitfields && !rle) {
+    return Unsupported("compression ", h.compression, " (JPEG/PNG in BMP) is not supported");
+  }
+  if (rle && h.bits > 8) return Unsupported("RLE with ", h.bits, " bits per pixel");
+  OCULAR_ASSIGN_OR_RETURN(const Palette palette, ReadPalette(data, h, rle));
+  if (!rle) return DecodeRaw(data, h, palette);
+  const int w = static_cast<int>(h.width), ht = static_cast<int>(h.height);
+  Image img(w, ht);
+  OCULAR_ASSIGN_OR_RETURN(const std::vector<uint8_t> indices, DecodeRle(data, h));
+  for (int r = 0; r < ht; ++r) {
+    const int y = h.top_down ? r : ht - 1 - r;
+    for (int x = 0; x < w; ++x) palette.Put(img.pixel(x, y), indices[size_t(r) * w + x]);
   }
   return img;
 }

@@ -158,7 +158,7 @@ TEST(Gguf, EveryTruncationIsAnError) {
   }
 }
 
-TEST(Gguf, CorruptFieldsAreNamed) {
+TEST(Gguf, CorruptHeaderFieldsAreNamed) {
   {
     Bytes b;
     b.s = "GGUX";
@@ -206,6 +206,9 @@ TEST(Gguf, CorruptFieldsAreNamed) {
     b.Header(3, 0, 1).Str("general.alignment").Put<uint32_t>(4).Put<uint32_t>(48);
     ExpectCorrupt(b.s, "general.alignment");
   }
+}
+
+TEST(Gguf, CorruptTensorInfosAreNamed) {
   {
     Bytes b;
     b.Header(3, 1, 0).Info("t", {4}, 99, 0).AlignData(16);

@@ -158,6 +158,52 @@ std::string NormalizerSpec(bool space_prefix, bool squash_spaces) {
   return norm;
 }
 
+// The vocabulary's pieces as SentencePiece ModelProto fields, and its added tokens.
+struct Pieces {
+  std::string proto;   // the repeated pieces field (1)
+  bool bytes = false;  // some piece is a byte piece (byte fallback)
+  nlohmann::ordered_json added = nlohmann::ordered_json::object();  // id -> {content, special}
+};
+
+// Every token {piece 1, score 2, type 3}. SentencePiece needs exactly one piece of type
+// UNKNOWN: the unknown id's (llama.cpp files may mark it CONTROL). End-of-generation pieces
+// other than eos go to vocab->extra_eog_ids.
+Status AddPieces(const GgufFile& g, const GgufValue& tokens, const uint8_t* scores,
+                 const uint8_t* types, int32_t unk, int32_t eot, GgufVocab* vocab, Pieces* out) {
+  const int64_t n = static_cast<int64_t>(tokens.strings.size());
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t type;
+    float score;
+    std::memcpy(&type, types + 4 * i, 4);
+    std::memcpy(&score, scores + 4 * i, 4);
+    const std::string_view piece = tokens.strings[static_cast<size_t>(i)];
+    if (type < kNormal || type > kByte) {
+      return Corrupt(g, "token ", i, " has token_type ", type, " (llama.cpp's are 1..6)");
+    }
+    if (piece.empty()) return Corrupt(g, "token ", i, " is an empty string");
+    if (i == unk) {
+      type = kUnknown;
+    } else if (type == kUnknown) {
+      type = kControl;
+    }
+    out->bytes |= type == kByte;
+    if (type == kControl || type == kUserDefined) {
+      out->added[std::to_string(i)] = {{"content", std::string(piece)},
+                                       {"special", type == kControl}};
+    }
+    std::string sp;
+    Bytes(&sp, 1, piece);
+    Float(&sp, 2, score);
+    Int(&sp, 3, type);
+    Bytes(&out->proto, 1, sp);
+    if (piece == "<end_of_turn>" || piece == "<|eot_id|>" || piece == "<|im_end|>" ||
+        piece == "<|end|>" || i == eot) {
+      if (i != vocab->eos_id) vocab->extra_eog_ids.push_back(static_cast<int32_t>(i));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
@@ -197,53 +243,22 @@ StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
   OCULAR_ASSIGN_OR_RETURN(int32_t eot, OptionalId(g, "tokenizer.ggml.eot_token_id", n));
   if (unk < 0) return Refuse(g, "a vocabulary without tokenizer.ggml.unknown_token_id");
 
-  // ModelProto: pieces (1) {piece 1, score 2, type 3}. SentencePiece needs exactly one piece
-  // of type UNKNOWN: the unknown id's (llama.cpp files may mark it CONTROL).
-  std::string proto;
-  bool bytes = false;
-  nlohmann::ordered_json added = nlohmann::ordered_json::object();
-  for (int64_t i = 0; i < n; ++i) {
-    int32_t type;
-    float score;
-    std::memcpy(&type, types + 4 * i, 4);
-    std::memcpy(&score, scores + 4 * i, 4);
-    const std::string_view piece = tokens->strings[static_cast<size_t>(i)];
-    if (type < kNormal || type > kByte) {
-      return Corrupt(g, "token ", i, " has token_type ", type, " (llama.cpp's are 1..6)");
-    }
-    if (piece.empty()) return Corrupt(g, "token ", i, " is an empty string");
-    if (i == unk) {
-      type = kUnknown;
-    } else if (type == kUnknown) {
-      type = kControl;
-    }
-    bytes |= type == kByte;
-    if (type == kControl || type == kUserDefined) {
-      added[std::to_string(i)] = {{"content", std::string(piece)}, {"special", type == kControl}};
-    }
-    std::string sp;
-    Bytes(&sp, 1, piece);
-    Float(&sp, 2, score);
-    Int(&sp, 3, type);
-    Bytes(&proto, 1, sp);
-    if (piece == "<end_of_turn>" || piece == "<|eot_id|>" || piece == "<|im_end|>" ||
-        piece == "<|end|>" || i == eot) {
-      if (i != out.eos_id) out.extra_eog_ids.push_back(static_cast<int32_t>(i));
-    }
-  }
+  // ModelProto: pieces (1) {piece 1, score 2, type 3}.
+  Pieces pieces;
+  OCULAR_RETURN_IF_ERROR(AddPieces(g, *tokens, scores, types, unk, eot, &out, &pieces));
   auto name = [&](int32_t id) {
     return id < 0 ? std::string() : std::string(tokens->strings[static_cast<size_t>(id)]);
   };
-  Bytes(&proto, 2, TrainerSpec(n, bytes, unk, out.bos_id, out.eos_id, pad, name));
-  Bytes(&proto, 3, NormalizerSpec(space_prefix, squash_spaces));
-  out.tokenizer_model = std::move(proto);
+  Bytes(&pieces.proto, 2, TrainerSpec(n, pieces.bytes, unk, out.bos_id, out.eos_id, pad, name));
+  Bytes(&pieces.proto, 3, NormalizerSpec(space_prefix, squash_spaces));
+  out.tokenizer_model = std::move(pieces.proto);
 
   nlohmann::ordered_json cfg = {{"add_bos_token", add_bos}, {"add_eos_token", false}};
   if (out.bos_id >= 0) cfg["bos_token"] = name(out.bos_id);
   if (out.eos_id >= 0) cfg["eos_token"] = name(out.eos_id);
   if (pad >= 0) cfg["pad_token"] = name(pad);
   cfg["unk_token"] = name(unk);
-  cfg["added_tokens_decoder"] = std::move(added);
+  cfg["added_tokens_decoder"] = std::move(pieces.added);
   if (g.Find("tokenizer.chat_template") != nullptr) {
     OCULAR_ASSIGN_OR_RETURN(std::string_view tmpl, g.GetString("tokenizer.chat_template"));
     cfg["chat_template"] = std::string(tmpl);

@@ -104,6 +104,68 @@ bool ParseDescr(const std::string& descr, DType* out, bool* unsupported) {
   return false;
 }
 
+// The header dict's entries ({'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }).
+struct NpyDict {
+  std::string descr;
+  bool fortran = false;
+  Shape shape;
+};
+
+// The shape tuple after its '(': "2, 3)", "2,)", ")". "" or what is malformed.
+std::string ParseShapeTuple(Literal& lit, Shape* shape) {
+  while (!lit.Consume(')')) {
+    int64_t d = 0;
+    if (!lit.Int(&d)) return "shape entry is not a non-negative integer";
+    lit.ConsumeWord("L");  // Python 2 longs
+    shape->push_back(d);
+    if (shape->size() > static_cast<size_t>(kMaxNpyDims)) return "too many dimensions";
+    if (!lit.Consume(',')) {
+      if (!lit.Consume(')')) return "shape tuple";
+      break;
+    }
+  }
+  return "";
+}
+
+// The header's text (without its newline) as the dict numpy's format.py writes. "" or what is
+// malformed.
+std::string ParseDict(std::string_view text, NpyDict* out) {
+  Literal lit(text);
+  if (!lit.Consume('{')) return "not a dict";
+  bool have_descr = false, have_order = false, have_shape = false;
+  while (!lit.Consume('}')) {
+    std::string key;
+    if (!lit.String(&key) || !lit.Consume(':')) return "expected 'key':";
+    if (key == "descr") {
+      if (have_descr || !lit.String(&out->descr)) return "descr";
+      have_descr = true;
+    } else if (key == "fortran_order") {
+      if (have_order) return "fortran_order twice";
+      if (lit.ConsumeWord("True")) {
+        out->fortran = true;
+      } else if (!lit.ConsumeWord("False")) {
+        return "fortran_order is not True/False";
+      }
+      have_order = true;
+    } else if (key == "shape") {
+      if (have_shape || !lit.Consume('(')) return "shape is not a tuple";
+      if (std::string why = ParseShapeTuple(lit, &out->shape); !why.empty()) return why;
+      have_shape = true;
+    } else {
+      return "unknown key '" + key + "'";
+    }
+    if (!lit.Consume(',')) {
+      if (!lit.Consume('}')) return "expected ',' or '}'";
+      break;
+    }
+  }
+  for (char c : lit.rest()) {
+    if (c != ' ') return "text after the dict";
+  }
+  if (!have_descr || !have_order || !have_shape) return "missing descr, fortran_order or shape";
+  return "";
+}
+
 uint32_t ReadLe(const unsigned char* p, int n) {
   uint32_t v = 0;
   for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
@@ -144,75 +206,31 @@ StatusOr<NpyHeader> ParseNpyHeader(std::string_view npy, std::string_view where)
   // format.py always ends the padded header with '\n'.
   if (text.empty() || text.back() != '\n') return bad("no terminating newline");
   text.remove_suffix(1);
-  Literal lit(text);
-  if (!lit.Consume('{')) return bad("not a dict");
-  bool have_descr = false, have_order = false, have_shape = false;
-  std::string descr;
-  bool fortran = false;
-  Shape shape;
-  while (!lit.Consume('}')) {
-    std::string key;
-    if (!lit.String(&key) || !lit.Consume(':')) return bad("expected 'key':");
-    if (key == "descr") {
-      if (have_descr || !lit.String(&descr)) return bad("descr");
-      have_descr = true;
-    } else if (key == "fortran_order") {
-      if (have_order) return bad("fortran_order twice");
-      if (lit.ConsumeWord("True")) {
-        fortran = true;
-      } else if (!lit.ConsumeWord("False")) {
-        return bad("fortran_order is not True/False");
-      }
-      have_order = true;
-    } else if (key == "shape") {
-      if (have_shape || !lit.Consume('(')) return bad("shape is not a tuple");
-      while (!lit.Consume(')')) {
-        int64_t d = 0;
-        if (!lit.Int(&d)) return bad("shape entry is not a non-negative integer");
-        lit.ConsumeWord("L");  // Python 2 longs
-        shape.push_back(d);
-        if (shape.size() > static_cast<size_t>(kMaxNpyDims)) return bad("too many dimensions");
-        if (!lit.Consume(',')) {
-          if (!lit.Consume(')')) return bad("shape tuple");
-          break;
-        }
-      }
-      have_shape = true;
-    } else {
-      return bad("unknown key '" + key + "'");
-    }
-    if (!lit.Consume(',')) {
-      if (!lit.Consume('}')) return bad("expected ',' or '}'");
-      break;
-    }
-  }
-  for (char c : lit.rest()) {
-    if (c != ' ') return bad("text after the dict");
-  }
-  if (!have_descr || !have_order || !have_shape)
-    return bad("missing descr, fortran_order or shape");
+  NpyDict dict;
+  if (std::string why = ParseDict(text, &dict); !why.empty()) return bad(why);
   NpyHeader h;
   bool unsupported = false;
-  if (!ParseDescr(descr, &h.dtype, &unsupported)) {
+  if (!ParseDescr(dict.descr, &h.dtype, &unsupported)) {
     return Error(unsupported ? StatusCode::kUnimplemented : StatusCode::kDataLoss, "npz", where,
-                 ": dtype '", descr, "'",
+                 ": dtype '", dict.descr, "'",
                  unsupported ? " is not supported (little-endian f2/f4/f8, i1..i8, u1, b1 are)"
                              : " is not a numpy dtype");
   }
-  if (fortran) {
+  if (dict.fortran) {
     return Error(StatusCode::kUnimplemented, "npz", where,
                  ": Fortran-order arrays are not supported (save with np.ascontiguousarray)");
   }
   // The product must fit: each dim < 2^58 was checked; stop as soon as it exceeds the cap.
   int64_t numel = 1;
-  for (int64_t d : shape) {
+  for (int64_t d : dict.shape) {
     if (d != 0 && numel > kMaxNpzUncompressedBytes / d) {
-      return Error(StatusCode::kResourceExhausted, "npz", where, ": shape ", ShapeString(shape),
-                   " has more elements than the ", kMaxNpzUncompressedBytes, "-byte limit");
+      return Error(StatusCode::kResourceExhausted, "npz", where, ": shape ",
+                   ShapeString(dict.shape), " has more elements than the ",
+                   kMaxNpzUncompressedBytes, "-byte limit");
     }
     numel *= d;
   }
-  h.shape = std::move(shape);
+  h.shape = std::move(dict.shape);
   h.data_offset = data_offset;
   return h;
 }
@@ -240,6 +258,32 @@ struct ZipDiscard {
 struct ZipFileClose {
   void operator()(zip_file_t* f) const { zip_fclose(f); }
 };
+
+// Member i's `size` bytes, read to the end so that libzip checks the CRC (and finds any
+// bytes past the stated size).
+StatusOr<std::string> ReadMember(zip_t* za, zip_int64_t i, size_t size, const std::string& where) {
+  std::unique_ptr<zip_file_t, ZipFileClose> f(zip_fopen_index(za, static_cast<zip_uint64_t>(i), 0));
+  if (f == nullptr) {
+    return Error(StatusCode::kDataLoss, "npz", where, ": cannot open member: ", zip_strerror(za));
+  }
+  std::string data(size, '\0');
+  size_t got = 0;
+  while (got < data.size()) {
+    const zip_int64_t r = zip_fread(f.get(), data.data() + got, data.size() - got);
+    if (r <= 0) {
+      return Error(StatusCode::kDataLoss, "npz", where, ": member truncated or corrupt after ", got,
+                   " of ", data.size(), " bytes: ", zip_file_strerror(f.get()));
+    }
+    got += static_cast<size_t>(r);
+  }
+  char extra;
+  if (zip_fread(f.get(), &extra, 1) != 0) {
+    return Error(StatusCode::kDataLoss, "npz", where,
+                 ": member fails its CRC check or is longer than its stated size: ",
+                 zip_file_strerror(f.get()));
+  }
+  return data;
+}
 
 }  // namespace
 
@@ -293,29 +337,8 @@ StatusOr<NpzFile> NpzFile::FromBytes(std::string_view bytes, const std::string& 
                    kMaxNpzUncompressedBytes, " bytes");
     }
     total += static_cast<int64_t>(st.size);
-    std::unique_ptr<zip_file_t, ZipFileClose> f(
-        zip_fopen_index(za.get(), static_cast<zip_uint64_t>(i), 0));
-    if (f == nullptr) {
-      return Error(StatusCode::kDataLoss, "npz", where,
-                   ": cannot open member: ", zip_strerror(za.get()));
-    }
-    std::string data(static_cast<size_t>(st.size), '\0');
-    size_t got = 0;
-    while (got < data.size()) {
-      const zip_int64_t r = zip_fread(f.get(), data.data() + got, data.size() - got);
-      if (r <= 0) {
-        return Error(StatusCode::kDataLoss, "npz", where, ": member truncated or corrupt after ",
-                     got, " of ", data.size(), " bytes: ", zip_file_strerror(f.get()));
-      }
-      got += static_cast<size_t>(r);
-    }
-    // Read to the end so that libzip checks the CRC (and finds any bytes past the stated size).
-    char extra;
-    if (zip_fread(f.get(), &extra, 1) != 0) {
-      return Error(StatusCode::kDataLoss, "npz", where,
-                   ": member fails its CRC check or is longer than its stated size: ",
-                   zip_file_strerror(f.get()));
-    }
+    OCULAR_ASSIGN_OR_RETURN(const std::string data,
+                            ReadMember(za.get(), i, static_cast<size_t>(st.size), where));
     OCULAR_ASSIGN_OR_RETURN(NpyArray array, ParseNpy(data, where));
     const std::string array_name = member.substr(0, member.size() - 4);
     if (!out.arrays_.emplace(array_name, std::move(array)).second) {

@@ -17,6 +17,87 @@ Status Bad(const std::string& path, const std::string& what) {
   return Error(StatusCode::kDataLoss, "safetensors", path, ": ", what);
 }
 
+// A file whose first 8 bytes are no plausible header length: most often not a safetensors
+// file at all, so say what it looks like instead of quoting the first 8 bytes of a PNG as a
+// header length.
+Status NotSafetensors(const std::string& path, const uint8_t* base, uint64_t header_len,
+                      size_t size) {
+  const std::string_view head(reinterpret_cast<const char*>(base), 8);
+  std::string kind;
+  if (head.substr(0, 4) == "\x89PNG") kind = "a PNG image";
+  if (head.substr(0, 3) == "\xff\xd8\xff") kind = "a JPEG image";
+  if (head.substr(0, 4) == "GGUF") kind = "a GGUF file";
+  if (head.substr(0, 2) == "PK") kind = "a zip archive (.npz?)";
+  if (head.substr(0, 1) == "{") kind = "JSON text";
+  if (!kind.empty()) return Bad(path, StrCat("not a safetensors file: it is ", kind));
+  return Bad(path, StrCat("truncated or not a safetensors file: the header length in its first "
+                          "8 bytes, ",
+                          header_len, ", exceeds file size ", size));
+}
+
+// A tensor's bytes in the data section.
+struct Range {
+  uint64_t begin, end;
+  std::string name;
+};
+
+// One tensor's header entry {"dtype", "shape", "data_offsets"}, checked against the data
+// section's `data_size` bytes: its view (data unset) and its byte range.
+StatusOr<TensorView> ParseEntry(const std::string& path, const std::string& name,
+                                const nlohmann::json& entry, uint64_t data_size, Range* range) {
+  const std::string where = StrCat("tensor '", name, "'");
+  if (!entry.is_object()) return Bad(path, where + " entry is not an object");
+  auto dt = entry.find("dtype");
+  auto sh = entry.find("shape");
+  auto off = entry.find("data_offsets");
+  if (dt == entry.end() || !dt->is_string()) return Bad(path, where + " has no string dtype");
+  if (sh == entry.end() || !sh->is_array()) return Bad(path, where + " has no shape array");
+  if (off == entry.end() || !off->is_array() || off->size() != 2 ||
+      !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned()) {
+    return Bad(path, where + " has no [begin, end] data_offsets");
+  }
+  TensorView view;
+  if (!ParseDType(dt->get<std::string>(), &view.dtype)) {
+    return Error(StatusCode::kUnimplemented, "safetensors", path, ": ", where,
+                 " has unknown dtype '", dt->get<std::string>(), "'");
+  }
+  uint64_t numel = 1;
+  for (auto& d : *sh) {
+    if (!d.is_number_unsigned()) return Bad(path, where + " has a non-integer/negative dim");
+    uint64_t v = d.get<uint64_t>();
+    if (v != 0 && numel > data_size / v) {  // also guards the multiplication
+      return Bad(path, where + " shape needs more bytes than the file holds");
+    }
+    numel *= v;
+    view.shape.push_back(static_cast<int64_t>(v));
+  }
+  uint64_t begin = (*off)[0].get<uint64_t>(), end = (*off)[1].get<uint64_t>();
+  if (begin > end || end > data_size) {
+    return Bad(path, StrCat(where, " data_offsets [", begin, ",", end,
+                            "] lie outside the data section (", data_size, " bytes)"));
+  }
+  if (end - begin != numel * DTypeSize(view.dtype)) {
+    return Bad(path, StrCat(where, " holds ", end - begin, " bytes but ", DTypeName(view.dtype),
+                            ShapeString(view.shape), " needs ", numel * DTypeSize(view.dtype)));
+  }
+  range->begin = begin;
+  range->end = end;
+  return view;
+}
+
+// Tensors may not share bytes.
+Status CheckNoOverlap(const std::string& path, std::vector<Range>* ranges) {
+  std::sort(ranges->begin(), ranges->end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < ranges->size(); ++i) {
+    if ((*ranges)[i].begin < (*ranges)[i - 1].end) {
+      return Bad(path, StrCat("tensors '", (*ranges)[i - 1].name, "' and '", (*ranges)[i].name,
+                              "' overlap"));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const TensorView* SafetensorsFile::Find(const std::string& name) const {
@@ -33,19 +114,7 @@ StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | base[i];
   if (header_len > kMaxHeaderBytes || header_len > size - 8) {
-    // Most often not a safetensors file at all: say what it looks like instead of quoting the
-    // first 8 bytes of a PNG as a header length.
-    const std::string_view head(reinterpret_cast<const char*>(base), 8);
-    std::string kind;
-    if (head.substr(0, 4) == "\x89PNG") kind = "a PNG image";
-    if (head.substr(0, 3) == "\xff\xd8\xff") kind = "a JPEG image";
-    if (head.substr(0, 4) == "GGUF") kind = "a GGUF file";
-    if (head.substr(0, 2) == "PK") kind = "a zip archive (.npz?)";
-    if (head.substr(0, 1) == "{") kind = "JSON text";
-    if (!kind.empty()) return Bad(path, StrCat("not a safetensors file: it is ", kind));
-    return Bad(path, StrCat("truncated or not a safetensors file: the header length in its first "
-                            "8 bytes, ",
-                            header_len, ", exceeds file size ", size));
+    return NotSafetensors(path, base, header_len, size);
   }
   const size_t data_begin = 8 + header_len;
   const size_t data_size = size - data_begin;
@@ -64,10 +133,6 @@ StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
   nlohmann::json header = std::move(parsed).value();
   if (!header.is_object()) return Bad(path, "header is not a well-formed JSON object");
 
-  struct Range {
-    uint64_t begin, end;
-    std::string name;
-  };
   std::vector<Range> ranges;
   for (auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
@@ -78,53 +143,13 @@ StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
       }
       continue;
     }
-    const std::string where = StrCat("tensor '", name, "'");
-    if (!entry.is_object()) return Bad(path, where + " entry is not an object");
-    auto dt = entry.find("dtype");
-    auto sh = entry.find("shape");
-    auto off = entry.find("data_offsets");
-    if (dt == entry.end() || !dt->is_string()) return Bad(path, where + " has no string dtype");
-    if (sh == entry.end() || !sh->is_array()) return Bad(path, where + " has no shape array");
-    if (off == entry.end() || !off->is_array() || off->size() != 2 ||
-        !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned()) {
-      return Bad(path, where + " has no [begin, end] data_offsets");
-    }
-    TensorView view;
-    if (!ParseDType(dt->get<std::string>(), &view.dtype)) {
-      return Error(StatusCode::kUnimplemented, "safetensors", path, ": ", where,
-                   " has unknown dtype '", dt->get<std::string>(), "'");
-    }
-    uint64_t numel = 1;
-    for (auto& d : *sh) {
-      if (!d.is_number_unsigned()) return Bad(path, where + " has a non-integer/negative dim");
-      uint64_t v = d.get<uint64_t>();
-      if (v != 0 && numel > data_size / v) {  // also guards the multiplication
-        return Bad(path, where + " shape needs more bytes than the file holds");
-      }
-      numel *= v;
-      view.shape.push_back(static_cast<int64_t>(v));
-    }
-    uint64_t begin = (*off)[0].get<uint64_t>(), end = (*off)[1].get<uint64_t>();
-    if (begin > end || end > data_size) {
-      return Bad(path, StrCat(where, " data_offsets [", begin, ",", end,
-                              "] lie outside the data section (", data_size, " bytes)"));
-    }
-    if (end - begin != numel * DTypeSize(view.dtype)) {
-      return Bad(path, StrCat(where, " holds ", end - begin, " bytes but ", DTypeName(view.dtype),
-                              ShapeString(view.shape), " needs ", numel * DTypeSize(view.dtype)));
-    }
-    view.data = base + data_begin + begin;
-    ranges.push_back({begin, end, name});
+    Range range{0, 0, name};
+    OCULAR_ASSIGN_OR_RETURN(TensorView view, ParseEntry(path, name, entry, data_size, &range));
+    view.data = base + data_begin + range.begin;
+    ranges.push_back(std::move(range));
     st.tensors_[name] = std::move(view);
   }
-  std::sort(ranges.begin(), ranges.end(),
-            [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].begin < ranges[i - 1].end) {
-      return Bad(path,
-                 StrCat("tensors '", ranges[i - 1].name, "' and '", ranges[i].name, "' overlap"));
-    }
-  }
+  OCULAR_RETURN_IF_ERROR(CheckNoOverlap(path, &ranges));
   return st;
 }
 

@@ -11,19 +11,7 @@ namespace ocular {
 
 namespace {
 
-using config_internal::Json;
-using config_internal::kMaxHeadDim;
-using config_internal::kMaxHeads;
-using config_internal::kMaxHidden;
-using config_internal::kMaxImageSize;
-using config_internal::kMaxIntermediate;
-using config_internal::kMaxLayers;
-using config_internal::kMaxPositions;
-using config_internal::kMaxScalar;
-using config_internal::kMaxVocab;
-using config_internal::ParseVision;
-using config_internal::Section;
-using config_internal::Shown;
+using namespace config_internal;  // NOLINT: the shared config.json readers
 
 // Keys of GemmaConfig / Gemma2Config (transformers 4.57) that change the computation and that
 // ocular implements only at their defaults. Keys that do not change inference (use_cache,
@@ -63,17 +51,8 @@ Status ParseText(const Section& s, GemmaTextConfig* t) {
                   t->model_type.substr(0, 40), "' is not supported (gemma, gemma2)");
   }
   OCULAR_RETURN_IF_ERROR(RefuseUnimplementedText(s));
-  OCULAR_RETURN_IF_ERROR(s.Int("vocab_size", 1, kMaxVocab, &t->vocab_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &t->hidden_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &t->intermediate_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &t->num_hidden_layers));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &t->num_attention_heads));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_key_value_heads", 1, kMaxHeads, &t->num_key_value_heads));
+  OCULAR_RETURN_IF_ERROR(ParseDecoderSizes(s, t));
   OCULAR_RETURN_IF_ERROR(s.Int("head_dim", 2, kMaxHeadDim, &t->head_dim));
-  OCULAR_RETURN_IF_ERROR(
-      s.Int("max_position_embeddings", 1, kMaxPositions, &t->max_position_embeddings));
-  OCULAR_RETURN_IF_ERROR(s.Float("rms_norm_eps", 0, true, 1, &t->rms_norm_eps));
-  OCULAR_RETURN_IF_ERROR(s.Float("rope_theta", 1, true, kMaxScalar, &t->rope_theta));
   // Gemma 1 reads hidden_act; Gemma 2 reads hidden_activation (modeling_gemma{,2}.py MLP).
   OCULAR_RETURN_IF_ERROR(
       s.Activation(t->is_gemma2() ? "hidden_activation" : "hidden_act", &t->hidden_act));
@@ -293,7 +272,7 @@ StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
     c.text.num_key_value_heads = 1;
     c.text.vocab_size = c.vocab_size;
   }
-  return config_internal::Validated(std::move(c), source);
+  return Validated(std::move(c), source);
 }
 
 StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const std::string& model_dir) {
@@ -301,7 +280,7 @@ StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const std::string& model_dir) {
 }
 
 StatusOr<PaliGemmaConfig> LoadPaliGemmaConfig(const FileSet& files) {
-  return config_internal::ReadConfigJson(files, &ParsePaliGemmaConfig);
+  return ReadConfigJson(files, &ParsePaliGemmaConfig);
 }
 
 }  // namespace ocular

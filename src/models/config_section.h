@@ -17,6 +17,19 @@ namespace ocular::config_internal {
 
 using Json = nlohmann::json;
 
+// Upper bounds: far above any released PaliGemma (SigLIP So400m: hidden 1152, 27 layers;
+// Gemma 2 27B: hidden 4608, 46 layers, vocab 256000) and low enough that every size product the
+// engine forms fits in int64 and no allocation is attempted from a nonsensical header.
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxHidden = 65536;
+constexpr int64_t kMaxIntermediate = 1 << 20;
+constexpr int64_t kMaxHeads = 1024;
+constexpr int64_t kMaxHeadDim = 4096;
+constexpr int64_t kMaxVocab = 1 << 24;
+constexpr int64_t kMaxPositions = 1 << 20;
+constexpr int64_t kMaxImageSize = 16384;  // as preprocessor_config.json's size
+constexpr double kMaxScalar = 1e12;
+
 // A JSON value as it appears in an error: short, never a 300-digit number or a whole object.
 inline std::string Shown(const Json& v) { return ShortJson(v, 40); }
 
@@ -136,6 +149,24 @@ class Section {
     return type->empty() ? String("type", type) : Status::Ok();
   }
 
+  // A list of integers in [lo, hi] (absent or null: unchanged).
+  Status IntList(const char* key, int64_t lo, int64_t hi, std::vector<int>* out) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_array() || v->size() > static_cast<size_t>(kMaxLayers)) {
+      return Fail(StatusCode::kDataLoss, Key(key), " must be a list of integers, got ", Shown(*v));
+    }
+    out->clear();
+    for (const Json& e : *v) {
+      if (!e.is_number_integer() || e.get<int64_t>() < lo || e.get<int64_t>() > hi) {
+        return Fail(StatusCode::kDataLoss, Key(key), " = ", Shown(*v), " must list integers in [",
+                    lo, ", ", hi, "]");
+      }
+      out->push_back(e.get<int>());
+    }
+    return Status::Ok();
+  }
+
   // A nested object (null or absent: false). Anything else is a corrupt file.
   StatusOr<const Json*> Object(const char* key) const {
     const Json* v = Find(key);
@@ -172,26 +203,56 @@ StatusOr<Config> ReadConfigJson(const FileSet& files,
   return parse(text, files.Where("config.json"));
 }
 
-// Upper bounds: far above any released PaliGemma (SigLIP So400m: hidden 1152, 27 layers;
-// Gemma 2 27B: hidden 4608, 46 layers, vocab 256000) and low enough that every size product the
-// engine forms fits in int64 and no allocation is attempted from a nonsensical header.
-constexpr int64_t kMaxLayers = 1024;
-constexpr int64_t kMaxHidden = 65536;
-constexpr int64_t kMaxIntermediate = 1 << 20;
-constexpr int64_t kMaxHeads = 1024;
-constexpr int64_t kMaxHeadDim = 4096;
-constexpr int64_t kMaxVocab = 1 << 24;
-constexpr int64_t kMaxPositions = 1 << 20;
-constexpr int64_t kMaxImageSize = 16384;  // as preprocessor_config.json's size
-constexpr double kMaxScalar = 1e12;
+// config.json text as a JSON object: kDataLoss (malformed JSON with line and column, or not
+// an object) naming `source`.
+inline StatusOr<Json> ParseObject(const std::string& json_text, const std::string& source) {
+  OCULAR_ASSIGN_OR_RETURN(Json j, ParseJson(json_text, source, "config"));
+  if (!j.is_object()) return Error(StatusCode::kDataLoss, "config", source, ": not a JSON object");
+  return j;
+}
 
-inline Status ParseVision(const Section& s, SiglipVisionConfig* v) {
+// The sizes every family's decoder config names alike (LlamaConfig's fields, in range).
+// `kv_heads_default_heads`: an absent num_key_value_heads is num_attention_heads (the class
+// default of Qwen2's configs), not the struct's default.
+template <typename TextConfig>
+Status ParseDecoderSizes(const Section& s, TextConfig* t, bool kv_heads_default_heads = false) {
+  OCULAR_RETURN_IF_ERROR(s.Int("vocab_size", 1, kMaxVocab, &t->vocab_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &t->hidden_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &t->intermediate_size));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &t->num_hidden_layers));
+  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &t->num_attention_heads));
+  if (kv_heads_default_heads) t->num_key_value_heads = t->num_attention_heads;
+  OCULAR_RETURN_IF_ERROR(s.Int("num_key_value_heads", 1, kMaxHeads, &t->num_key_value_heads));
+  OCULAR_RETURN_IF_ERROR(
+      s.Int("max_position_embeddings", 1, kMaxPositions, &t->max_position_embeddings));
+  OCULAR_RETURN_IF_ERROR(s.Float("rms_norm_eps", 0, true, 1, &t->rms_norm_eps));
+  return s.Float("rope_theta", 1, true, kMaxScalar, &t->rope_theta);
+}
+
+// hidden_size = heads * head_dim, heads a multiple of kv_heads (GQA), for the decoders whose
+// head_dim is hidden_size / heads. `fail` makes the error.
+template <typename Fail>
+Status CheckHeads(int hidden_size, int heads, int kv_heads, const Fail& fail) {
+  if (hidden_size % heads != 0 || heads % kv_heads != 0) {
+    return fail("hidden_size (", hidden_size, ") must be divisible by num_attention_heads (", heads,
+                "), and that by num_key_value_heads (", kv_heads, ")");
+  }
+  return Status::Ok();
+}
+
+// A nested config's model_type: absent, or `expected` (another one is kUnimplemented).
+inline Status ExpectModelType(const Section& s, const char* expected) {
   std::string model_type;
   OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
-  if (!model_type.empty() && model_type != "siglip_vision_model") {
+  if (!model_type.empty() && model_type != expected) {
     return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
-                  "' is not supported (siglip_vision_model)");
+                  "' is not supported (", expected, ")");
   }
+  return Status::Ok();
+}
+
+inline Status ParseVision(const Section& s, SiglipVisionConfig* v) {
+  OCULAR_RETURN_IF_ERROR(ExpectModelType(s, "siglip_vision_model"));
   OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &v->hidden_size));
   OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &v->intermediate_size));
   OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 0, kMaxLayers, &v->num_hidden_layers));

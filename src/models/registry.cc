@@ -20,42 +20,20 @@ namespace ocular {
 
 namespace {
 
-StatusOr<LoadedModel> LoadPaliGemma(const ModelFiles& files) {
+// A family's model and its processor (built from the model's config).
+template <typename Model, typename Processor>
+StatusOr<LoadedModel> LoadFamily(const ModelFiles& files) {
   LoadedModel out;
-  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<paligemma::PaliGemma> model,
-                          paligemma::PaliGemma::Load(files));
-  OCULAR_ASSIGN_OR_RETURN(out.processor,
-                          paligemma::PaliGemmaProcessor::Load(*files.files, model->config()));
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(files));
+  OCULAR_ASSIGN_OR_RETURN(out.processor, Processor::Load(*files.files, model->config()));
   out.model = std::move(model);
   return out;
 }
 
-StatusOr<LoadedModel> LoadGemma3(const ModelFiles& files) {
-  LoadedModel out;
-  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<gemma3::Gemma3> model, gemma3::Gemma3::Load(files));
-  OCULAR_ASSIGN_OR_RETURN(out.processor,
-                          gemma3::Gemma3Processor::Load(*files.files, model->config()));
-  out.model = std::move(model);
-  return out;
-}
-
-StatusOr<LoadedModel> LoadMllama(const ModelFiles& files) {
-  LoadedModel out;
-  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<mllama::Mllama> model, mllama::Mllama::Load(files));
-  OCULAR_ASSIGN_OR_RETURN(out.processor,
-                          mllama::MllamaProcessor::Load(*files.files, model->config()));
-  out.model = std::move(model);
-  return out;
-}
-
-StatusOr<LoadedModel> LoadQwen2VL(const ModelFiles& files) {
-  LoadedModel out;
-  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<qwen2vl::Qwen2VL> model, qwen2vl::Qwen2VL::Load(files));
-  OCULAR_ASSIGN_OR_RETURN(out.processor,
-                          qwen2vl::Qwen2VLProcessor::Load(*files.files, model->config()));
-  out.model = std::move(model);
-  return out;
-}
+constexpr auto LoadPaliGemma = LoadFamily<paligemma::PaliGemma, paligemma::PaliGemmaProcessor>;
+constexpr auto LoadGemma3 = LoadFamily<gemma3::Gemma3, gemma3::Gemma3Processor>;
+constexpr auto LoadMllama = LoadFamily<mllama::Mllama, mllama::MllamaProcessor>;
+constexpr auto LoadQwen2VL = LoadFamily<qwen2vl::Qwen2VL, qwen2vl::Qwen2VLProcessor>;
 
 StatusOr<LoadedModel> LoadQwen3VL(const ModelFiles& files) {
   LoadedModel out;

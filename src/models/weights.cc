@@ -4,12 +4,13 @@
 
 namespace ocular {
 
-namespace {
-
-WeightSlot Mat(Matrix* m) { return WeightSlot{m, nullptr}; }
-WeightSlot Vec(TensorView* v) { return WeightSlot{nullptr, v}; }
-
-}  // namespace
+Status VisitItems(const std::string& prefix, std::initializer_list<WeightItem> items,
+                  const TensorVisitor& fn) {
+  for (const WeightItem& it : items) {
+    OCULAR_RETURN_IF_ERROR(fn(prefix + it.name, it.shape, it.slot, true));
+  }
+  return Status::Ok();
+}
 
 // HF module tree of PaliGemmaForConditionalGeneration (checkpoint names as released on the
 // hub; transformers >= 4.52 also saves "model.*" names, resolved in paligemma.cc).
@@ -25,30 +26,26 @@ Status VisitSiglip(const SiglipVisionConfig& c, SiglipWeights* w, const TensorVi
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = "vision_tower.vision_model.encoder.layers." + std::to_string(i) + ".";
     SiglipLayerWeights& l = w->layers[i];
-    struct Item {
-      const char* name;
-      WeightSlot slot;
-      Shape shape;
-    };
-    const Item items[] = {
-        {"layer_norm1.weight", Vec(&l.ln1_w), {D}},
-        {"layer_norm1.bias", Vec(&l.ln1_b), {D}},
-        {"self_attn.q_proj.weight", Mat(&l.q_w), {D, D}},
-        {"self_attn.q_proj.bias", Vec(&l.q_b), {D}},
-        {"self_attn.k_proj.weight", Mat(&l.k_w), {D, D}},
-        {"self_attn.k_proj.bias", Vec(&l.k_b), {D}},
-        {"self_attn.v_proj.weight", Mat(&l.v_w), {D, D}},
-        {"self_attn.v_proj.bias", Vec(&l.v_b), {D}},
-        {"self_attn.out_proj.weight", Mat(&l.o_w), {D, D}},
-        {"self_attn.out_proj.bias", Vec(&l.o_b), {D}},
-        {"layer_norm2.weight", Vec(&l.ln2_w), {D}},
-        {"layer_norm2.bias", Vec(&l.ln2_b), {D}},
-        {"mlp.fc1.weight", Mat(&l.fc1_w), {Iv, D}},
-        {"mlp.fc1.bias", Vec(&l.fc1_b), {Iv}},
-        {"mlp.fc2.weight", Mat(&l.fc2_w), {D, Iv}},
-        {"mlp.fc2.bias", Vec(&l.fc2_b), {D}},
-    };
-    for (const Item& it : items) OCULAR_RETURN_IF_ERROR(fn(p + it.name, it.shape, it.slot, true));
+    OCULAR_RETURN_IF_ERROR(VisitItems(p,
+                                      {
+                                          {"layer_norm1.weight", Vec(&l.ln1_w), {D}},
+                                          {"layer_norm1.bias", Vec(&l.ln1_b), {D}},
+                                          {"self_attn.q_proj.weight", Mat(&l.q_w), {D, D}},
+                                          {"self_attn.q_proj.bias", Vec(&l.q_b), {D}},
+                                          {"self_attn.k_proj.weight", Mat(&l.k_w), {D, D}},
+                                          {"self_attn.k_proj.bias", Vec(&l.k_b), {D}},
+                                          {"self_attn.v_proj.weight", Mat(&l.v_w), {D, D}},
+                                          {"self_attn.v_proj.bias", Vec(&l.v_b), {D}},
+                                          {"self_attn.out_proj.weight", Mat(&l.o_w), {D, D}},
+                                          {"self_attn.out_proj.bias", Vec(&l.o_b), {D}},
+                                          {"layer_norm2.weight", Vec(&l.ln2_w), {D}},
+                                          {"layer_norm2.bias", Vec(&l.ln2_b), {D}},
+                                          {"mlp.fc1.weight", Mat(&l.fc1_w), {Iv, D}},
+                                          {"mlp.fc1.bias", Vec(&l.fc1_b), {Iv}},
+                                          {"mlp.fc2.weight", Mat(&l.fc2_w), {D, Iv}},
+                                          {"mlp.fc2.bias", Vec(&l.fc2_b), {D}},
+                                      },
+                                      fn));
   }
   const std::string post = "vision_tower.vision_model.post_layernorm.";
   OCULAR_RETURN_IF_ERROR(fn(post + "weight", {D}, Vec(&w->post_ln_w), true));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,20 @@ struct WeightSlot {
 // order. `optional` tensors (lm_head) are reported with required == false.
 using TensorVisitor = std::function<Status(const std::string& name, const Shape& shape,
                                            WeightSlot slot, bool required)>;
+
+// Slots for a visitor's calls: fn(name, shape, Mat(&w.q_w), true).
+inline WeightSlot Mat(Matrix* m) { return WeightSlot{m, nullptr}; }
+inline WeightSlot Vec(TensorView* v) { return WeightSlot{nullptr, v}; }
+
+// One required tensor of a module: its name under the module's prefix, slot and shape.
+struct WeightItem {
+  std::string name;
+  WeightSlot slot;
+  Shape shape;
+};
+// fn(prefix + name, shape, slot, true) for each item in order; stops at the first error.
+Status VisitItems(const std::string& prefix, std::initializer_list<WeightItem> items,
+                  const TensorVisitor& fn);
 Status ForEachTensor(const PaliGemmaConfig& cfg, PaliGemmaWeights* w, const TensorVisitor& fn);
 
 // The SigLIP tower's tensors alone ("vision_tower.vision_model.*"), for every family using it.

@@ -115,9 +115,8 @@ struct Planned {
 
 bool IsFloat(WFormat f) { return f == WFormat::kF32 || f == WFormat::kBF16 || f == WFormat::kF16; }
 
-}  // namespace
-
-StatusOr<QuantizeReport> QuantizeModel(const QuantizeOptions& o) {
+// The options a run can take: a known --type and --vision, a thread count in range.
+Status CheckOptions(const QuantizeOptions& o) {
   static constexpr const char* kTypes[] = {"q8_0", "q4_0", "q4_k_m", "f32", "bf16", "f16"};
   static constexpr const char* kVision[] = {"keep", "f32", "bf16", "f16", "q8_0"};
   if (std::find(std::begin(kTypes), std::end(kTypes), o.type) == std::end(kTypes)) {
@@ -131,6 +130,64 @@ StatusOr<QuantizeReport> QuantizeModel(const QuantizeOptions& o) {
   if (o.threads < 0 || o.threads > 1024) {
     return Error(StatusCode::kInvalidArgument, "quantize", "threads must be in [0, 1024]");
   }
+  return Status::Ok();
+}
+
+// Every weight of the model with the format the recipe gives it (fitted to its rows).
+StatusOr<std::vector<Planned>> PlanTensors(const VlModel& model, const Recipe& recipe,
+                                           const std::string& input) {
+  std::vector<Planned> plan;
+  OCULAR_RETURN_IF_ERROR(model.ForEachWeight([&](const std::string& name, const Shape& shape,
+                                                 const Matrix* m, const TensorView* v) -> Status {
+    Planned p;
+    p.name = name;
+    p.shape = shape;
+    if (m != nullptr) {
+      p.source = *m;
+    } else {
+      const int64_t cols = shape.empty() ? 1 : shape.back();
+      p.source = MatrixFromView(*v, v->numel() / cols, cols);
+    }
+    if (!IsFloat(p.source.format)) {
+      return Error(StatusCode::kInvalidArgument, "quantize", input, ": tensor '", name,
+                   "' is already quantized");
+    }
+    // A tensor's GGUF rows are its last dimension (a conv [D, C, P, P] has rows of P).
+    const int64_t ne0 = shape.empty() ? 1 : shape.back();
+    p.wanted = recipe.Want(name, m != nullptr, p.source.format);
+    p.format = Fit(p.wanted, ne0);
+    plan.push_back(std::move(p));
+    return Status::Ok();
+  }));
+  return plan;
+}
+
+// The file's metadata: architecture, name, the recipe, and the model's side files
+// (config.json, tokenizer files) under ocular's prefix.
+Status AddMetadata(const QuantizeOptions& o, const ModelSpec& spec, const FileSet& side,
+                   GgufWriter* w) {
+  w->SetString("general.architecture", spec.family);
+  w->SetString("general.name",
+               std::filesystem::path(o.input).lexically_normal().filename().string());
+  w->SetU32("general.quantization_version", 2);
+  w->SetString("ocular.quantize.type", o.type);
+  w->SetString("ocular.quantize.vision", o.vision);
+  for (const char* name : kSideFiles) {
+    if (!side.Has(name)) continue;
+    OCULAR_ASSIGN_OR_RETURN(std::string bytes, side.Read(name, kMaxTokenizerFileBytes, "quantize"));
+    if (std::string_view(name) == "tokenizer.model") {
+      w->SetBytes(kGgufFilePrefix + std::string(name), bytes);
+    } else {
+      w->SetString(kGgufFilePrefix + std::string(name), bytes);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<QuantizeReport> QuantizeModel(const QuantizeOptions& o) {
+  OCULAR_RETURN_IF_ERROR(CheckOptions(o));
   OCULAR_ASSIGN_OR_RETURN(ModelFiles files, ModelFiles::Open(o.input));
   {  // Writing over a file the model is read from (through the rename) would destroy it.
     namespace fs = std::filesystem;
@@ -158,49 +215,10 @@ StatusOr<QuantizeReport> QuantizeModel(const QuantizeOptions& o) {
         if (name == "output.weight") recipe.tied = false;
         return Status::Ok();
       }));
-  std::vector<Planned> plan;
+  OCULAR_ASSIGN_OR_RETURN(std::vector<Planned> plan, PlanTensors(*loaded.model, recipe, o.input));
   QuantizeReport report;
-  OCULAR_RETURN_IF_ERROR(
-      loaded.model->ForEachWeight([&](const std::string& name, const Shape& shape, const Matrix* m,
-                                      const TensorView* v) -> Status {
-        Planned p;
-        p.name = name;
-        p.shape = shape;
-        if (m != nullptr) {
-          p.source = *m;
-        } else {
-          const int64_t cols = shape.empty() ? 1 : shape.back();
-          p.source = MatrixFromView(*v, v->numel() / cols, cols);
-        }
-        if (!IsFloat(p.source.format)) {
-          return Error(StatusCode::kInvalidArgument, "quantize", o.input, ": tensor '", name,
-                       "' is already quantized");
-        }
-        // A tensor's GGUF rows are its last dimension (a conv [D, C, P, P] has rows of P).
-        const int64_t ne0 = shape.empty() ? 1 : shape.back();
-        p.wanted = recipe.Want(name, m != nullptr, p.source.format);
-        p.format = Fit(p.wanted, ne0);
-        plan.push_back(std::move(p));
-        return Status::Ok();
-      }));
-
   GgufWriter w;
-  w.SetString("general.architecture", spec.family);
-  w.SetString("general.name",
-              std::filesystem::path(o.input).lexically_normal().filename().string());
-  w.SetU32("general.quantization_version", 2);
-  w.SetString("ocular.quantize.type", o.type);
-  w.SetString("ocular.quantize.vision", o.vision);
-  for (const char* name : kSideFiles) {
-    if (!files.files->Has(name)) continue;
-    OCULAR_ASSIGN_OR_RETURN(std::string bytes,
-                            files.files->Read(name, kMaxTokenizerFileBytes, "quantize"));
-    if (std::string_view(name) == "tokenizer.model") {
-      w.SetBytes(kGgufFilePrefix + std::string(name), bytes);
-    } else {
-      w.SetString(kGgufFilePrefix + std::string(name), bytes);
-    }
-  }
+  OCULAR_RETURN_IF_ERROR(AddMetadata(o, spec, *files.files, &w));
   for (const Planned& p : plan) w.AddTensor(p.name, p.shape, p.format);
 
   ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::DefaultThreadCount());

@@ -25,6 +25,21 @@ enum StageEvent : uint8_t {
   kPrefillEnd = 8,
 };
 
+// A request the scheduler can run: a prompt, and room for it and its new tokens.
+Status CheckRequest(const GenerationRequest& g, const ModelSpec& spec) {
+  if (g.prompt == nullptr) return Error(StatusCode::kInvalidArgument, "generate", "no prompt");
+  const int64_t T = g.prompt->size();
+  if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
+  if (g.max_new_tokens < 0) {
+    return Error(StatusCode::kInvalidArgument, "generate", "max_new_tokens must be >= 0");
+  }
+  if (T + g.max_new_tokens > spec.max_positions) {
+    return Error(StatusCode::kResourceExhausted, "generate", "prompt (", T, " tokens) + ",
+                 g.max_new_tokens, " new tokens exceed the context length ", spec.max_positions);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 struct Scheduler::Job {
@@ -437,17 +452,8 @@ void Scheduler::Step() {
 StatusOr<GenerationOutput> Scheduler::Generate(const ScheduledRequest& req,
                                                const TokenSink& on_token) {
   const GenerationRequest& g = req.gen;
-  const ModelSpec& spec = runner_.model().spec();
-  if (g.prompt == nullptr) return Error(StatusCode::kInvalidArgument, "generate", "no prompt");
+  OCULAR_RETURN_IF_ERROR(CheckRequest(g, runner_.model().spec()));
   const int64_t T = g.prompt->size();
-  if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
-  if (g.max_new_tokens < 0) {
-    return Error(StatusCode::kInvalidArgument, "generate", "max_new_tokens must be >= 0");
-  }
-  if (T + g.max_new_tokens > spec.max_positions) {
-    return Error(StatusCode::kResourceExhausted, "generate", "prompt (", T, " tokens) + ",
-                 g.max_new_tokens, " new tokens exceed the context length ", spec.max_positions);
-  }
   auto job = std::make_shared<Job>(req);
   job->tokens.reserve(static_cast<size_t>(g.max_new_tokens) + 1);
   {
@@ -505,27 +511,33 @@ StatusOr<GenerationOutput> Scheduler::Generate(const ScheduledRequest& req,
   }
   // Done: the scheduler no longer touches the job.
   if (!job->status.ok()) return job->status;
+  return Output(*job, consumed, cancelled);
+}
+
+GenerationOutput Scheduler::Output(Job& job, size_t consumed, bool cancelled) const {
+  const GenerationRequest& g = job.req.gen;
+  const int64_t T = g.prompt->size();
   GenerationOutput out;
-  out.generated.assign(job->tokens.begin(),
-                       job->tokens.begin() + static_cast<std::ptrdiff_t>(consumed));
-  out.finish = cancelled ? FinishReason::kCancelled : job->finish;
+  out.generated.assign(job.tokens.begin(),
+                       job.tokens.begin() + static_cast<std::ptrdiff_t>(consumed));
+  out.finish = cancelled ? FinishReason::kCancelled : job.finish;
   auto ms = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
-  if (job->events & kEncodeEnd) out.image_ms = ms(job->stage_t0[0], job->stage_t0[1]);
-  if (job->events & kPrefillEnd) out.prefill_ms = ms(job->stage_t0[2], job->stage_t0[3]);
-  out.decode_ms = job->decode_ms;
+  if (job.events & kEncodeEnd) out.image_ms = ms(job.stage_t0[0], job.stage_t0[1]);
+  if (job.events & kPrefillEnd) out.prefill_ms = ms(job.stage_t0[2], job.stage_t0[3]);
+  out.decode_ms = job.decode_ms;
   const int64_t V = runner_.vocab();
   if (g.record_prompt_logits) {
     out.prompt_logits = Tensor({T, V});
-    out.prompt_logits.data = std::move(job->prompt_logits);
+    out.prompt_logits.data = std::move(job.prompt_logits);
   }
   if (g.record_decode_logits) {  // the rows of the tokens handed out
     const int64_t rows =
-        std::min<int64_t>(static_cast<int64_t>(consumed), job->decode_logits.size() / V);
+        std::min<int64_t>(static_cast<int64_t>(consumed), job.decode_logits.size() / V);
     out.decode_logits = Tensor({rows, V});
-    job->decode_logits.resize(static_cast<size_t>(rows * V));
-    out.decode_logits.data = std::move(job->decode_logits);
+    job.decode_logits.resize(static_cast<size_t>(rows * V));
+    out.decode_logits.data = std::move(job.decode_logits);
   }
   return out;
 }

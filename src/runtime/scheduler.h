@@ -96,6 +96,8 @@ class Scheduler {
   int64_t Features(Job& job);
   bool Start(Job& job, bool* encoded, StepTimes* t);
   void RecordLogits(Job& job, size_t i);
+  // What Generate hands back once the job is done: the tokens consumed, timings, logits.
+  GenerationOutput Output(Job& job, size_t consumed, bool cancelled) const;
   bool Join(const std::shared_ptr<Job>& job);
   void RunPrefills(StepTimes* t);
   void Step();

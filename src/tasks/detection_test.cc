@@ -144,15 +144,7 @@ TEST(ParseDetections, KeepsSegCodesAndRawLocs) {
 
 InstanceMask Mask(int image_w, int image_h, int x0, int y0, int w, int h,
                   std::vector<uint8_t> bits) {
-  InstanceMask m;
-  m.image_width = image_w;
-  m.image_height = image_h;
-  m.x0 = x0;
-  m.y0 = y0;
-  m.width = w;
-  m.height = h;
-  m.bits = std::move(bits);
-  return m;
+  return {image_w, image_h, x0, y0, w, h, std::move(bits)};
 }
 
 TEST(CocoRle, ColumnMajorRunsStartingWithZeros) {

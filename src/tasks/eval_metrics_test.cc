@@ -76,15 +76,7 @@ TEST(DetectionMetrics, AgreesWithPythonReferenceMetrics) {
 }
 
 InstanceMask Rect(int image_w, int image_h, int x0, int y0, int w, int h) {
-  InstanceMask m;
-  m.image_width = image_w;
-  m.image_height = image_h;
-  m.x0 = x0;
-  m.y0 = y0;
-  m.width = w;
-  m.height = h;
-  m.bits.assign(static_cast<size_t>(w) * h, 1);
-  return m;
+  return {image_w, image_h, x0, y0, w, h, std::vector<uint8_t>(static_cast<size_t>(w) * h, 1)};
 }
 
 TEST(MaskIoU, CountsPixelsNotBoxes) {

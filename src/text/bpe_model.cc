@@ -28,6 +28,27 @@ StatusOr<bool> OptionalBool(const nlohmann::json& obj, const char* key) {
   return it->get<bool>();
 }
 
+// A merge as tokenizer.json writes it: legacy "a b", or ["a", "b"].
+Status MergePair(const nlohmann::json& m, int32_t rank, std::string_view* a, std::string_view* b) {
+  if (m.is_string()) {  // legacy "a b"
+    const std::string_view s = m.get_ref<const std::string&>();
+    const size_t space = s.find(' ');
+    if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
+      return Error(StatusCode::kInvalidArgument, "tokenizer", "merge ", rank, " '", s,
+                   "' is not two space-separated tokens");
+    }
+    *a = s.substr(0, space);
+    *b = s.substr(space + 1);
+  } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+    *a = m[0].get_ref<const std::string&>();
+    *b = m[1].get_ref<const std::string&>();
+  } else {
+    return Error(StatusCode::kInvalidArgument, "tokenizer", "merge ", rank,
+                 " must be \"a b\" or [\"a\", \"b\"]");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<BpeModel> BpeModel::FromJson(const nlohmann::json& model) {
@@ -85,22 +106,7 @@ StatusOr<BpeModel> BpeModel::FromJson(const nlohmann::json& model) {
   std::string merged;
   for (const auto& m : *merges) {
     std::string_view a, b;
-    if (m.is_string()) {  // legacy "a b"
-      const std::string_view s = m.get_ref<const std::string&>();
-      const size_t space = s.find(' ');
-      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
-        return Error(StatusCode::kInvalidArgument, "tokenizer", "merge ", rank, " '", s,
-                     "' is not two space-separated tokens");
-      }
-      a = s.substr(0, space);
-      b = s.substr(space + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      a = m[0].get_ref<const std::string&>();
-      b = m[1].get_ref<const std::string&>();
-    } else {
-      return Error(StatusCode::kInvalidArgument, "tokenizer", "merge ", rank,
-                   " must be \"a b\" or [\"a\", \"b\"]");
-    }
+    OCULAR_RETURN_IF_ERROR(MergePair(m, rank, &a, &b));
     const int32_t id_a = bpe.TokenToId(a), id_b = bpe.TokenToId(b);
     if (id_a < 0 || id_b < 0) {
       return Error(StatusCode::kInvalidArgument, "tokenizer", "merge ", rank, " ('", a, "', '", b,

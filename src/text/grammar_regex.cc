@@ -199,26 +199,28 @@ class Parser {
     }
   }
 
+  // `digits` hex digits (\xHH, \uHHHH) as a code point; false if fewer follow.
+  bool ReadHex(int digits, char32_t* v) {
+    *v = 0;
+    for (int k = 0; k < digits; ++k) {
+      const char32_t h = Peek();
+      const int d = (h >= '0' && h <= '9')   ? h - '0'
+                    : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                    : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                             : -1;
+      if (d < 0) return false;
+      *v = *v * 16 + d;
+      ++i_;
+    }
+    return true;
+  }
+
   // After a backslash. Adds what it matches to `out`; `is_class` says it was \d \w \s (or a
   // complement), which a negated class keeps to ASCII.
   Status ParseEscape(bool in_class, CodepointRanges* out, bool* is_class) {
     if (AtEnd()) return Fail("pattern ends with '\\'");
     const char32_t c = p_[i_++];
     auto add = [&](const CodepointRanges& r) { out->insert(out->end(), r.begin(), r.end()); };
-    auto hex = [&](int digits, char32_t* v) {
-      *v = 0;
-      for (int k = 0; k < digits; ++k) {
-        const char32_t h = Peek();
-        const int d = (h >= '0' && h <= '9')   ? h - '0'
-                      : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                      : (h >= 'A' && h <= 'F') ? h - 'A' + 10
-                                               : -1;
-        if (d < 0) return false;
-        *v = *v * 16 + d;
-        ++i_;
-      }
-      return true;
-    };
     char32_t v = 0;
     switch (c) {
       case 'd':
@@ -264,10 +266,10 @@ class Parser {
         v = 0;
         break;
       case 'x':
-        if (!hex(2, &v)) return Fail("\\x needs two hex digits");
+        if (!ReadHex(2, &v)) return Fail("\\x needs two hex digits");
         break;
       case 'u':
-        if (!hex(4, &v)) return Fail("\\u needs four hex digits");
+        if (!ReadHex(4, &v)) return Fail("\\u needs four hex digits");
         break;
       case 'b':
         if (!in_class) return Fail("\\b (word boundary) is not supported");

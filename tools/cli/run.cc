@@ -266,26 +266,8 @@ int Chat(Engine& engine, const RunArgs& a, RunContext ctx, Reporter& reporter) {
   return rc;
 }
 
-}  // namespace
-
-void AddRun(CLI::App& app, int* rc) {
-  auto* cmd = app.add_subcommand("run", "answer a prompt about an image (or, --chat, many)");
-  auto a = std::make_shared<RunArgs>();
-  AddModelArgs(cmd, &a->model, kCompute | kImages);
-  cmd->add_option("--image,-i", a->images,
-                  "image file, or - for stdin (repeatable; none = text-only)")
-      ->default_str("none");
-  auto* prompt = cmd->add_option("--prompt,-p", a->prompt, "task prompt, e.g. \"caption en\"");
-  cmd->add_flag(
-      "--chat", a->chat,
-      "load the model once, then read prompts from stdin line by line (/image PATH, "
-      "/reset, /help, /quit; --prompt runs first); with a chat template (the checkpoint's, "
-      "or --chat-template) the lines are the user turns of one conversation; works piped");
-  cmd->add_option("--date", a->gen.date,
-                  "the date a chat template writes (Llama 3.2 Vision, text-only chats: "
-                  "\"Today Date: 26 Jul 2024\")")
-      ->default_str("today");
-  AddChatTemplateOption(cmd, &a->gen);
+// Decoding: limits, stop strings, sampling, constrained output, prompt tokenization.
+void AddGenerationOptions(CLI::App* cmd, RunArgs* a) {
   cmd->add_option("--max-tokens", a->gen.max_tokens, "generation limit");
   cmd->add_option("--stop", a->gen.stop,
                   "stop when the answer contains this string (repeatable; cut before it; "
@@ -309,6 +291,10 @@ void AddRun(CLI::App& app, int* rc) {
   cmd->add_flag("--separate-newline", a->gen.separate_newline,
                 "tokenize the prompt's trailing \\n separately (big_vision style)");
   AddPanAndScanFlags(cmd, &a->gen);
+}
+
+// What is written besides the answer: the drawing, the JSON forms, progress and summary.
+void AddOutputOptions(CLI::App* cmd, RunArgs* a) {
   cmd->add_option("--draw", a->draw,
                   "write the first image with the detected boxes and masks to this PNG")
       ->default_str("off");
@@ -327,39 +313,63 @@ void AddRun(CLI::App& app, int* rc) {
   cmd->add_flag("--stats", a->stats,
                 "print the summary line (tokens, tok/s, image ms, peak RSS) on stderr even when "
                 "it is not a terminal");
+}
+
+// `ocular run` once its flags are parsed: checks them, reads the images, loads the model and
+// answers (once, or --chat, line by line). Returns the exit code.
+int RunCommand(const std::shared_ptr<RunArgs>& a, bool has_prompt) {
+  if (Status s = CheckRunArgs(*a, has_prompt); !s.ok()) {
+    return Fail(s);
+  }
+  if (Status s = ResolveStructuredOutput(a.get()); !s.ok()) {
+    return Fail(s);
+  }
+  // Images given on stdin are read now, before the model, so a bad pipe costs no load.
+  StatusOr<std::vector<ImageInput>> images =
+      ReadImages(a->chat ? std::vector<std::string>{} : a->images);
+  if (!images.ok()) {
+    return Fail(images.status());
+  }
+  // Streamed text and stream events show the decode progress themselves.
+  Reporter reporter(ChooseReports(a->quiet, a->progress, a->stats, !a->json));
+  reporter.BeginLoad();
+  auto engine = LoadEngine(a->model);
+  reporter.EndLoad();
+  if (!engine.ok()) {
+    return Fail(engine.status());
+  }
+  RunContext ctx{a->model.model, (*engine)->Info(), reporter.load_ms(), a->images};
+  return a->chat ? Chat(**engine, *a, ctx, reporter)
+                 : RunOne(**engine, *a, ctx, *images, a->prompt, reporter);
+}
+
+}  // namespace
+
+void AddRun(CLI::App& app, int* rc) {
+  auto* cmd = app.add_subcommand("run", "answer a prompt about an image (or, --chat, many)");
+  auto a = std::make_shared<RunArgs>();
+  AddModelArgs(cmd, &a->model, kCompute | kImages);
+  cmd->add_option("--image,-i", a->images,
+                  "image file, or - for stdin (repeatable; none = text-only)")
+      ->default_str("none");
+  auto* prompt = cmd->add_option("--prompt,-p", a->prompt, "task prompt, e.g. \"caption en\"");
+  cmd->add_flag(
+      "--chat", a->chat,
+      "load the model once, then read prompts from stdin line by line (/image PATH, "
+      "/reset, /help, /quit; --prompt runs first); with a chat template (the checkpoint's, "
+      "or --chat-template) the lines are the user turns of one conversation; works piped");
+  cmd->add_option("--date", a->gen.date,
+                  "the date a chat template writes (Llama 3.2 Vision, text-only chats: "
+                  "\"Today Date: 26 Jul 2024\")")
+      ->default_str("today");
+  AddChatTemplateOption(cmd, &a->gen);
+  AddGenerationOptions(cmd, a.get());
+  AddOutputOptions(cmd, a.get());
   cmd->footer(
       "On a terminal, stderr shows progress for work over ~1 s and a summary after each\n"
       "answer; elsewhere only with --progress / --stats. Output formats: docs/cli.md.\n\n" +
       cmd->get_footer());
-  cmd->callback([=] {
-    if (Status s = CheckRunArgs(*a, prompt->count() > 0); !s.ok()) {
-      *rc = Fail(s);
-      return;
-    }
-    if (Status s = ResolveStructuredOutput(a.get()); !s.ok()) {
-      *rc = Fail(s);
-      return;
-    }
-    // Images given on stdin are read now, before the model, so a bad pipe costs no load.
-    StatusOr<std::vector<ImageInput>> images =
-        ReadImages(a->chat ? std::vector<std::string>{} : a->images);
-    if (!images.ok()) {
-      *rc = Fail(images.status());
-      return;
-    }
-    // Streamed text and stream events show the decode progress themselves.
-    Reporter reporter(ChooseReports(a->quiet, a->progress, a->stats, !a->json));
-    reporter.BeginLoad();
-    auto engine = LoadEngine(a->model);
-    reporter.EndLoad();
-    if (!engine.ok()) {
-      *rc = Fail(engine.status());
-      return;
-    }
-    RunContext ctx{a->model.model, (*engine)->Info(), reporter.load_ms(), a->images};
-    *rc = a->chat ? Chat(**engine, *a, ctx, reporter)
-                  : RunOne(**engine, *a, ctx, *images, a->prompt, reporter);
-  });
+  cmd->callback([=] { *rc = RunCommand(a, prompt->count() > 0); });
 }
 
 }  // namespace ocular::cli

@@ -325,6 +325,93 @@ bool ReadImagePart(const json& part, const std::string& param, const RequestLimi
   return true;
 }
 
+// A message's content given as parts: text parts joined by "\n" into *text, image parts
+// (user messages only) read into req->images.
+bool ReadContentParts(const json& content, const std::string& mp, bool is_user,
+                      const RequestLimits& limits, const std::string& root, ChatRequest* req,
+                      std::string* text, ChatMessage* message, ApiError* err) {
+  for (size_t k = 0; k < content.size(); ++k) {
+    const json& part = content[k];
+    const std::string pp = StrCat(mp, ".content[", k, "]");
+    if (!part.is_object()) {
+      *err = Bad(pp, StrCat(pp, " must be an object, not ", TypeName(part)));
+      return false;
+    }
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) {
+      *err = Bad(pp + ".type", StrCat(pp, ".type must be a string"));
+      return false;
+    }
+    const std::string& t = type->get_ref<const std::string&>();
+    if (t == "text") {
+      auto tx = part.find("text");
+      if (tx == part.end() || !tx->is_string()) {
+        *err = Bad(pp + ".text", StrCat(pp, ".text must be a string"));
+        return false;
+      }
+      if (!text->empty()) *text += "\n";
+      *text += tx->get<std::string>();
+      message->content.push_back({false, tx->get<std::string>()});
+    } else if (t == "image_url") {
+      if (!is_user) {
+        *err = Bad(pp, StrCat(pp, ": images are accepted in user messages only"));
+        return false;
+      }
+      if (!ReadImagePart(part, pp, limits, root, req, err)) return false;
+      message->content.push_back({true, ""});
+    } else {
+      *err =
+          Bad(pp + ".type", StrCat(pp, ".type: unsupported content part type (text or image_url)"));
+      return false;
+    }
+  }
+  return true;
+}
+
+// messages[i]: its role and content; *text is the message's text (its text parts joined).
+bool ReadMessage(const json& m, size_t i, const RequestLimits& limits, const std::string& root,
+                 ChatRequest* req, ChatMessage* message, std::string* text, bool* is_user,
+                 ApiError* err) {
+  const std::string mp = StrCat("messages[", i, "]");
+  if (!m.is_object()) {
+    *err = Bad(mp, StrCat(mp, " must be an object, not ", TypeName(m)));
+    return false;
+  }
+  auto role_it = m.find("role");
+  if (role_it == m.end() || !role_it->is_string()) {
+    *err = Bad(mp + ".role", StrCat(mp, ".role must be a string"));
+    return false;
+  }
+  const std::string& role = role_it->get_ref<const std::string&>();
+  *is_user = role == "user";
+  if (!*is_user && role != "system" && role != "developer" && role != "assistant") {
+    *err = Bad(mp + ".role", StrCat(mp,
+                                    ".role: unknown role (user, system, developer or "
+                                    "assistant)"));
+    return false;
+  }
+  auto content = m.find("content");
+  *message = ChatMessage{role == "developer" ? "system" : role, {}};
+  if (content == m.end() || content->is_null()) {
+    if (*is_user) {
+      *err = Bad(mp + ".content", StrCat(mp, ".content is required for a user message"));
+      return false;
+    }
+  } else if (content->is_string()) {
+    *text = content->get<std::string>();
+    message->content.push_back({false, *text});
+  } else if (content->is_array()) {
+    if (!ReadContentParts(*content, mp, *is_user, limits, root, req, text, message, err)) {
+      return false;
+    }
+  } else {
+    *err = Bad(mp + ".content",
+               StrCat(mp, ".content must be a string or an array, not ", TypeName(*content)));
+    return false;
+  }
+  return true;
+}
+
 // messages → prompt (last user message's text) + images (all user messages).
 bool ReadMessages(const json& body, const RequestLimits& limits, const std::string& root,
                   ChatRequest* req, ApiError* err) {
@@ -351,76 +438,10 @@ bool ReadMessages(const json& body, const RequestLimits& limits, const std::stri
   bool last_user_images = false;
   for (size_t i = 0; i < msgs->size(); ++i) {
     const json& m = (*msgs)[i];
-    const std::string mp = StrCat("messages[", i, "]");
-    if (!m.is_object()) {
-      *err = Bad(mp, StrCat(mp, " must be an object, not ", TypeName(m)));
-      return false;
-    }
-    auto role_it = m.find("role");
-    if (role_it == m.end() || !role_it->is_string()) {
-      *err = Bad(mp + ".role", StrCat(mp, ".role must be a string"));
-      return false;
-    }
-    const std::string& role = role_it->get_ref<const std::string&>();
-    const bool is_user = role == "user";
-    if (!is_user && role != "system" && role != "developer" && role != "assistant") {
-      *err = Bad(mp + ".role", StrCat(mp,
-                                      ".role: unknown role (user, system, developer or "
-                                      "assistant)"));
-      return false;
-    }
-    auto content = m.find("content");
+    ChatMessage message;
     std::string text;
-    ChatMessage message{role == "developer" ? "system" : role, {}};
-    if (content == m.end() || content->is_null()) {
-      if (is_user) {
-        *err = Bad(mp + ".content", StrCat(mp, ".content is required for a user message"));
-        return false;
-      }
-    } else if (content->is_string()) {
-      text = content->get<std::string>();
-      message.content.push_back({false, text});
-    } else if (content->is_array()) {
-      for (size_t k = 0; k < content->size(); ++k) {
-        const json& part = (*content)[k];
-        const std::string pp = StrCat(mp, ".content[", k, "]");
-        if (!part.is_object()) {
-          *err = Bad(pp, StrCat(pp, " must be an object, not ", TypeName(part)));
-          return false;
-        }
-        auto type = part.find("type");
-        if (type == part.end() || !type->is_string()) {
-          *err = Bad(pp + ".type", StrCat(pp, ".type must be a string"));
-          return false;
-        }
-        const std::string& t = type->get_ref<const std::string&>();
-        if (t == "text") {
-          auto tx = part.find("text");
-          if (tx == part.end() || !tx->is_string()) {
-            *err = Bad(pp + ".text", StrCat(pp, ".text must be a string"));
-            return false;
-          }
-          if (!text.empty()) text += "\n";
-          text += tx->get<std::string>();
-          message.content.push_back({false, tx->get<std::string>()});
-        } else if (t == "image_url") {
-          if (!is_user) {
-            *err = Bad(pp, StrCat(pp, ": images are accepted in user messages only"));
-            return false;
-          }
-          if (!ReadImagePart(part, pp, limits, root, req, err)) return false;
-          message.content.push_back({true, ""});
-        } else {
-          *err = Bad(pp + ".type",
-                     StrCat(pp, ".type: unsupported content part type (text or image_url)"));
-          return false;
-        }
-      }
-    } else {
-      *err = Bad(mp + ".content",
-                 StrCat(mp, ".content must be a string or an array, not ", TypeName(*content)));
-      return false;
-    }
+    bool is_user = false;
+    if (!ReadMessage(m, i, limits, root, req, &message, &text, &is_user, err)) return false;
     if (is_user) {
       last_user = static_cast<int>(i);
       last_user_text = std::move(text);
@@ -516,6 +537,60 @@ bool ReadResponseFormat(const json& body, ChatRequest* req, ApiError* err) {
   if (Status s = CheckStructuredOutput(req->options); !s.ok()) {
     *err = Bad("response_format", s.message(), "unsupported_schema");
     return false;
+  }
+  return true;
+}
+
+// max_tokens (or max_completion_tokens), temperature, top_p, seed and n.
+bool ReadSampling(const json& body, const RequestLimits& limits, ChatRequest* req, ApiError* err) {
+  int64_t max_tokens = limits.default_max_tokens;
+  if (!GetInteger(body, "max_tokens", 1, limits.max_completion_tokens, &max_tokens, err))
+    return false;
+  if (!GetInteger(body, "max_completion_tokens", 1, limits.max_completion_tokens, &max_tokens,
+                  err)) {
+    return false;
+  }
+  req->options.max_tokens = static_cast<int>(max_tokens);
+  double temperature = 0, top_p = 1;
+  if (!GetNumber(body, "temperature", 0.0, 2.0, &temperature, err)) return false;
+  if (!GetNumber(body, "top_p", 0.0, 1.0, &top_p, err)) return false;
+  req->options.temperature = static_cast<float>(temperature);
+  req->options.top_p = static_cast<float>(top_p);
+  int64_t seed = 0;
+  if (!GetInteger(body, "seed", INT64_MIN, INT64_MAX, &seed, err)) return false;
+  req->options.seed = static_cast<uint64_t>(seed);
+  int64_t n = 1;
+  if (!GetInteger(body, "n", 1, 1, &n, err)) {
+    err->message = "n must be 1 (one choice per request)";
+    return false;
+  }
+  return true;
+}
+
+// The extensions of other servers ocular takes: pan_and_scan (ocular's, Gemma 3's crops) and
+// chat_template_kwargs (vLLM's and llama-server's).
+bool ReadExtensions(const json& body, const RequestLimits& limits, ChatRequest* req,
+                    ApiError* err) {
+  // ocular's extension: Gemma 3's pan-and-scan crops (GenerateOptions::pan_and_scan).
+  if (auto it = body.find("pan_and_scan"); it != body.end() && !it->is_null()) {
+    bool pan_and_scan = false;
+    if (!GetBool(body, "pan_and_scan", "pan_and_scan", &pan_and_scan, err)) return false;
+    req->options.pan_and_scan = pan_and_scan;
+  }
+  // vLLM's and llama-server's extension: extra chat template variables
+  // (GenerateOptions::chat_template_kwargs), e.g. {"enable_thinking": false}.
+  if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      *err = Bad("chat_template_kwargs",
+                 StrCat("chat_template_kwargs must be an object, not ", TypeName(*it)));
+      return false;
+    }
+    req->options.chat_template_kwargs = it->dump();
+    if (req->options.chat_template_kwargs.size() > limits.max_prompt_bytes) {
+      *err = Bad("chat_template_kwargs",
+                 StrCat("chat_template_kwargs is over ", limits.max_prompt_bytes, " bytes"));
+      return false;
+    }
   }
   return true;
 }
@@ -662,49 +737,10 @@ ParseResult ParseChatRequest(std::string_view body_text, const RequestLimits& li
   }
   if (!ReadMessages(body, limits, local_files_root, &req, &err)) return r;
 
-  int64_t max_tokens = limits.default_max_tokens;
-  if (!GetInteger(body, "max_tokens", 1, limits.max_completion_tokens, &max_tokens, &err)) return r;
-  if (!GetInteger(body, "max_completion_tokens", 1, limits.max_completion_tokens, &max_tokens,
-                  &err)) {
-    return r;
-  }
-  req.options.max_tokens = static_cast<int>(max_tokens);
-  double temperature = 0, top_p = 1;
-  if (!GetNumber(body, "temperature", 0.0, 2.0, &temperature, &err)) return r;
-  if (!GetNumber(body, "top_p", 0.0, 1.0, &top_p, &err)) return r;
-  req.options.temperature = static_cast<float>(temperature);
-  req.options.top_p = static_cast<float>(top_p);
-  int64_t seed = 0;
-  if (!GetInteger(body, "seed", INT64_MIN, INT64_MAX, &seed, &err)) return r;
-  req.options.seed = static_cast<uint64_t>(seed);
-  int64_t n = 1;
-  if (!GetInteger(body, "n", 1, 1, &n, &err)) {
-    err.message = "n must be 1 (one choice per request)";
-    return r;
-  }
+  if (!ReadSampling(body, limits, &req, &err)) return r;
   if (!ReadStop(body, limits, &req, &err)) return r;
   if (!ReadResponseFormat(body, &req, &err)) return r;
-  // ocular's extension: Gemma 3's pan-and-scan crops (GenerateOptions::pan_and_scan).
-  if (auto it = body.find("pan_and_scan"); it != body.end() && !it->is_null()) {
-    bool pan_and_scan = false;
-    if (!GetBool(body, "pan_and_scan", "pan_and_scan", &pan_and_scan, &err)) return r;
-    req.options.pan_and_scan = pan_and_scan;
-  }
-  // vLLM's and llama-server's extension: extra chat template variables
-  // (GenerateOptions::chat_template_kwargs), e.g. {"enable_thinking": false}.
-  if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      err = Bad("chat_template_kwargs",
-                StrCat("chat_template_kwargs must be an object, not ", TypeName(*it)));
-      return r;
-    }
-    req.options.chat_template_kwargs = it->dump();
-    if (req.options.chat_template_kwargs.size() > limits.max_prompt_bytes) {
-      err = Bad("chat_template_kwargs",
-                StrCat("chat_template_kwargs is over ", limits.max_prompt_bytes, " bytes"));
-      return r;
-    }
-  }
+  if (!ReadExtensions(body, limits, &req, &err)) return r;
   if (!GetBool(body, "stream", "stream", &req.stream, &err)) return r;
   if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
     if (!so->is_object()) {

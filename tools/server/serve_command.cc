@@ -31,12 +31,8 @@ struct ServeArgs {
   }();
 };
 
-}  // namespace
-
-void AddServe(CLI::App& app, int* rc) {
-  auto* cmd = app.add_subcommand("serve", "serve the OpenAI Chat Completions API over HTTP");
-  auto a = std::make_shared<ServeArgs>();
-  AddModelArgs(cmd, &a->model, kCompute | kImages);
+// Where to listen, who may call, and how requests are batched.
+void AddListenOptions(CLI::App* cmd, ServeArgs* a) {
   cmd->add_option("--host", a->host, "address to listen on (0.0.0.0: every interface)");
   cmd->add_option("--port", a->port, "TCP port (0: any free port, printed at start)")
       ->check(IntRange(0, 65535));
@@ -58,6 +54,10 @@ void AddServe(CLI::App& app, int* rc) {
   cmd->add_option("--allow-local-files", a->allow_local_files,
                   "accept file:// image URLs inside this folder")
       ->default_str("off");
+}
+
+// What one request may ask for.
+void AddLimitOptions(CLI::App* cmd, ServeArgs* a) {
   cmd->add_option("--max-images", a->server.limits.max_images, "images per request")
       ->check(IntRange(1, 64));
   cmd->add_option("--max-completion-tokens", a->server.limits.max_completion_tokens,
@@ -68,6 +68,10 @@ void AddServe(CLI::App& app, int* rc) {
       ->check(IntRange(1, 1 << 20));
   cmd->add_option("--max-body-mb", a->max_body_mb, "largest request body (MiB)")
       ->check(IntRange(1, 4096));
+}
+
+// Timeouts, connection caps, browser origins and the access log.
+void AddConnectionOptions(CLI::App* cmd, ServeArgs* a) {
   cmd->add_option("--deadline", a->server.deadline_s, "seconds a request may take in all")
       ->check(FiniteRange(0.1, 86400));
   cmd->add_option("--read-timeout", a->server.read_timeout_s,
@@ -97,68 +101,80 @@ void AddServe(CLI::App& app, int* rc) {
   cmd->add_option("--log-format", a->server.log_format,
                   "the access log on stderr, a line per request: text, json or off")
       ->check(CLI::IsMember({"text", "json", "off"}));
-  cmd->callback([=] {
-    server::ServerOptions o = a->server;
-    o.max_body_bytes = static_cast<size_t>(a->max_body_mb) << 20;
-    if (o.api_key.empty()) {
-      if (const char* env = std::getenv("OCULAR_API_KEY")) o.api_key = env;
-    }
-    if (!a->allow_local_files.empty()) {
-      char resolved[PATH_MAX];
-      std::error_code ec;
-      if (::realpath(a->allow_local_files.c_str(), resolved) == nullptr ||
-          !std::filesystem::is_directory(resolved, ec)) {
-        *rc = Fail(Error(StatusCode::kNotFound, "serve", "--allow-local-files ",
-                         a->allow_local_files, ": not a folder"));
-        return;
-      }
-      o.local_files_root = resolved;
-    }
-    o.model_dir = a->model.model;
-    o.model_id = std::filesystem::path(a->model.model).filename().string();
-    if (o.model_id.empty()) {
-      o.model_id = std::filesystem::path(a->model.model).parent_path().filename().string();
-    }
-    // SIGINT / SIGTERM stop the server cleanly: blocked here (every thread inherits the mask)
-    // and taken by one thread with sigwait, since Stop() is not async-signal-safe.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
 
-    server::Server srv(o);
-    StatusOr<int> port = srv.Bind(a->host, a->port);
-    if (!port.ok()) {
-      *rc = Fail(port.status());
-      return;
+// Serves until SIGINT or SIGTERM: binds, then loads the model while the HTTP thread already
+// runs. Returns the exit code.
+int RunServe(const ServeArgs* a) {
+  server::ServerOptions o = a->server;
+  o.max_body_bytes = static_cast<size_t>(a->max_body_mb) << 20;
+  if (o.api_key.empty()) {
+    if (const char* env = std::getenv("OCULAR_API_KEY")) o.api_key = env;
+  }
+  if (!a->allow_local_files.empty()) {
+    char resolved[PATH_MAX];
+    std::error_code ec;
+    if (::realpath(a->allow_local_files.c_str(), resolved) == nullptr ||
+        !std::filesystem::is_directory(resolved, ec)) {
+      return Fail(Error(StatusCode::kNotFound, "serve", "--allow-local-files ",
+                        a->allow_local_files, ": not a folder"));
     }
-    if (o.api_key.empty() && a->host != "127.0.0.1" && a->host != "localhost" && a->host != "::1") {
-      Note("ocular serve: warning: listening on " + a->host +
-           " without --api-key: anyone who can reach this address can use the model");
-    }
-    Note("ocular serve: listening on http://" + a->host + ":" + std::to_string(*port) +
-         " (loading " + a->model.model + ")");
-    std::thread([&srv, signals] {
-      int sig = 0;
-      sigwait(&signals, &sig);
-      srv.Stop();
-    }).detach();
-    std::thread http([&srv] { srv.Run(); });
-    auto engine = LoadEngine(a->model, o.parallel, static_cast<size_t>(a->image_cache_mb) << 20,
-                             a->prefill_chunk);
-    if (!engine.ok()) {
-      srv.Stop();
-      http.join();
-      *rc = Fail(engine.status());
-      return;
-    }
-    srv.SetEngine(std::move(*engine));
-    Note("ocular serve: ready (model '" + o.model_id + "')");
+    o.local_files_root = resolved;
+  }
+  o.model_dir = a->model.model;
+  o.model_id = std::filesystem::path(a->model.model).filename().string();
+  if (o.model_id.empty()) {
+    o.model_id = std::filesystem::path(a->model.model).parent_path().filename().string();
+  }
+  // SIGINT / SIGTERM stop the server cleanly: blocked here (every thread inherits the mask)
+  // and taken by one thread with sigwait, since Stop() is not async-signal-safe.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  server::Server srv(o);
+  StatusOr<int> port = srv.Bind(a->host, a->port);
+  if (!port.ok()) {
+    return Fail(port.status());
+  }
+  if (o.api_key.empty() && a->host != "127.0.0.1" && a->host != "localhost" && a->host != "::1") {
+    Note("ocular serve: warning: listening on " + a->host +
+         " without --api-key: anyone who can reach this address can use the model");
+  }
+  Note("ocular serve: listening on http://" + a->host + ":" + std::to_string(*port) + " (loading " +
+       a->model.model + ")");
+  std::thread([&srv, signals] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    srv.Stop();
+  }).detach();
+  std::thread http([&srv] { srv.Run(); });
+  auto engine = LoadEngine(a->model, o.parallel, static_cast<size_t>(a->image_cache_mb) << 20,
+                           a->prefill_chunk);
+  if (!engine.ok()) {
+    srv.Stop();
     http.join();
-    Note("ocular serve: stopped");
-    *rc = 0;
-  });
+    return Fail(engine.status());
+  }
+  srv.SetEngine(std::move(*engine));
+  Note("ocular serve: ready (model '" + o.model_id + "')");
+  http.join();
+  Note("ocular serve: stopped");
+  return 0;
+}
+
+}  // namespace
+
+void AddServe(CLI::App& app, int* rc) {
+  auto* cmd = app.add_subcommand("serve", "serve the OpenAI Chat Completions API over HTTP");
+  auto a = std::make_shared<ServeArgs>();
+  AddModelArgs(cmd, &a->model, kCompute | kImages);
+  AddListenOptions(cmd, a.get());
+  AddLimitOptions(cmd, a.get());
+  AddConnectionOptions(cmd, a.get());
+  cmd->callback([=] { *rc = RunServe(a.get()); });
 }
 
 }  // namespace ocular::cli

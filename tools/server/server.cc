@@ -172,6 +172,11 @@ struct Server::Impl {
   void Handle(std::shared_ptr<http::Exchange> ex);
   void StartChat(std::shared_ptr<http::Exchange> ex);
   void Chat(Engine& eng, http::Exchange& ex);
+  struct ChatStream;
+  std::optional<ApiError> CheckPrompt(Engine& eng, bool chat, ChatRequest* req);
+  StatusOr<GenerateResult> RunChat(Engine& eng, bool chat, const ChatRequest& req,
+                                   ChatStream* stream);
+  void FinishChat(const ChatRequest& req, const GenerateResult& r, ChatStream* stream);
   void Log(const http::LogEntry& e);
   json Extras(const GenerateResult& r);
   static json Usage(const GenerateResult& r) {
@@ -355,119 +360,179 @@ json Server::Impl::Extras(const GenerateResult& r) {
   return extra;
 }
 
+// Checks a parsed chat request before it waits for a slot: the model it names, and its prompt
+// (built to count its tokens) against the server's limit and the model's context; bounds
+// max_tokens by what the context leaves after the prompt.
+std::optional<ApiError> Server::Impl::CheckPrompt(Engine& eng, bool chat, ChatRequest* req) {
+  if (!req->model.empty() && req->model != opt.model_id) {
+    return MakeError(404, "invalid_request_error",
+                     StrCat("model: this server serves '", opt.model_id, "'"), "model_not_found",
+                     "model");
+  }
+  // Models with a chat template format every message (docs/server.md); the others take the
+  // last user message as the prompt. The prompt's length is known before the model runs.
+  const int n_images = static_cast<int>(req->images.size());
+  auto prompt = chat ? eng.BuildChatPrompt(n_images, req->messages, req->options)
+                     : eng.BuildPrompt(n_images, req->prompt, req->options);
+  if (!prompt.ok()) {
+    ApiError e = FromStatus(prompt.status());
+    e.param = "messages";
+    return e;
+  }
+  const int64_t prompt_tokens = static_cast<int64_t>(prompt->ids.size());
+  if (prompt_tokens > opt.max_prompt_tokens) {
+    return MakeError(400, "invalid_request_error",
+                     StrCat("the prompt is ", prompt_tokens,
+                            " tokens (images included), over the limit of ", opt.max_prompt_tokens),
+                     "context_length_exceeded", "messages");
+  }
+  // max_tokens is a ceiling (OpenAI's meaning): bounded by what the context has left after the
+  // prompt, so a request within the advertised limit does not fail on a short-context model.
+  const int64_t context = eng.Info().context_length;  // 0: not known
+  if (context <= 0) return std::nullopt;
+  if (prompt_tokens >= context) {
+    return MakeError(
+        400, "invalid_request_error",
+        StrCat("the prompt is ", prompt_tokens,
+               " tokens (images included) and fills the model's context of ", context, " tokens"),
+        "context_length_exceeded", "messages");
+  }
+  req->options.max_tokens =
+      static_cast<int>(std::min<int64_t>(req->options.max_tokens, context - prompt_tokens));
+  return std::nullopt;
+}
+
+// One answer as it goes out: its ids, its clock, and the server-sent events of a streamed
+// one (OpenAI's chat.completion.chunk objects).
+struct Server::Impl::ChatStream {
+  Impl* im;
+  http::Exchange* ex;
+  Clock::time_point admitted, deadline;
+  std::string id;
+  int64_t created = 0;
+  bool streaming = false;     // the head is sent
+  bool deadline_hit = false;  // the deadline passed before the answer's end
+  double ttft_s = -1;         // seconds from admission to the first text
+
+  std::string Chunk(json choices) const {
+    json c = {{"id", id},
+              {"object", "chat.completion.chunk"},
+              {"created", created},
+              {"model", im->opt.model_id},
+              {"choices", std::move(choices)}};
+    return "data: " + Dump(c) + "\n\n";
+  }
+  static json Delta(json d, json finish) {
+    return json::array({{{"index", 0}, {"delta", std::move(d)}, {"finish_reason", finish}}});
+  }
+  void Start() {
+    streaming = true;
+    http::Response head;
+    head.content_type = "text/event-stream";
+    head.headers = im->origins.CorsHeaders(ex->request().Header("Origin"), false);
+    head.headers.emplace_back("Cache-Control", "no-cache");
+    ex->StartStream(std::move(head));
+    ex->Write(Chunk(Delta({{"role", "assistant"}, {"content", ""}}, nullptr)));
+  }
+};
+
+// Waits for a slot and generates; streams the text as it comes when the request asks.
+StatusOr<GenerateResult> Server::Impl::RunChat(Engine& eng, bool chat, const ChatRequest& req,
+                                               ChatStream* stream) {
+  http::Exchange& ex = *stream->ex;
+  if (!AcquireSlot(stream->deadline, ex)) {
+    stream->deadline_hit = !ex.Gone() && !stopping;
+    return Error(StatusCode::kInternal, "serve", "cancelled before it ran");
+  }
+  // The status is sent with the first text, so that a request failing before any output
+  // (an undecodable image, a prompt too long) still gets its 4xx.
+  TokenCallback on_text = [&](const std::string& piece) {
+    if (stream->ttft_s < 0) {
+      stream->ttft_s = std::chrono::duration<double>(Clock::now() - stream->admitted).count();
+    }
+    if (req.stream) {
+      if (!stream->streaming) stream->Start();
+      ex.Write(stream->Chunk(ChatStream::Delta({{"content", piece}}, nullptr)));
+    }
+    if (Clock::now() >= stream->deadline) {
+      stream->deadline_hit = true;
+      return false;
+    }
+    return !ex.Gone() && !stopping;
+  };
+  StatusOr<GenerateResult> r = Status(StatusCode::kInternal, "not run");
+  try {
+    r = chat ? eng.GenerateChat(req.images, req.messages, req.options, on_text)
+             : eng.Generate(req.images, req.prompt, req.options, on_text);
+  } catch (const std::bad_alloc&) {  // the engine sizes its buffers first: a bug if here
+    r = Error(StatusCode::kInternal, "serve", "out of memory for this request");
+  } catch (const std::exception& e) {
+    r = Error(StatusCode::kInternal, "serve", "internal error: ", e.what());
+  }
+  ReleaseSlot();
+  return r;
+}
+
+// The end of an answer that generated: the whole completion, or the stream's last events.
+void Server::Impl::FinishChat(const ChatRequest& req, const GenerateResult& r, ChatStream* stream) {
+  http::Exchange& ex = *stream->ex;
+  metrics.AddTokens(static_cast<int64_t>(r.prompt_ids.size()),
+                    static_cast<int64_t>(r.output_ids.size()));
+  if (!req.stream) {
+    json message = {{"role", "assistant"}, {"content", r.text}, {"ocular", Extras(r)}};
+    http::Response res;
+    res.body = Dump({{"id", stream->id},
+                     {"object", "chat.completion"},
+                     {"created", stream->created},
+                     {"model", opt.model_id},
+                     {"choices", json::array({{{"index", 0},
+                                               {"message", std::move(message)},
+                                               {"logprobs", nullptr},
+                                               {"finish_reason", FinishReason(r.finish_reason)}}})},
+                     {"usage", Usage(r)}});
+    res.headers = origins.CorsHeaders(ex.request().Header("Origin"), false);
+    return ex.Respond(std::move(res));
+  }
+  if (!stream->streaming) stream->Start();  // no text at all (an immediate end of sequence)
+  json last = ChatStream::Delta(json::object(), FinishReason(r.finish_reason));
+  last[0]["ocular"] = Extras(r);
+  ex.Write(stream->Chunk(std::move(last)));
+  if (req.include_usage) {
+    json u = json::parse(stream->Chunk(json::array()).substr(6), nullptr, false);
+    u["usage"] = Usage(r);
+    ex.Write("data: " + Dump(u) + "\n\n");
+  }
+  ex.Write("data: [DONE]\n\n");
+  ex.End();
+}
+
 // One chat completion, on its own thread; owns the admission ticket and releases it before the
 // client can see the end of the answer.
 void Server::Impl::Chat(Engine& eng, http::Exchange& ex) {
   const Clock::time_point admitted = Clock::now();
   const Clock::time_point deadline =
       admitted + std::chrono::microseconds(static_cast<int64_t>(opt.deadline_s * 1e6));
-  bool released = false;
-  auto refuse = [&](const ApiError& e) {
-    if (!released) Release();
-    released = true;
-    ex.Respond(ErrorResponse(e));
-  };
   ParseResult parsed = ParseChatRequest(ex.request().body, opt.limits, opt.local_files_root);
-  if (!parsed.ok()) return refuse(parsed.error);
   ChatRequest& req = parsed.request;
-  if (!req.model.empty() && req.model != opt.model_id) {
-    return refuse(MakeError(404, "invalid_request_error",
-                            StrCat("model: this server serves '", opt.model_id, "'"),
-                            "model_not_found", "model"));
-  }
-  // Models with a chat template format every message (docs/server.md); the others take the
-  // last user message as the prompt. The prompt's length is known before the model runs.
   const bool chat = !eng.Info().chat_format.empty();
-  const int n_images = static_cast<int>(req.images.size());
-  auto prompt = chat ? eng.BuildChatPrompt(n_images, req.messages, req.options)
-                     : eng.BuildPrompt(n_images, req.prompt, req.options);
-  if (!prompt.ok()) {
-    ApiError e = FromStatus(prompt.status());
-    e.param = "messages";
-    return refuse(e);
+  std::optional<ApiError> refused =
+      parsed.ok() ? CheckPrompt(eng, chat, &req) : std::optional<ApiError>(parsed.error);
+  if (refused) {
+    Release();
+    return ex.Respond(ErrorResponse(*refused));
   }
-  const int64_t prompt_tokens = static_cast<int64_t>(prompt->ids.size());
-  if (prompt_tokens > opt.max_prompt_tokens) {
-    return refuse(
-        MakeError(400, "invalid_request_error",
-                  StrCat("the prompt is ", prompt_tokens,
-                         " tokens (images included), over the limit of ", opt.max_prompt_tokens),
-                  "context_length_exceeded", "messages"));
-  }
-  // max_tokens is a ceiling (OpenAI's meaning): bounded by what the context has left after the
-  // prompt, so a request within the advertised limit does not fail on a short-context model.
-  const int64_t context = eng.Info().context_length;  // 0: not known
-  if (context > 0) {
-    if (prompt_tokens >= context) {
-      return refuse(MakeError(400, "invalid_request_error",
-                              StrCat("the prompt is ", prompt_tokens,
-                                     " tokens (images included) and fills the model's context "
-                                     "of ",
-                                     context, " tokens"),
-                              "context_length_exceeded", "messages"));
-    }
-    req.options.max_tokens =
-        static_cast<int>(std::min<int64_t>(req.options.max_tokens, context - prompt_tokens));
-  }
-  const std::string id = StrCat("chatcmpl-", next_id++);
-  const int64_t created = static_cast<int64_t>(std::time(nullptr));
-  auto chunk = [&](json choices) {
-    json c = {{"id", id},
-              {"object", "chat.completion.chunk"},
-              {"created", created},
-              {"model", opt.model_id},
-              {"choices", std::move(choices)}};
-    return "data: " + Dump(c) + "\n\n";
-  };
-  auto delta = [](json d, json finish) {
-    return json::array({{{"index", 0}, {"delta", std::move(d)}, {"finish_reason", finish}}});
-  };
-
-  bool deadline_hit = false, streaming = false;
-  auto start_stream = [&] {
-    streaming = true;
-    http::Response head;
-    head.content_type = "text/event-stream";
-    head.headers = origins.CorsHeaders(ex.request().Header("Origin"), false);
-    head.headers.emplace_back("Cache-Control", "no-cache");
-    ex.StartStream(std::move(head));
-    ex.Write(chunk(delta({{"role", "assistant"}, {"content", ""}}, nullptr)));
-  };
-  double ttft_s = -1;
-  StatusOr<GenerateResult> r = Status(StatusCode::kInternal, "not run");
-  if (!AcquireSlot(deadline, ex)) {
-    deadline_hit = !ex.Gone() && !stopping;
-    r = Error(StatusCode::kInternal, "serve", "cancelled before it ran");
-  } else {
-    // The status is sent with the first text, so that a request failing before any output
-    // (an undecodable image, a prompt too long) still gets its 4xx.
-    TokenCallback on_text = [&](const std::string& piece) {
-      if (ttft_s < 0) ttft_s = std::chrono::duration<double>(Clock::now() - admitted).count();
-      if (req.stream) {
-        if (!streaming) start_stream();
-        ex.Write(chunk(delta({{"content", piece}}, nullptr)));
-      }
-      if (Clock::now() >= deadline) {
-        deadline_hit = true;
-        return false;
-      }
-      return !ex.Gone() && !stopping;
-    };
-    try {
-      r = chat ? eng.GenerateChat(req.images, req.messages, req.options, on_text)
-               : eng.Generate(req.images, req.prompt, req.options, on_text);
-    } catch (const std::bad_alloc&) {  // the engine sizes its buffers first: a bug if here
-      r = Error(StatusCode::kInternal, "serve", "out of memory for this request");
-    } catch (const std::exception& e) {
-      r = Error(StatusCode::kInternal, "serve", "internal error: ", e.what());
-    }
-    ReleaseSlot();
-  }
+  ChatStream stream{this,
+                    &ex,
+                    admitted,
+                    deadline,
+                    StrCat("chatcmpl-", next_id++),
+                    static_cast<int64_t>(std::time(nullptr))};
+  StatusOr<GenerateResult> r = RunChat(eng, chat, req, &stream);
   Release();
-  released = true;
-  metrics.ObserveLatency(std::chrono::duration<double>(Clock::now() - admitted).count(), ttft_s);
+  metrics.ObserveLatency(std::chrono::duration<double>(Clock::now() - admitted).count(),
+                         stream.ttft_s);
   std::optional<ApiError> error;
-  if (deadline_hit) {
+  if (stream.deadline_hit) {
     error = MakeError(
         504, "timeout_error",
         StrCat("the request did not finish within the server's deadline of ", opt.deadline_s, " s"),
@@ -475,41 +540,13 @@ void Server::Impl::Chat(Engine& eng, http::Exchange& ex) {
   } else if (!r.ok()) {
     error = FromStatus(r.status());
   }
-  if (error && !streaming) return ex.Respond(ErrorResponse(*error));
+  if (error && !stream.streaming) return ex.Respond(ErrorResponse(*error));
   if (error) {  // after the first text: an error event, then the end
     ex.Write("data: " + ErrorJson(*error) + "\n\n");
     ex.Write("data: [DONE]\n\n");
     return ex.End();
   }
-  metrics.AddTokens(static_cast<int64_t>(r->prompt_ids.size()),
-                    static_cast<int64_t>(r->output_ids.size()));
-  if (!req.stream) {
-    json message = {{"role", "assistant"}, {"content", r->text}, {"ocular", Extras(*r)}};
-    http::Response res;
-    res.body =
-        Dump({{"id", id},
-              {"object", "chat.completion"},
-              {"created", created},
-              {"model", opt.model_id},
-              {"choices", json::array({{{"index", 0},
-                                        {"message", std::move(message)},
-                                        {"logprobs", nullptr},
-                                        {"finish_reason", FinishReason(r->finish_reason)}}})},
-              {"usage", Usage(*r)}});
-    res.headers = origins.CorsHeaders(ex.request().Header("Origin"), false);
-    return ex.Respond(std::move(res));
-  }
-  if (!streaming) start_stream();  // no text at all (an immediate end of sequence)
-  json last = delta(json::object(), FinishReason(r->finish_reason));
-  last[0]["ocular"] = Extras(*r);
-  ex.Write(chunk(std::move(last)));
-  if (req.include_usage) {
-    json u = json::parse(chunk(json::array()).substr(6), nullptr, false);
-    u["usage"] = Usage(*r);
-    ex.Write("data: " + Dump(u) + "\n\n");
-  }
-  ex.Write("data: [DONE]\n\n");
-  ex.End();
+  FinishChat(req, *r, &stream);
 }
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {

@@ -7,6 +7,7 @@
 // modeling_gemma3.py Gemma3DecoderLayer, modeling_mllama.py MllamaSelfAttentionDecoderLayer.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -27,6 +28,26 @@ struct DecoderLayerSpec {
   bool sandwich = false;        // post-attention and post-feedforward norms (Gemma 2, 3)
   int64_t position_offset = 0;  // position of cache row i: i + offset (PaliGemma: 1-indexed)
 };
+
+// LlamaDecoderLayer (transformers models/llama/modeling_llama.py) from a Llama-style text
+// config (hidden_size, num_attention_heads, num_key_value_heads, head_dim(),
+// intermediate_size, rms_norm_eps): Llama's RMSNorm, GQA attention scaled head_dim^-0.5
+// (self.scaling), SwiGLU MLP down(silu(gate(x)) * up(x)). The caller adds its RoPE and
+// anything else its family changes.
+template <typename TextConfig>
+DecoderLayerSpec LlamaLayerSpec(const TextConfig& c) {
+  DecoderLayerSpec s;
+  s.norm = NormKind::kLlamaRms;
+  s.eps = c.rms_norm_eps;
+  AttentionSpec& a = s.attn;
+  a.hidden = c.hidden_size;
+  a.heads = c.num_attention_heads;
+  a.kv_heads = c.num_key_value_heads;
+  a.head_dim = c.head_dim();
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim()));
+  s.mlp = {c.hidden_size, c.intermediate_size, MlpAct::kSilu, /*gated=*/true};
+  return s;
+}
 
 struct DecoderLayerWeights {
   AttentionWeights attn;

@@ -9,18 +9,7 @@ namespace ocular::gemma3 {
 
 namespace {
 
-using config_internal::Json;
-using config_internal::kMaxHeadDim;
-using config_internal::kMaxHeads;
-using config_internal::kMaxHidden;
-using config_internal::kMaxIntermediate;
-using config_internal::kMaxLayers;
-using config_internal::kMaxPositions;
-using config_internal::kMaxScalar;
-using config_internal::kMaxVocab;
-using config_internal::Section;
-using config_internal::Shown;
-using config_internal::TokenId;
+using namespace config_internal;  // NOLINT: the shared config.json readers
 
 // rope_scaling: null, {"rope_type": "default"} or {"rope_type": "linear", "factor": f}
 // (Gemma 3 4B/12B/27B: linear, factor 8). Other types change the frequencies otherwise.
@@ -89,27 +78,13 @@ Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* 
   t.rope_theta = 1000000.0f;
   t.query_pre_attn_scalar = 256;
   t.sliding_window = 4096;
-  std::string model_type;
-  OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
-  if (!model_type.empty() && model_type != "gemma3_text") {
-    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
-                  "' is not supported (gemma3_text)");
-  }
+  OCULAR_RETURN_IF_ERROR(ExpectModelType(s, "gemma3_text"));
   OCULAR_RETURN_IF_ERROR(
       s.RequireDefault("attention_bias", false, "q/k/v/o projections have no bias"));
   OCULAR_RETURN_IF_ERROR(s.RequireDefault("use_bidirectional_attention", false,
                                           "the decoder is causal (EmbeddingGemma is not)"));
-  OCULAR_RETURN_IF_ERROR(s.Int("vocab_size", 1, kMaxVocab, &t.vocab_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &t.hidden_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &t.intermediate_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &t.num_hidden_layers));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &t.num_attention_heads));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_key_value_heads", 1, kMaxHeads, &t.num_key_value_heads));
+  OCULAR_RETURN_IF_ERROR(ParseDecoderSizes(s, &t));
   OCULAR_RETURN_IF_ERROR(s.Int("head_dim", 2, kMaxHeadDim, &t.head_dim));
-  OCULAR_RETURN_IF_ERROR(
-      s.Int("max_position_embeddings", 1, kMaxPositions, &t.max_position_embeddings));
-  OCULAR_RETURN_IF_ERROR(s.Float("rms_norm_eps", 0, true, 1, &t.rms_norm_eps));
-  OCULAR_RETURN_IF_ERROR(s.Float("rope_theta", 1, true, kMaxScalar, &t.rope_theta));
   OCULAR_RETURN_IF_ERROR(
       s.Float("rope_local_base_freq", 1, true, kMaxScalar, &c->rope_local_base_freq));
   OCULAR_RETURN_IF_ERROR(s.Activation("hidden_activation", &t.hidden_act));
@@ -193,8 +168,7 @@ Status Gemma3Config::Validate() const {
 }
 
 StatusOr<Gemma3Config> ParseGemma3Config(const std::string& json_text, const std::string& source) {
-  OCULAR_ASSIGN_OR_RETURN(Json j, ParseJson(json_text, source, "config"));
-  if (!j.is_object()) return Error(StatusCode::kDataLoss, "config", source, ": not a JSON object");
+  OCULAR_ASSIGN_OR_RETURN(Json j, ParseObject(json_text, source));
   const Section top(j, source, "");
   Gemma3Config c;
   OCULAR_RETURN_IF_ERROR(top.String("model_type", &c.model_type));
@@ -210,8 +184,7 @@ StatusOr<Gemma3Config> ParseGemma3Config(const std::string& json_text, const std
         ParseText(Section(tc ? *tc : empty, source, "text_config"), source, &c.text));
     OCULAR_ASSIGN_OR_RETURN(const Json* vc, top.Object("vision_config"));
     if (vc != nullptr) {
-      OCULAR_RETURN_IF_ERROR(
-          config_internal::ParseVision(Section(*vc, source, "vision_config"), &c.vision));
+      OCULAR_RETURN_IF_ERROR(ParseVision(Section(*vc, source, "vision_config"), &c.vision));
     }
     OCULAR_RETURN_IF_ERROR(
         top.Int("mm_tokens_per_image", 1, kMaxPositions, &c.mm_tokens_per_image));
@@ -229,11 +202,11 @@ StatusOr<Gemma3Config> ParseGemma3Config(const std::string& json_text, const std
     return top.Fail(StatusCode::kUnimplemented, "model_type '", c.model_type.substr(0, 40),
                     "' is not supported (gemma3, gemma3_text)");
   }
-  return config_internal::Validated(std::move(c), source);
+  return Validated(std::move(c), source);
 }
 
 StatusOr<Gemma3Config> LoadGemma3Config(const FileSet& files) {
-  return config_internal::ReadConfigJson(files, &ParseGemma3Config);
+  return ReadConfigJson(files, &ParseGemma3Config);
 }
 
 }  // namespace ocular::gemma3

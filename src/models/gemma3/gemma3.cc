@@ -10,6 +10,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf_source.h"
 #include "kernels/ops.h"
+#include "models/blocks/scratch.h"
 #include "models/gemma3/gguf_names.h"
 #include "models/layers.h"
 #include "models/siglip.h"
@@ -17,11 +18,6 @@
 namespace ocular::gemma3 {
 
 namespace {
-
-size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
-
-WeightSlot Mat(Matrix* m) { return WeightSlot{m, nullptr}; }
-WeightSlot Vec(TensorView* v) { return WeightSlot{nullptr, v}; }
 
 // The decoder's tensors under `m` ("model." for Gemma3ForCausalLM, "language_model.model."
 // for the legacy names of Gemma3ForConditionalGeneration).
@@ -36,45 +32,34 @@ Status VisitText(const Gemma3TextConfig& tc, const std::string& m, Gemma3Weights
     const std::string p = m + "layers." + std::to_string(i) + ".";
     Gemma3LayerWeights& L = w->layers[i];
     GemmaLayerWeights& l = L.gemma;
-    struct Item {
-      const char* name;
-      WeightSlot slot;
-      Shape shape;
-    };
-    const Item items[] = {
-        {"input_layernorm.weight", Vec(&l.input_norm), {H}},
-        {"self_attn.q_proj.weight", Mat(&l.q_w), {q, H}},
-        {"self_attn.k_proj.weight", Mat(&l.k_w), {kv, H}},
-        {"self_attn.v_proj.weight", Mat(&l.v_w), {kv, H}},
-        {"self_attn.o_proj.weight", Mat(&l.o_w), {H, q}},
-        {"self_attn.q_norm.weight", Vec(&L.q_norm), {d}},
-        {"self_attn.k_norm.weight", Vec(&L.k_norm), {d}},
-        {"post_attention_layernorm.weight", Vec(&l.post_attn_norm), {H}},
-        {"pre_feedforward_layernorm.weight", Vec(&l.pre_ffw_norm), {H}},
-        {"post_feedforward_layernorm.weight", Vec(&l.post_ffw_norm), {H}},
-        {"mlp.gate_proj.weight", Mat(&l.gate_w), {I, H}},
-        {"mlp.up_proj.weight", Mat(&l.up_w), {I, H}},
-        {"mlp.down_proj.weight", Mat(&l.down_w), {H, I}},
-    };
-    for (const Item& it : items) OCULAR_RETURN_IF_ERROR(fn(p + it.name, it.shape, it.slot, true));
+    OCULAR_RETURN_IF_ERROR(
+        VisitItems(p,
+                   {
+                       {"input_layernorm.weight", Vec(&l.input_norm), {H}},
+                       {"self_attn.q_proj.weight", Mat(&l.q_w), {q, H}},
+                       {"self_attn.k_proj.weight", Mat(&l.k_w), {kv, H}},
+                       {"self_attn.v_proj.weight", Mat(&l.v_w), {kv, H}},
+                       {"self_attn.o_proj.weight", Mat(&l.o_w), {H, q}},
+                       {"self_attn.q_norm.weight", Vec(&L.q_norm), {d}},
+                       {"self_attn.k_norm.weight", Vec(&L.k_norm), {d}},
+                       {"post_attention_layernorm.weight", Vec(&l.post_attn_norm), {H}},
+                       {"pre_feedforward_layernorm.weight", Vec(&l.pre_ffw_norm), {H}},
+                       {"post_feedforward_layernorm.weight", Vec(&l.post_ffw_norm), {H}},
+                       {"mlp.gate_proj.weight", Mat(&l.gate_w), {I, H}},
+                       {"mlp.up_proj.weight", Mat(&l.up_w), {I, H}},
+                       {"mlp.down_proj.weight", Mat(&l.down_w), {H, I}},
+                   },
+                   fn));
   }
   return fn(m + "norm.weight", {H}, Vec(&w->final_norm), true);
 }
 
 // transformers >= 4.52 may save the new module names (_checkpoint_conversion_mapping).
-std::vector<std::string> NameCandidates(const std::string& name) {
-  std::vector<std::string> out = {name};
-  static constexpr std::pair<const char*, const char*> kAliases[] = {
-      {"language_model.model.", "model.language_model."},
-      {"vision_tower.", "model.vision_tower."},
-      {"multi_modal_projector.", "model.multi_modal_projector."},
-  };
-  for (const auto& [legacy, current] : kAliases) {
-    const size_t n = std::strlen(legacy);
-    if (name.compare(0, n, legacy) == 0) out.push_back(current + name.substr(n));
-  }
-  return out;
-}
+constexpr NameAlias kAliases[] = {
+    {"language_model.model.", "model.language_model."},
+    {"vision_tower.", "model.vision_tower."},
+    {"multi_modal_projector.", "model.multi_modal_projector."},
+};
 
 }  // namespace
 
@@ -93,39 +78,25 @@ Status ForEachTensor(const Gemma3Config& cfg, Gemma3Weights* w, const TensorVisi
 
 StatusOr<std::unique_ptr<Gemma3>> Gemma3::Load(const ModelFiles& files) {
   OCULAR_ASSIGN_OR_RETURN(Gemma3Config cfg, LoadGemma3Config(*files.files));
-  if (files.gguf != nullptr) return Load(std::move(cfg), GgufTensors(files, cfg));
-  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
-  return Load(std::move(cfg), std::make_unique<Checkpoint>(std::move(ckpt)));
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<TensorSource> source,
+                          OpenTensors(files, [&] { return GgufTensors(files, cfg); }));
+  return Load(std::move(cfg), std::move(source));
 }
 
 StatusOr<std::unique_ptr<Gemma3>> Gemma3::Load(Gemma3Config config,
                                                std::unique_ptr<TensorSource> source) {
-  std::unique_ptr<Gemma3> m(new Gemma3());
-  m->cfg_ = std::move(config);
-  m->source_ = std::move(source);
-  OCULAR_RETURN_IF_ERROR(m->BindWeights());
-  m->BuildSpec();
-  return m;
+  return Assemble(std::unique_ptr<Gemma3>(new Gemma3()), std::move(config), std::move(source));
 }
 
 Status Gemma3::BindWeights() {
   BindRules rules;
-  rules.candidates = NameCandidates;
+  rules.candidates = [](const std::string& name) { return AliasedNames(name, kAliases); };
   rules.is_text = [](const std::string& name) {
     return name.find("vision_tower.") != 0 && name.find("multi_modal_projector.") != 0;
   };
   rules.tag = "gemma3";
   rules.model = "Gemma 3 (" + cfg_.model_type + ")";
-  OCULAR_ASSIGN_OR_RETURN(BoundWeights bound,
-                          BindTensors(*source_, rules, [&](const TensorVisitor& fn) {
-                            return ForEachTensor(cfg_, &w_, fn);
-                          }));
-  spec_.weight_bytes = bound.weight_bytes;
-  spec_.text_weight_bytes = bound.text_weight_bytes;
-  spec_.weight_dtype = bound.weight_dtype;
-  spec_.float_dtype = bound.float_dtype;
-  spec_.quantized = bound.quantized;
-  spec_.weight_formats = bound.weight_formats;
+  OCULAR_RETURN_IF_ERROR(BindAll(rules));
   if (cfg_.has_vision) {
     // x @ W with W [D, H] stored: MatMul wants rows of W^T [H, D], in the stored dtype.
     const TensorView& p = w_.mm_proj;
@@ -145,11 +116,7 @@ Status Gemma3::BindWeights() {
 }
 
 Status Gemma3::ForEachWeight(const WeightVisitor& fn) const {
-  Gemma3Weights w = w_;  // views; the visitor only reads them
-  return ForEachTensor(
-      cfg_, &w, [&](const std::string& name, const Shape& shape, WeightSlot slot, bool) -> Status {
-        return fn(GgufTensorName(name), shape, slot.matrix, slot.vector);
-      });
+  return VisitUnderGgufNames([](const std::string& hf) { return GgufTensorName(hf); }, fn);
 }
 
 void Gemma3::BuildSpec() {
@@ -194,13 +161,13 @@ size_t Gemma3::WorkspaceBytes(const WorkspaceShape& s) const {
   if (cfg_.has_vision && s.images > 0) {
     const int64_t N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
     const int64_t M = cfg_.mm_tokens_per_image;
-    const size_t projector =
-        Floats(s.images * M * D) + Floats(ops::MatMulArenaFloats(s.threads, s.images * M, D));
-    encode = Floats(s.images * N * D) +
+    const size_t projector = blocks::FloatBytes(s.images * M * D) +
+                             blocks::FloatBytes(ops::MatMulArenaFloats(s.threads, s.images * M, D));
+    encode = blocks::FloatBytes(s.images * N * D) +
              std::max(SiglipBytes(cfg_.vision, s.images, s.threads), projector);
   }
   const size_t forward = Gemma3LayersBytes(cfg_.text, attention_, s.rows, s.context, s.threads);
-  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, s.rows, H));
+  const size_t logits = blocks::FloatBytes(ops::MatMulArenaFloats(s.threads, s.rows, H));
   return std::max({encode, forward, logits});
 }
 

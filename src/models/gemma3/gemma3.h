@@ -12,9 +12,9 @@
 
 #include "io/model_files.h"
 #include "io/tensor_source.h"
+#include "models/family.h"
 #include "models/gemma3/config.h"
 #include "models/gemma3/decoder.h"
-#include "models/model.h"
 #include "models/weights.h"
 
 namespace ocular::gemma3 {
@@ -33,7 +33,7 @@ struct Gemma3Weights {
 // order (loading, shape checks and the GGUF name table are driven by it).
 Status ForEachTensor(const Gemma3Config& cfg, Gemma3Weights* w, const TensorVisitor& fn);
 
-class Gemma3 final : public VlModel {
+class Gemma3 final : public FamilyModel<Gemma3Config, Gemma3Weights> {
  public:
   // An HF directory (either model_type) or a GGUF file written by `ocular quantize`. Every
   // tensor's presence and shape is checked; an unused tensor is an error (kUnimplemented).
@@ -41,8 +41,6 @@ class Gemma3 final : public VlModel {
   static StatusOr<std::unique_ptr<Gemma3>> Load(Gemma3Config config,
                                                 std::unique_ptr<TensorSource> source);
 
-  const Gemma3Config& config() const { return cfg_; }
-  const ModelSpec& spec() const override { return spec_; }
   size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
 
   // features = Gemma3Model.get_image_features(pixels). Taps: vision.*, projector.
@@ -62,15 +60,11 @@ class Gemma3 final : public VlModel {
 
  private:
   Gemma3() = default;
-  Status BindWeights();
-  void BuildSpec();
+  Status BindWeights() override;
+  void BuildSpec() override;
 
-  Gemma3Config cfg_;
-  std::unique_ptr<TensorSource> source_;
-  Gemma3Weights w_;
   std::vector<std::byte> mm_proj_t_bytes_;
   std::vector<LayerAttention> attention_;  // per layer
-  ModelSpec spec_;
 };
 
 }  // namespace ocular::gemma3

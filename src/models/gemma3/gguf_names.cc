@@ -72,15 +72,12 @@ std::string GgufTensorName(const std::string& hf) {
 }
 
 std::vector<GgufName> GgufNames(const Gemma3Config& cfg, bool llamacpp) {
-  std::vector<GgufName> out;
-  Gemma3Weights scratch;
-  (void)ForEachTensor(cfg, &scratch, [&](const std::string& name, const Shape&, WeightSlot, bool) {
-    const bool shifted = llamacpp && name.ends_with("norm.weight") &&
-                         !StartsWith(name, "vision_tower.");  // the decoder's, mm_soft_emb_norm
-    out.push_back({name, GgufTensorName(name), shifted});
-    return Status::Ok();
-  });
-  return out;
+  return gguf_rename::CollectNames<Gemma3Weights>(
+      cfg, [](const std::string& hf) { return GgufTensorName(hf); },
+      [llamacpp](const std::string& hf) {
+        // The decoder's norms and mm_soft_emb_norm, stored as 1 + w by llama.cpp.
+        return llamacpp && hf.ends_with("norm.weight") && !StartsWith(hf, "vision_tower.");
+      });
 }
 
 std::unique_ptr<TensorSource> GgufTensors(const ModelFiles& files, const Gemma3Config& cfg) {

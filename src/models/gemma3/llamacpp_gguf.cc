@@ -68,6 +68,48 @@ Status CheckKeys(const GgufFile& g) {
   return Status::Ok();
 }
 
+// "sliding_window" and "layer_types". Sliding layers: llama.cpp's set_swa_pattern(n) makes
+// layer i sliding iff i % n < n - 1 (the HF rule (i + 1) % n != 0); no sliding_window key
+// means every layer is global.
+Status SetLayerTypes(const GgufFile& g, int64_t layers, nlohmann::ordered_json* c) {
+  nlohmann::ordered_json types = nlohmann::ordered_json::array();
+  if (g.Find("gemma3.attention.sliding_window") != nullptr) {
+    OCULAR_ASSIGN_OR_RETURN((*c)["sliding_window"], Required(g, "gemma3.attention.sliding_window"));
+    int64_t pattern = 6;
+    if (const GgufValue* p = g.Find("gemma3.attention.sliding_window_pattern")) {
+      if (p->type == GgufType::kArray) {
+        return Refuse(g, "a per-layer sliding_window_pattern array is not implemented");
+      }
+      OCULAR_ASSIGN_OR_RETURN(pattern, Required(g, "gemma3.attention.sliding_window_pattern"));
+    }
+    for (int64_t i = 0; i < layers; ++i) {
+      types.push_back(i % pattern < pattern - 1 ? "sliding_attention" : "full_attention");
+    }
+  } else {
+    for (int64_t i = 0; i < layers; ++i) types.push_back("full_attention");
+  }
+  (*c)["layer_types"] = std::move(types);
+  return Status::Ok();
+}
+
+// "rope_scaling": null, or linear with its factor.
+Status SetRopeScaling(const GgufFile& g, nlohmann::ordered_json* c) {
+  (*c)["rope_scaling"] = nullptr;
+  if (g.Find("gemma3.rope.scaling.type") != nullptr) {
+    OCULAR_ASSIGN_OR_RETURN(std::string_view type, g.GetString("gemma3.rope.scaling.type"));
+    OCULAR_ASSIGN_OR_RETURN(const double factor,
+                            OptionalFloat(g, "gemma3.rope.scaling.factor", 1.0));
+    if (type == "linear") {
+      (*c)["rope_scaling"] = {{"rope_type", "linear"}, {"factor", factor}};
+    } else if (type != "none") {
+      return Refuse(g, "rope.scaling.type '", type, "' is not implemented (none, linear)");
+    }
+  } else if (g.Find("gemma3.rope.scaling.factor") != nullptr) {
+    return Refuse(g, "rope.scaling.factor without rope.scaling.type");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& g, const GgufVocab& vocab) {
@@ -112,39 +154,8 @@ StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& g, const GgufVocab&
                           OptionalFloat(g, "gemma3.final_logit_softcapping", 0));
   c["final_logit_softcapping"] = softcap > 0 ? nlohmann::ordered_json(softcap) : nullptr;
 
-  // Sliding layers: llama.cpp's set_swa_pattern(n) makes layer i sliding iff i % n < n - 1
-  // (the HF rule (i + 1) % n != 0); no sliding_window key means every layer is global.
-  nlohmann::ordered_json types = nlohmann::ordered_json::array();
-  if (g.Find("gemma3.attention.sliding_window") != nullptr) {
-    OCULAR_ASSIGN_OR_RETURN(c["sliding_window"], Required(g, "gemma3.attention.sliding_window"));
-    int64_t pattern = 6;
-    if (const GgufValue* p = g.Find("gemma3.attention.sliding_window_pattern")) {
-      if (p->type == GgufType::kArray) {
-        return Refuse(g, "a per-layer sliding_window_pattern array is not implemented");
-      }
-      OCULAR_ASSIGN_OR_RETURN(pattern, Required(g, "gemma3.attention.sliding_window_pattern"));
-    }
-    for (int64_t i = 0; i < layers; ++i) {
-      types.push_back(i % pattern < pattern - 1 ? "sliding_attention" : "full_attention");
-    }
-  } else {
-    for (int64_t i = 0; i < layers; ++i) types.push_back("full_attention");
-  }
-  c["layer_types"] = std::move(types);
-
-  c["rope_scaling"] = nullptr;
-  if (g.Find("gemma3.rope.scaling.type") != nullptr) {
-    OCULAR_ASSIGN_OR_RETURN(std::string_view type, g.GetString("gemma3.rope.scaling.type"));
-    OCULAR_ASSIGN_OR_RETURN(const double factor,
-                            OptionalFloat(g, "gemma3.rope.scaling.factor", 1.0));
-    if (type == "linear") {
-      c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", factor}};
-    } else if (type != "none") {
-      return Refuse(g, "rope.scaling.type '", type, "' is not implemented (none, linear)");
-    }
-  } else if (g.Find("gemma3.rope.scaling.factor") != nullptr) {
-    return Refuse(g, "rope.scaling.factor without rope.scaling.type");
-  }
+  OCULAR_RETURN_IF_ERROR(SetLayerTypes(g, layers, &c));
+  OCULAR_RETURN_IF_ERROR(SetRopeScaling(g, &c));
   if (vocab.bos_id < 0 || vocab.eos_id < 0) {
     return Refuse(g, "a vocabulary without bos and eos tokens");
   }

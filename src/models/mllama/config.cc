@@ -9,47 +9,12 @@ namespace ocular::mllama {
 
 namespace {
 
-using config_internal::Json;
-using config_internal::kMaxHeads;
-using config_internal::kMaxHidden;
-using config_internal::kMaxImageSize;
-using config_internal::kMaxIntermediate;
-using config_internal::kMaxLayers;
-using config_internal::kMaxPositions;
-using config_internal::kMaxScalar;
-using config_internal::kMaxVocab;
-using config_internal::Section;
-using config_internal::Shown;
-using config_internal::TokenId;
+using namespace config_internal;  // NOLINT: the shared config.json readers
 
 constexpr int kMaxTiles = 64;
 
-// A list of integers in [lo, hi] (absent or null: unchanged).
-Status IntList(const Section& s, const char* key, int lo, int hi, std::vector<int>* out) {
-  const Json* v = s.Find(key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_array() || v->size() > static_cast<size_t>(kMaxLayers)) {
-    return s.Fail(StatusCode::kDataLoss, s.Key(key), " must be a list of integers, got ",
-                  Shown(*v));
-  }
-  out->clear();
-  for (const Json& e : *v) {
-    if (!e.is_number_integer() || e.get<int64_t>() < lo || e.get<int64_t>() > hi) {
-      return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v), " must list integers in [",
-                    lo, ", ", hi, "]");
-    }
-    out->push_back(e.get<int>());
-  }
-  return Status::Ok();
-}
-
 Status ParseVision(const Section& s, VisionConfig* c) {
-  std::string model_type;
-  OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
-  if (!model_type.empty() && model_type != "mllama_vision_model") {
-    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
-                  "' is not supported (mllama_vision_model)");
-  }
+  OCULAR_RETURN_IF_ERROR(ExpectModelType(s, "mllama_vision_model"));
   OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
   OCULAR_RETURN_IF_ERROR(s.Activation("hidden_act", &c->hidden_act));
   OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &c->num_hidden_layers));
@@ -65,7 +30,7 @@ Status ParseVision(const Section& s, VisionConfig* c) {
   OCULAR_RETURN_IF_ERROR(s.Float("norm_eps", 0, true, 1, &c->norm_eps));
   OCULAR_RETURN_IF_ERROR(s.Int("max_num_tiles", 1, kMaxTiles, &c->max_num_tiles));
   OCULAR_RETURN_IF_ERROR(
-      IntList(s, "intermediate_layers_indices", 0, kMaxLayers, &c->intermediate_layers_indices));
+      s.IntList("intermediate_layers_indices", 0, kMaxLayers, &c->intermediate_layers_indices));
   c->supported_aspect_ratios = SupportedAspectRatios(c->max_num_tiles);
   if (const Json* v = s.Find("supported_aspect_ratios")) {
     std::vector<std::pair<int, int>> given;
@@ -91,28 +56,14 @@ Status ParseVision(const Section& s, VisionConfig* c) {
 }
 
 Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
-  std::string model_type;
-  OCULAR_RETURN_IF_ERROR(s.String("model_type", &model_type));
-  if (!model_type.empty() && model_type != "mllama_text_model") {
-    return s.Fail(StatusCode::kUnimplemented, s.Key("model_type"), " = '", model_type.substr(0, 40),
-                  "' is not supported (mllama_text_model)");
-  }
+  OCULAR_RETURN_IF_ERROR(ExpectModelType(s, "mllama_text_model"));
   OCULAR_RETURN_IF_ERROR(
       s.RequireDefault("hidden_act", "silu", "the MLP is SwiGLU: silu(gate) * up"));
   OCULAR_RETURN_IF_ERROR(s.RequireDefault("tie_word_embeddings", false,
                                           "lm_head is its own matrix, as in every release"));
-  OCULAR_RETURN_IF_ERROR(s.Int("vocab_size", 1, kMaxVocab, &c->vocab_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &c->num_hidden_layers));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &c->num_attention_heads));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_key_value_heads", 1, kMaxHeads, &c->num_key_value_heads));
-  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &c->intermediate_size));
-  OCULAR_RETURN_IF_ERROR(s.Float("rope_theta", 1, true, kMaxScalar, &c->rope_theta));
-  OCULAR_RETURN_IF_ERROR(s.Float("rms_norm_eps", 0, true, 1, &c->rms_norm_eps));
+  OCULAR_RETURN_IF_ERROR(ParseDecoderSizes(s, c));
   OCULAR_RETURN_IF_ERROR(
-      s.Int("max_position_embeddings", 1, kMaxPositions, &c->max_position_embeddings));
-  OCULAR_RETURN_IF_ERROR(
-      IntList(s, "cross_attention_layers", 0, kMaxLayers, &c->cross_attention_layers));
+      s.IntList("cross_attention_layers", 0, kMaxLayers, &c->cross_attention_layers));
   OCULAR_RETURN_IF_ERROR(TokenId(s, "bos_token_id", &c->bos_token_id));
   OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id, &c->eos_token_ids));
   OCULAR_RETURN_IF_ERROR(TokenId(s, "pad_token_id", &c->pad_token_id));
@@ -191,11 +142,7 @@ Status TextConfig::Validate() const {
   auto fail = [](const auto&... args) {
     return Error(StatusCode::kDataLoss, "config", "text_config: ", args...);
   };
-  if (hidden_size % num_attention_heads != 0 || num_attention_heads % num_key_value_heads != 0) {
-    return fail("hidden_size (", hidden_size, ") must be divisible by num_attention_heads (",
-                num_attention_heads, "), and that by num_key_value_heads (", num_key_value_heads,
-                ")");
-  }
+  OCULAR_RETURN_IF_ERROR(CheckHeads(hidden_size, num_attention_heads, num_key_value_heads, fail));
   if (head_dim() % 2 != 0) return fail("head_dim (", head_dim(), ") must be even for RoPE");
   for (int l : cross_attention_layers) {
     if (l >= num_hidden_layers) {
@@ -229,8 +176,7 @@ Status MllamaConfig::Validate() const {
 }
 
 StatusOr<MllamaConfig> ParseMllamaConfig(const std::string& json_text, const std::string& source) {
-  OCULAR_ASSIGN_OR_RETURN(Json j, ParseJson(json_text, source, "config"));
-  if (!j.is_object()) return Error(StatusCode::kDataLoss, "config", source, ": not a JSON object");
+  OCULAR_ASSIGN_OR_RETURN(Json j, ParseObject(json_text, source));
   const Section top(j, source, "");
   MllamaConfig c;
   std::string model_type;
@@ -249,11 +195,11 @@ StatusOr<MllamaConfig> ParseMllamaConfig(const std::string& json_text, const std
   OCULAR_ASSIGN_OR_RETURN(const Json* tc, top.Object("text_config"));
   OCULAR_RETURN_IF_ERROR(
       ParseText(Section(tc ? *tc : empty, source, "text_config"), source, &c.text));
-  return config_internal::Validated(std::move(c), source);
+  return Validated(std::move(c), source);
 }
 
 StatusOr<MllamaConfig> LoadMllamaConfig(const FileSet& files) {
-  return config_internal::ReadConfigJson(files, &ParseMllamaConfig);
+  return ReadConfigJson(files, &ParseMllamaConfig);
 }
 
 }  // namespace ocular::mllama

@@ -25,18 +25,9 @@ using blocks::Scratch;
 // MllamaSelfAttentionDecoderLayer: LlamaDecoderLayer (RMSNorm, SwiGLU, GQA, llama3 RoPE at
 // position_ids = cache_position, causal mask, scale head_dim^-0.5).
 blocks::DecoderLayerSpec SelfSpec(const TextConfig& c, const float* inv_freq) {
-  blocks::DecoderLayerSpec s;
-  s.norm = blocks::NormKind::kLlamaRms;
-  s.eps = c.rms_norm_eps;
-  blocks::AttentionSpec& a = s.attn;
-  a.hidden = c.hidden_size;
-  a.heads = c.num_attention_heads;
-  a.kv_heads = c.num_key_value_heads;
-  a.head_dim = c.head_dim();
-  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim()));
-  a.rope.inv_freq = inv_freq;
-  a.qk_norm = TextNorm(c, nullptr);  // the cross layers' q_norm / k_norm
-  s.mlp = {c.hidden_size, c.intermediate_size, blocks::MlpAct::kSilu, /*gated=*/true};
+  blocks::DecoderLayerSpec s = blocks::LlamaLayerSpec(c);
+  s.attn.rope.inv_freq = inv_freq;
+  s.attn.qk_norm = TextNorm(c, nullptr);  // the cross layers' q_norm / k_norm
   return s;
 }
 

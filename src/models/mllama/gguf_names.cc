@@ -85,13 +85,8 @@ std::string GgufTensorName(const std::string& hf) {
 }
 
 std::vector<GgufName> GgufNames(const MllamaConfig& cfg) {
-  std::vector<GgufName> out;
-  Weights scratch;
-  (void)ForEachTensor(cfg, &scratch, [&](const std::string& name, const Shape&, WeightSlot, bool) {
-    out.push_back({name, GgufTensorName(name), false});
-    return Status::Ok();
-  });
-  return out;
+  return gguf_rename::CollectNames<Weights>(
+      cfg, [](const std::string& hf) { return GgufTensorName(hf); });
 }
 
 }  // namespace ocular::mllama

@@ -9,6 +9,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf_source.h"
 #include "kernels/ops.h"
+#include "models/blocks/scratch.h"
 #include "models/mllama/decoder.h"
 #include "models/mllama/gguf_names.h"
 #include "models/mllama/processor.h"
@@ -17,24 +18,6 @@
 namespace ocular::mllama {
 
 namespace {
-
-size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
-
-WeightSlot Mat(Matrix* m) { return WeightSlot{m, nullptr}; }
-WeightSlot Vec(TensorView* v) { return WeightSlot{nullptr, v}; }
-
-struct Item {
-  const char* name;
-  WeightSlot slot;
-  Shape shape;
-};
-
-Status VisitItems(const std::string& prefix, std::initializer_list<Item> items,
-                  const TensorVisitor& fn) {
-  for (const Item& it : items)
-    OCULAR_RETURN_IF_ERROR(fn(prefix + it.name, it.shape, it.slot, true));
-  return Status::Ok();
-}
 
 Status VisitVisionLayer(const VisionConfig& c, const std::string& p, bool gated,
                         VisionLayerWeights* l, const TensorVisitor& fn) {
@@ -147,20 +130,12 @@ Status VisitText(const TextConfig& c, Weights* w, const TensorVisitor& fn) {
 }
 
 // transformers >= 4.52 may save the new module names (_checkpoint_conversion_mapping).
-std::vector<std::string> NameCandidates(const std::string& name) {
-  std::vector<std::string> out = {name};
-  static constexpr std::pair<const char*, const char*> kAliases[] = {
-      {"language_model.model.", "model.language_model."},
-      {"language_model.lm_head.", "lm_head."},
-      {"vision_model.", "model.vision_model."},
-      {"multi_modal_projector.", "model.multi_modal_projector."},
-  };
-  for (const auto& [legacy, current] : kAliases) {
-    const size_t n = std::strlen(legacy);
-    if (name.compare(0, n, legacy) == 0) out.push_back(current + name.substr(n));
-  }
-  return out;
-}
+constexpr NameAlias kAliases[] = {
+    {"language_model.model.", "model.language_model."},
+    {"language_model.lm_head.", "lm_head."},
+    {"vision_model.", "model.vision_model."},
+    {"multi_modal_projector.", "model.multi_modal_projector."},
+};
 
 }  // namespace
 
@@ -174,23 +149,16 @@ Status ForEachTensor(const MllamaConfig& cfg, Weights* w, const TensorVisitor& f
 
 StatusOr<std::unique_ptr<Mllama>> Mllama::Load(const ModelFiles& files) {
   OCULAR_ASSIGN_OR_RETURN(MllamaConfig cfg, LoadMllamaConfig(*files.files));
-  std::unique_ptr<Mllama> m(new Mllama());
-  if (files.gguf != nullptr) {  // written by `ocular quantize` (llama.cpp has no mllama files)
-    m->source_ = std::make_unique<GgufSource>(files.gguf, GgufNames(cfg));
-  } else {
-    OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
-    m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
-  }
-  m->cfg_ = std::move(cfg);
-  OCULAR_RETURN_IF_ERROR(m->BindWeights());
-  m->inv_freq_ = RopeInvFreq(m->cfg_.text);
-  m->BuildSpec();
-  return m;
+  // A GGUF file is one written by `ocular quantize` (llama.cpp has no mllama files).
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<TensorSource> source, OpenTensors(files, [&] {
+                            return std::make_unique<GgufSource>(files.gguf, GgufNames(cfg));
+                          }));
+  return Assemble(std::unique_ptr<Mllama>(new Mllama()), std::move(cfg), std::move(source));
 }
 
 Status Mllama::BindWeights() {
   BindRules rules;
-  rules.candidates = NameCandidates;
+  rules.candidates = [](const std::string& name) { return AliasedNames(name, kAliases); };
   // What a decode step streams: the decoder and the output projection; not the embedding
   // (a row per token is looked up) nor the cross-attention K/V projections (run once per
   // image, at the prefill).
@@ -203,16 +171,8 @@ Status Mllama::BindWeights() {
   };
   rules.tag = "mllama";
   rules.model = "Llama 3.2 Vision (mllama)";
-  OCULAR_ASSIGN_OR_RETURN(BoundWeights bound,
-                          BindTensors(*source_, rules, [&](const TensorVisitor& fn) {
-                            return ForEachTensor(cfg_, &w_, fn);
-                          }));
-  spec_.weight_bytes = bound.weight_bytes;
-  spec_.text_weight_bytes = bound.text_weight_bytes;
-  spec_.weight_dtype = bound.weight_dtype;
-  spec_.float_dtype = bound.float_dtype;
-  spec_.quantized = bound.quantized;
-  spec_.weight_formats = bound.weight_formats;
+  OCULAR_RETURN_IF_ERROR(BindAll(rules));
+  inv_freq_ = RopeInvFreq(cfg_.text);
   return Status::Ok();
 }
 
@@ -255,7 +215,8 @@ size_t Mllama::WorkspaceBytes(const WorkspaceShape& s) const {
   const size_t encode = s.images > 0 ? EncodeBytes(cfg_, s.images, s.threads) : 0;
   const int64_t images = std::max<int64_t>(s.images, MllamaProcessor::kMaxImages);
   const size_t forward = LayerBytes(cfg_, s.rows, s.context, images, s.threads);
-  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, s.rows, cfg_.text.hidden_size));
+  const size_t logits =
+      blocks::FloatBytes(ops::MatMulArenaFloats(s.threads, s.rows, cfg_.text.hidden_size));
   return std::max({encode, forward, logits});
 }
 
@@ -326,15 +287,7 @@ void Mllama::Logits(const Exec& ex, const float* hidden, int64_t rows, float* lo
 }
 
 Status Mllama::ForEachWeight(const WeightVisitor& fn) const {
-  Weights w = w_;  // views; the visitor below only reads them
-  return ForEachTensor(
-      cfg_, &w, [&](const std::string& name, const Shape& shape, WeightSlot slot, bool) -> Status {
-        const std::string gguf = GgufTensorName(name);
-        if (gguf.empty()) {
-          return Error(StatusCode::kInternal, "mllama", "no GGUF name for tensor '", name, "'");
-        }
-        return fn(gguf, shape, slot.matrix, slot.vector);
-      });
+  return VisitUnderGgufNames([](const std::string& hf) { return GgufTensorName(hf); }, fn);
 }
 
 }  // namespace ocular::mllama

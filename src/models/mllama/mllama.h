@@ -13,21 +13,19 @@
 
 #include "io/model_files.h"
 #include "io/tensor_source.h"
+#include "models/family.h"
 #include "models/mllama/config.h"
 #include "models/mllama/weights.h"
-#include "models/model.h"
 
 namespace ocular::mllama {
 
-class Mllama final : public VlModel {
+class Mllama final : public FamilyModel<MllamaConfig, Weights> {
  public:
   // An HF directory, or a GGUF file written by `ocular quantize` (models/mllama/gguf_names.h).
   // Every tensor's presence and shape is checked; an unused tensor is an error
   // (kUnimplemented).
   static StatusOr<std::unique_ptr<Mllama>> Load(const ModelFiles& files);
 
-  const MllamaConfig& config() const { return cfg_; }
-  const ModelSpec& spec() const override { return spec_; }
   size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
 
   // pixels: the images' processor.h PixelFloats each, their grid {1, tiles high, tiles wide}
@@ -55,14 +53,10 @@ class Mllama final : public VlModel {
 
  private:
   Mllama() = default;
-  Status BindWeights();
-  void BuildSpec();
+  Status BindWeights() override;  // and the RoPE table
+  void BuildSpec() override;
 
-  MllamaConfig cfg_;
-  std::unique_ptr<TensorSource> source_;
-  Weights w_;
   std::vector<float> inv_freq_;
-  ModelSpec spec_;
   mutable std::atomic<int64_t> kv_computed_{0};
 };
 

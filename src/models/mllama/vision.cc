@@ -9,14 +9,13 @@
 #include "core/half.h"
 #include "kernels/ops.h"
 #include "models/blocks/encoder_layer.h"
+#include "models/blocks/scratch.h"
 #include "models/mllama/gates.h"
 #include "models/mllama/processor.h"
 
 namespace ocular::mllama {
 
 namespace {
-
-size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
 
 // x[i] *= s, each product in the activation dtype (a tensor times a one-element tensor).
 void ScaleRounded(const Exec& ex, float* x, int64_t n, float s) {
@@ -153,13 +152,15 @@ size_t EncodeBytes(const MllamaConfig& cfg, int64_t n, int threads) {
   const int64_t rows = T * c.padded_patches(), D = c.hidden_size;
   const int64_t k = static_cast<int64_t>(c.intermediate_layers_indices.size());
   const int64_t Dv = c.vision_output_dim, H = cfg.text.hidden_size, K = 3 * p * p;
-  const size_t held = Floats(n * rows * D) * (1 + k) + 3 * Arena::Rounded(rows * sizeof(int32_t)) +
-                      2 * Arena::Rounded(n * sizeof(int)) + Floats(n * T * P * Dv) +
-                      Floats(n * T * P * H) + Floats(n * T * P * D);
-  const size_t embed = Floats(T * G * G * K) + Floats(T * G * G * D) + Floats(std::max(T, P) * D);
+  const size_t held = blocks::FloatBytes(n * rows * D) * (1 + k) +
+                      3 * Arena::Rounded(rows * sizeof(int32_t)) +
+                      2 * Arena::Rounded(n * sizeof(int)) + blocks::FloatBytes(n * T * P * Dv) +
+                      blocks::FloatBytes(n * T * P * H) + blocks::FloatBytes(n * T * P * D);
+  const size_t embed = blocks::FloatBytes(T * G * G * K) + blocks::FloatBytes(T * G * G * D) +
+                       blocks::FloatBytes(std::max(T, P) * D);
   const size_t layer = blocks::EncoderLayerBytes(EncoderSpec(c), rows, /*key_order=*/true, threads);
   const int64_t M = std::max({T * G * G, n * T * P});  // rows of the embedding / projector matmul
-  const size_t op = Floats(ops::MatMulArenaFloats(threads, M, std::max({K, D, Dv})));
+  const size_t op = blocks::FloatBytes(ops::MatMulArenaFloats(threads, M, std::max({K, D, Dv})));
   return held + std::max(embed + op, layer);
 }
 

@@ -59,14 +59,9 @@ std::string GgufTensorName(const std::string& hf, bool gemma2) {
 }
 
 std::vector<GgufName> GgufNames(const PaliGemmaConfig& cfg) {
-  std::vector<GgufName> out;
-  PaliGemmaWeights scratch;
   const bool gemma2 = cfg.text.is_gemma2();
-  (void)ForEachTensor(cfg, &scratch, [&](const std::string& name, const Shape&, WeightSlot, bool) {
-    out.push_back({name, GgufTensorName(name, gemma2), false});
-    return Status::Ok();
-  });
-  return out;
+  return gguf_rename::CollectNames<PaliGemmaWeights>(
+      cfg, [gemma2](const std::string& hf) { return GgufTensorName(hf, gemma2); });
 }
 
 }  // namespace ocular::paligemma

@@ -9,6 +9,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf_source.h"
 #include "kernels/ops.h"
+#include "models/blocks/scratch.h"
 #include "models/layers.h"
 #include "models/paligemma/gguf_names.h"
 #include "models/siglip.h"
@@ -19,27 +20,12 @@ namespace {
 
 // Hub checkpoints use the legacy module names; transformers >= 4.52 may save the new ones
 // (PaliGemmaForConditionalGeneration._checkpoint_conversion_mapping).
-std::vector<std::string> NameCandidates(const std::string& name) {
-  std::vector<std::string> out = {name};
-  struct Alias {
-    const char* legacy;
-    const char* current;
-  };
-  static constexpr Alias kAliases[] = {
-      {"language_model.model.", "model.language_model."},
-      {"language_model.lm_head.", "lm_head."},
-      {"vision_tower.", "model.vision_tower."},
-      {"multi_modal_projector.", "model.multi_modal_projector."},
-  };
-  for (const Alias& a : kAliases) {
-    const std::string legacy = a.legacy;
-    if (name.compare(0, legacy.size(), legacy) == 0)
-      out.push_back(a.current + name.substr(legacy.size()));
-  }
-  return out;
-}
-
-size_t Floats(int64_t n) { return Arena::Rounded(static_cast<size_t>(n) * sizeof(float)); }
+constexpr NameAlias kAliases[] = {
+    {"language_model.model.", "model.language_model."},
+    {"language_model.lm_head.", "lm_head."},
+    {"vision_tower.", "model.vision_tower."},
+    {"multi_modal_projector.", "model.multi_modal_projector."},
+};
 
 }  // namespace
 
@@ -50,43 +36,28 @@ StatusOr<std::unique_ptr<PaliGemma>> PaliGemma::Load(const std::string& path) {
 
 StatusOr<std::unique_ptr<PaliGemma>> PaliGemma::Load(const ModelFiles& files) {
   OCULAR_ASSIGN_OR_RETURN(PaliGemmaConfig cfg, LoadPaliGemmaConfig(*files.files));
-  if (files.gguf != nullptr) {
-    auto source = std::make_unique<GgufSource>(files.gguf, GgufNames(cfg));
-    return Load(std::move(cfg), std::move(source));
-  }
-  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
-  return Load(std::move(cfg), std::make_unique<Checkpoint>(std::move(ckpt)));
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<TensorSource> source, OpenTensors(files, [&] {
+                            return std::make_unique<GgufSource>(files.gguf, GgufNames(cfg));
+                          }));
+  return Load(std::move(cfg), std::move(source));
 }
 
 StatusOr<std::unique_ptr<PaliGemma>> PaliGemma::Load(PaliGemmaConfig config,
                                                      std::unique_ptr<TensorSource> source) {
-  std::unique_ptr<PaliGemma> m(new PaliGemma());
-  m->cfg_ = std::move(config);
-  m->source_ = std::move(source);
-  OCULAR_RETURN_IF_ERROR(m->BindWeights());
-  m->BuildSpec();
-  return m;
+  return Assemble(std::unique_ptr<PaliGemma>(new PaliGemma()), std::move(config),
+                  std::move(source));
 }
 
 Status PaliGemma::BindWeights() {
   BindRules rules;
-  rules.candidates = NameCandidates;
+  rules.candidates = [](const std::string& name) { return AliasedNames(name, kAliases); };
   // What a decode step streams: the decoder and the output projection.
   rules.is_text = [](const std::string& name) {
     return name.compare(0, 15, "language_model.") == 0;
   };
   rules.tag = "paligemma";
   rules.model = "PaliGemma (" + cfg_.text.model_type + ")";
-  OCULAR_ASSIGN_OR_RETURN(BoundWeights bound,
-                          BindTensors(*source_, rules, [&](const TensorVisitor& fn) {
-                            return ForEachTensor(cfg_, &w_, fn);
-                          }));
-  spec_.weight_bytes = bound.weight_bytes;
-  spec_.text_weight_bytes = bound.text_weight_bytes;
-  spec_.weight_dtype = bound.weight_dtype;
-  spec_.float_dtype = bound.float_dtype;
-  spec_.quantized = bound.quantized;
-  spec_.weight_formats = bound.weight_formats;
+  OCULAR_RETURN_IF_ERROR(BindAll(rules));
   if (w_.text.lm_head.empty()) {
     tied_output_ = true;
     w_.text.lm_head = w_.text.embed;  // tied: the embedding is the output projection
@@ -97,14 +68,9 @@ Status PaliGemma::BindWeights() {
 }
 
 Status PaliGemma::ForEachWeight(const WeightVisitor& fn) const {
-  PaliGemmaWeights w = w_;  // views; the visitor below only reads them
   const bool gemma2 = cfg_.text.is_gemma2();
-  return ForEachTensor(
-      cfg_, &w,
-      [&](const std::string& name, const Shape& shape, WeightSlot slot, bool required) -> Status {
-        if (!required && tied_output_) return Status::Ok();
-        return fn(GgufTensorName(name, gemma2), shape, slot.matrix, slot.vector);
-      });
+  return VisitUnderGgufNames([gemma2](const std::string& hf) { return GgufTensorName(hf, gemma2); },
+                             fn, tied_output_);
 }
 
 void PaliGemma::BuildSpec() {
@@ -140,13 +106,13 @@ void PaliGemma::BuildSpec() {
 size_t PaliGemma::WorkspaceBytes(const WorkspaceShape& s) const {
   const int64_t N = cfg_.vision.num_patches(), D = cfg_.vision.hidden_size;
   const int64_t H = cfg_.text.hidden_size;
-  const size_t projector = Floats(ops::MatMulArenaFloats(s.threads, s.images * N, D));
+  const size_t projector = blocks::FloatBytes(ops::MatMulArenaFloats(s.threads, s.images * N, D));
   const size_t encode = s.images > 0
-                            ? Floats(s.images * N * D) +
+                            ? blocks::FloatBytes(s.images * N * D) +
                                   std::max(SiglipBytes(cfg_.vision, s.images, s.threads), projector)
                             : 0;
   const size_t forward = GemmaLayersBytes(cfg_.text, spec_.layers, s.rows, s.context, s.threads);
-  const size_t logits = Floats(ops::MatMulArenaFloats(s.threads, s.rows, H));
+  const size_t logits = blocks::FloatBytes(ops::MatMulArenaFloats(s.threads, s.rows, H));
   return std::max({encode, forward, logits});
 }
 

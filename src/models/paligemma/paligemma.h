@@ -9,12 +9,12 @@
 #include "io/model_files.h"
 #include "io/tensor_source.h"
 #include "models/config.h"
-#include "models/model.h"
+#include "models/family.h"
 #include "models/weights.h"
 
 namespace ocular::paligemma {
 
-class PaliGemma final : public VlModel {
+class PaliGemma final : public FamilyModel<PaliGemmaConfig, PaliGemmaWeights> {
  public:
   // Loads config.json and the safetensors weights of an HF PaliGemma directory. Weights stay
   // memory-mapped in their stored format. Every tensor's presence and shape is checked, and a
@@ -27,8 +27,6 @@ class PaliGemma final : public VlModel {
   static StatusOr<std::unique_ptr<PaliGemma>> Load(PaliGemmaConfig config,
                                                    std::unique_ptr<TensorSource> source);
 
-  const PaliGemmaConfig& config() const { return cfg_; }
-  const ModelSpec& spec() const override { return spec_; }
   size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
 
   // features = projector(SigLIP(pixels)) / sqrt(H) (PaliGemmaModel.get_image_features).
@@ -52,13 +50,9 @@ class PaliGemma final : public VlModel {
 
  private:
   PaliGemma() = default;
-  Status BindWeights();
-  void BuildSpec();
+  Status BindWeights() override;
+  void BuildSpec() override;
 
-  PaliGemmaConfig cfg_;
-  std::unique_ptr<TensorSource> source_;
-  PaliGemmaWeights w_;
-  ModelSpec spec_;
   bool apply_final_softcap_ = false;
   bool tied_output_ = false;  // no lm_head tensor: the embedding is the output projection
 };

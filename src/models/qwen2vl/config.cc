@@ -8,36 +8,7 @@ namespace ocular::qwen2vl {
 
 namespace {
 
-using config_internal::Json;
-using config_internal::kMaxHeads;
-using config_internal::kMaxHidden;
-using config_internal::kMaxIntermediate;
-using config_internal::kMaxLayers;
-using config_internal::kMaxPositions;
-using config_internal::kMaxScalar;
-using config_internal::kMaxVocab;
-using config_internal::Section;
-using config_internal::Shown;
-using config_internal::TokenId;
-
-// A list of block indexes in [0, kMaxLayers).
-Status IndexList(const Section& s, const char* key, std::vector<int>* out) {
-  const Json* v = s.Find(key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_array() || v->size() > static_cast<size_t>(kMaxLayers)) {
-    return s.Fail(StatusCode::kDataLoss, s.Key(key), " must be a list of block indexes, got ",
-                  Shown(*v));
-  }
-  out->clear();
-  for (const Json& e : *v) {
-    if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= kMaxLayers) {
-      return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v),
-                    " must list block indexes");
-    }
-    out->push_back(e.get<int>());
-  }
-  return Status::Ok();
-}
+using namespace config_internal;  // NOLINT: the shared config.json readers
 
 Status ParseVision(const Section& s, VisionConfig* c) {
   OCULAR_RETURN_IF_ERROR(s.Int("depth", 1, kMaxLayers, &c->depth));
@@ -51,7 +22,8 @@ Status ParseVision(const Section& s, VisionConfig* c) {
     OCULAR_RETURN_IF_ERROR(s.Int("out_hidden_size", 1, kMaxHidden, &c->hidden_size));
     OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &c->intermediate_size));
     OCULAR_RETURN_IF_ERROR(s.Int("window_size", 1, 1 << 16, &c->window_size));
-    OCULAR_RETURN_IF_ERROR(IndexList(s, "fullatt_block_indexes", &c->fullatt_block_indexes));
+    OCULAR_RETURN_IF_ERROR(
+        s.IntList("fullatt_block_indexes", 0, kMaxLayers - 1, &c->fullatt_block_indexes));
   } else {
     // ACT2FN["quick_gelu"] in Qwen2VLVisionBlock's VisionMlp; every release uses it.
     OCULAR_RETURN_IF_ERROR(
@@ -78,17 +50,8 @@ Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
   OCULAR_RETURN_IF_ERROR(
       s.RequireDefault("use_sliding_window", false, "every layer attends to the whole context"));
   OCULAR_RETURN_IF_ERROR(s.RequireDefault("attention_dropout", 0.0, "inference has no dropout"));
-  OCULAR_RETURN_IF_ERROR(s.Int("vocab_size", 1, kMaxVocab, &c->vocab_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &c->intermediate_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &c->num_hidden_layers));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &c->num_attention_heads));
-  c->num_key_value_heads = c->num_attention_heads;  // the class default: num_attention_heads
-  OCULAR_RETURN_IF_ERROR(s.Int("num_key_value_heads", 1, kMaxHeads, &c->num_key_value_heads));
-  OCULAR_RETURN_IF_ERROR(
-      s.Int("max_position_embeddings", 1, kMaxPositions, &c->max_position_embeddings));
-  OCULAR_RETURN_IF_ERROR(s.Float("rms_norm_eps", 0, true, 1, &c->rms_norm_eps));
-  OCULAR_RETURN_IF_ERROR(s.Float("rope_theta", 1, true, kMaxScalar, &c->rope_theta));
+  // num_key_value_heads: the class default is num_attention_heads.
+  OCULAR_RETURN_IF_ERROR(ParseDecoderSizes(s, c, /*kv_heads_default_heads=*/true));
   OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id));
   if (const Json* lt = s.Find("layer_types")) {
     for (const Json& t : lt->is_array() ? *lt : Json::array({*lt})) {
@@ -162,11 +125,7 @@ Status TextConfig::Validate() const {
   auto fail = [](const auto&... args) {
     return Error(StatusCode::kDataLoss, "config", "text_config: ", args...);
   };
-  if (hidden_size % num_attention_heads != 0 || num_attention_heads % num_key_value_heads != 0) {
-    return fail("hidden_size (", hidden_size, ") must be divisible by num_attention_heads (",
-                num_attention_heads, "), and that by num_key_value_heads (", num_key_value_heads,
-                ")");
-  }
+  OCULAR_RETURN_IF_ERROR(CheckHeads(hidden_size, num_attention_heads, num_key_value_heads, fail));
   const int half = head_dim() / 2;
   if (head_dim() % 2 != 0 || mrope_section[0] + mrope_section[1] + mrope_section[2] != half) {
     return fail("rope_scaling.mrope_section [", mrope_section[0], ", ", mrope_section[1], ", ",
@@ -197,8 +156,7 @@ Status Qwen2VLConfig::Validate() const {
 
 StatusOr<Qwen2VLConfig> ParseQwen2VLConfig(const std::string& json_text,
                                            const std::string& source) {
-  OCULAR_ASSIGN_OR_RETURN(Json j, ParseJson(json_text, source, "config"));
-  if (!j.is_object()) return Error(StatusCode::kDataLoss, "config", source, ": not a JSON object");
+  OCULAR_ASSIGN_OR_RETURN(Json j, ParseObject(json_text, source));
   const Section top(j, source, "");
   Qwen2VLConfig c;
   OCULAR_RETURN_IF_ERROR(top.String("model_type", &c.model_type));
@@ -227,11 +185,11 @@ StatusOr<Qwen2VLConfig> ParseQwen2VLConfig(const std::string& json_text,
     c.tie_word_embeddings = false;
     OCULAR_RETURN_IF_ERROR(text.Bool("tie_word_embeddings", &c.tie_word_embeddings));
   }
-  return config_internal::Validated(std::move(c), source);
+  return Validated(std::move(c), source);
 }
 
 StatusOr<Qwen2VLConfig> LoadQwen2VLConfig(const FileSet& files) {
-  return config_internal::ReadConfigJson(files, &ParseQwen2VLConfig);
+  return ReadConfigJson(files, &ParseQwen2VLConfig);
 }
 
 }  // namespace ocular::qwen2vl

@@ -19,22 +19,6 @@ namespace ocular::qwen2vl {
 
 namespace {
 
-WeightSlot Mat(Matrix* m) { return WeightSlot{m, nullptr}; }
-WeightSlot Vec(TensorView* v) { return WeightSlot{nullptr, v}; }
-
-struct Item {
-  std::string name;
-  WeightSlot slot;
-  Shape shape;
-};
-
-Status Visit(const std::string& prefix, std::initializer_list<Item> items,
-             const TensorVisitor& fn) {
-  for (const Item& it : items)
-    OCULAR_RETURN_IF_ERROR(fn(prefix + it.name, it.shape, it.slot, true));
-  return Status::Ok();
-}
-
 Status VisitVision(const Qwen2VLConfig& cfg, VisionWeights* w, const TensorVisitor& fn) {
   const VisionConfig& c = cfg.vision;
   const int64_t D = c.embed_dim, Iv = c.mlp_dim(), Dm = D * c.merge_rows();
@@ -46,52 +30,52 @@ Status VisitVision(const Qwen2VLConfig& cfg, VisionWeights* w, const TensorVisit
   for (int i = 0; i < c.depth; ++i) {
     VisionBlockWeights& b = w->blocks[i];
     const std::string pre = "visual.blocks." + std::to_string(i) + ".";
-    OCULAR_RETURN_IF_ERROR(Visit(pre,
-                                 {
-                                     {"norm1.weight", Vec(&b.norm1_w), {D}},
-                                     {"norm2.weight", Vec(&b.norm2_w), {D}},
-                                     {"attn.qkv.weight", Mat(&b.qkv_w), {3 * D, D}},
-                                     {"attn.qkv.bias", Vec(&b.qkv_b), {3 * D}},
-                                     {"attn.proj.weight", Mat(&b.proj_w), {D, D}},
-                                     {"attn.proj.bias", Vec(&b.proj_b), {D}},
-                                 },
-                                 fn));
+    OCULAR_RETURN_IF_ERROR(VisitItems(pre,
+                                      {
+                                          {"norm1.weight", Vec(&b.norm1_w), {D}},
+                                          {"norm2.weight", Vec(&b.norm2_w), {D}},
+                                          {"attn.qkv.weight", Mat(&b.qkv_w), {3 * D, D}},
+                                          {"attn.qkv.bias", Vec(&b.qkv_b), {3 * D}},
+                                          {"attn.proj.weight", Mat(&b.proj_w), {D, D}},
+                                          {"attn.proj.bias", Vec(&b.proj_b), {D}},
+                                      },
+                                      fn));
     if (c.qwen25) {  // Qwen2RMSNorm norms; Qwen2_5_VLMLP(bias=True)
-      OCULAR_RETURN_IF_ERROR(Visit(pre,
-                                   {
-                                       {"mlp.gate_proj.weight", Mat(&b.fc1_w), {Iv, D}},
-                                       {"mlp.gate_proj.bias", Vec(&b.fc1_b), {Iv}},
-                                       {"mlp.up_proj.weight", Mat(&b.up_w), {Iv, D}},
-                                       {"mlp.up_proj.bias", Vec(&b.up_b), {Iv}},
-                                       {"mlp.down_proj.weight", Mat(&b.fc2_w), {D, Iv}},
-                                       {"mlp.down_proj.bias", Vec(&b.fc2_b), {D}},
-                                   },
-                                   fn));
+      OCULAR_RETURN_IF_ERROR(VisitItems(pre,
+                                        {
+                                            {"mlp.gate_proj.weight", Mat(&b.fc1_w), {Iv, D}},
+                                            {"mlp.gate_proj.bias", Vec(&b.fc1_b), {Iv}},
+                                            {"mlp.up_proj.weight", Mat(&b.up_w), {Iv, D}},
+                                            {"mlp.up_proj.bias", Vec(&b.up_b), {Iv}},
+                                            {"mlp.down_proj.weight", Mat(&b.fc2_w), {D, Iv}},
+                                            {"mlp.down_proj.bias", Vec(&b.fc2_b), {D}},
+                                        },
+                                        fn));
       continue;
     }
-    OCULAR_RETURN_IF_ERROR(Visit(pre,
-                                 {
-                                     {"norm1.bias", Vec(&b.norm1_b), {D}},
-                                     {"norm2.bias", Vec(&b.norm2_b), {D}},
-                                     {"mlp.fc1.weight", Mat(&b.fc1_w), {Iv, D}},
-                                     {"mlp.fc1.bias", Vec(&b.fc1_b), {Iv}},
-                                     {"mlp.fc2.weight", Mat(&b.fc2_w), {D, Iv}},
-                                     {"mlp.fc2.bias", Vec(&b.fc2_b), {D}},
-                                 },
-                                 fn));
+    OCULAR_RETURN_IF_ERROR(VisitItems(pre,
+                                      {
+                                          {"norm1.bias", Vec(&b.norm1_b), {D}},
+                                          {"norm2.bias", Vec(&b.norm2_b), {D}},
+                                          {"mlp.fc1.weight", Mat(&b.fc1_w), {Iv, D}},
+                                          {"mlp.fc1.bias", Vec(&b.fc1_b), {Iv}},
+                                          {"mlp.fc2.weight", Mat(&b.fc2_w), {D, Iv}},
+                                          {"mlp.fc2.bias", Vec(&b.fc2_b), {D}},
+                                      },
+                                      fn));
   }
   if (!c.qwen25) {
     OCULAR_RETURN_IF_ERROR(fn("visual.merger.ln_q.bias", {D}, Vec(&w->ln_q_b), true));
   }
-  return Visit("visual.merger.",
-               {
-                   {"ln_q.weight", Vec(&w->ln_q_w), {D}},
-                   {"mlp.0.weight", Mat(&w->mlp0_w), {Dm, Dm}},
-                   {"mlp.0.bias", Vec(&w->mlp0_b), {Dm}},
-                   {"mlp.2.weight", Mat(&w->mlp2_w), {H, Dm}},
-                   {"mlp.2.bias", Vec(&w->mlp2_b), {H}},
-               },
-               fn);
+  return VisitItems("visual.merger.",
+                    {
+                        {"ln_q.weight", Vec(&w->ln_q_w), {D}},
+                        {"mlp.0.weight", Mat(&w->mlp0_w), {Dm, Dm}},
+                        {"mlp.0.bias", Vec(&w->mlp0_b), {Dm}},
+                        {"mlp.2.weight", Mat(&w->mlp2_w), {H, Dm}},
+                        {"mlp.2.bias", Vec(&w->mlp2_b), {H}},
+                    },
+                    fn);
 }
 
 Status VisitText(const Qwen2VLConfig& cfg, Weights* w, const TensorVisitor& fn) {
@@ -103,31 +87,26 @@ Status VisitText(const Qwen2VLConfig& cfg, Weights* w, const TensorVisitor& fn) 
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     TextLayerWeights& l = w->layers[i];
     OCULAR_RETURN_IF_ERROR(
-        Visit("model.layers." + std::to_string(i) + ".",
-              {
-                  {"input_layernorm.weight", Vec(&l.input_norm), {H}},
-                  {"self_attn.q_proj.weight", Mat(&l.q_w), {q, H}},
-                  {"self_attn.q_proj.bias", Vec(&l.q_b), {q}},
-                  {"self_attn.k_proj.weight", Mat(&l.k_w), {kv, H}},
-                  {"self_attn.k_proj.bias", Vec(&l.k_b), {kv}},
-                  {"self_attn.v_proj.weight", Mat(&l.v_w), {kv, H}},
-                  {"self_attn.v_proj.bias", Vec(&l.v_b), {kv}},
-                  {"self_attn.o_proj.weight", Mat(&l.o_w), {H, q}},
-                  {"post_attention_layernorm.weight", Vec(&l.post_attn_norm), {H}},
-                  {"mlp.gate_proj.weight", Mat(&l.gate_w), {I, H}},
-                  {"mlp.up_proj.weight", Mat(&l.up_w), {I, H}},
-                  {"mlp.down_proj.weight", Mat(&l.down_w), {H, I}},
-              },
-              fn));
+        VisitItems("model.layers." + std::to_string(i) + ".",
+                   {
+                       {"input_layernorm.weight", Vec(&l.input_norm), {H}},
+                       {"self_attn.q_proj.weight", Mat(&l.q_w), {q, H}},
+                       {"self_attn.q_proj.bias", Vec(&l.q_b), {q}},
+                       {"self_attn.k_proj.weight", Mat(&l.k_w), {kv, H}},
+                       {"self_attn.k_proj.bias", Vec(&l.k_b), {kv}},
+                       {"self_attn.v_proj.weight", Mat(&l.v_w), {kv, H}},
+                       {"self_attn.v_proj.bias", Vec(&l.v_b), {kv}},
+                       {"self_attn.o_proj.weight", Mat(&l.o_w), {H, q}},
+                       {"post_attention_layernorm.weight", Vec(&l.post_attn_norm), {H}},
+                       {"mlp.gate_proj.weight", Mat(&l.gate_w), {I, H}},
+                       {"mlp.up_proj.weight", Mat(&l.up_w), {I, H}},
+                       {"mlp.down_proj.weight", Mat(&l.down_w), {H, I}},
+                   },
+                   fn));
   }
   OCULAR_RETURN_IF_ERROR(fn("model.norm.weight", {H}, Vec(&w->final_norm), true));
   if (cfg.tie_word_embeddings) return Status::Ok();  // lm_head = embed_tokens
   return fn("lm_head.weight", {V, H}, Mat(&w->lm_head), true);
-}
-
-Status ForEachTensor(const Qwen2VLConfig& cfg, Weights* w, const TensorVisitor& fn) {
-  OCULAR_RETURN_IF_ERROR(VisitVision(cfg, &w->vision, fn));
-  return VisitText(cfg, w, fn);
 }
 
 // Released checkpoints use the legacy names (model.layers, visual, lm_head); transformers
@@ -157,17 +136,8 @@ TensorView Slice(const TensorView& v, int64_t first, int64_t n) {
 // GQA, scale head_dim^-0.5, M-RoPE at the prompt's positions, causal), Qwen2MLP
 // down(silu(gate(x)) * up(x)).
 blocks::DecoderLayerSpec TextLayerSpec(const TextConfig& c, const blocks::RopeSpec& rope) {
-  blocks::DecoderLayerSpec s;
-  s.norm = blocks::NormKind::kLlamaRms;
-  s.eps = c.rms_norm_eps;
-  blocks::AttentionSpec& a = s.attn;
-  a.hidden = c.hidden_size;
-  a.heads = c.num_attention_heads;
-  a.kv_heads = c.num_key_value_heads;
-  a.head_dim = c.head_dim();
-  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim()));  // self.scaling
-  a.rope = rope;
-  s.mlp = {c.hidden_size, c.intermediate_size, blocks::MlpAct::kSilu, /*gated=*/true};
+  blocks::DecoderLayerSpec s = blocks::LlamaLayerSpec(c);
+  s.attn.rope = rope;
   return s;
 }
 
@@ -182,24 +152,22 @@ blocks::DecoderLayerWeights LayerView(const TextLayerWeights& l) {
 
 }  // namespace
 
+Status ForEachTensor(const Qwen2VLConfig& cfg, Weights* w, const TensorVisitor& fn) {
+  OCULAR_RETURN_IF_ERROR(VisitVision(cfg, &w->vision, fn));
+  return VisitText(cfg, w, fn);
+}
+
 StatusOr<std::unique_ptr<Qwen2VL>> Qwen2VL::Load(const ModelFiles& files) {
   OCULAR_ASSIGN_OR_RETURN(Qwen2VLConfig cfg, LoadQwen2VLConfig(*files.files));
   std::unique_ptr<Qwen2VL> m(new Qwen2VL());
   OCULAR_ASSIGN_OR_RETURN(m->image_, LoadImageConfig(*files.files));
+  std::unique_ptr<TensorSource> source;
   if (files.gguf != nullptr) {  // llama.cpp's text GGUF + mmproj (llamacpp_gguf.h)
-    OCULAR_ASSIGN_OR_RETURN(m->source_, LlamaCppTensors(files, cfg));
+    OCULAR_ASSIGN_OR_RETURN(source, LlamaCppTensors(files, cfg));
   } else {
-    OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
-    m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
+    OCULAR_ASSIGN_OR_RETURN(source, OpenTensors(files, nullptr, "qwen2_vl", "Qwen2-VL"));
   }
-  m->cfg_ = std::move(cfg);
-  OCULAR_RETURN_IF_ERROR(m->BindWeights());
-  const TextConfig& t = m->cfg_.text;
-  m->text_rope_ = blocks::MultimodalRope(t.head_dim(), t.rope_theta, t.mrope_section);
-  // Qwen2VisionTransformerPretrainedModel: VisionRotaryEmbedding(head_dim // 2), theta 10000.
-  m->vision_rope_ = blocks::VisionRope2d(m->cfg_.vision.head_dim(), 10000.0f);
-  m->BuildSpec();
-  return m;
+  return Assemble(std::move(m), std::move(cfg), std::move(source));
 }
 
 Status Qwen2VL::BindWeights() {
@@ -211,10 +179,7 @@ Status Qwen2VL::BindWeights() {
   };
   rules.tag = cfg_.model_type;
   rules.model = cfg_.qwen25() ? "Qwen2.5-VL (qwen2_5_vl)" : "Qwen2-VL (qwen2_vl)";
-  OCULAR_ASSIGN_OR_RETURN(BoundWeights bound,
-                          BindTensors(*source_, rules, [&](const TensorVisitor& fn) {
-                            return ForEachTensor(cfg_, &w_, fn);
-                          }));
+  OCULAR_RETURN_IF_ERROR(BindAll(rules));
   if (cfg_.tie_word_embeddings) w_.lm_head = w_.embed;
   const int64_t D = cfg_.vision.embed_dim;
   for (VisionBlockWeights& b : w_.vision.blocks) {
@@ -226,12 +191,10 @@ Status Qwen2VL::BindWeights() {
     b.k_b = Slice(b.qkv_b, D, D);
     b.v_b = Slice(b.qkv_b, 2 * D, D);
   }
-  spec_.weight_bytes = bound.weight_bytes;
-  spec_.text_weight_bytes = bound.text_weight_bytes;
-  spec_.weight_dtype = bound.weight_dtype;
-  spec_.float_dtype = bound.float_dtype;
-  spec_.quantized = bound.quantized;
-  spec_.weight_formats = bound.weight_formats;
+  const TextConfig& t = cfg_.text;
+  text_rope_ = blocks::MultimodalRope(t.head_dim(), t.rope_theta, t.mrope_section);
+  // Qwen2VisionTransformerPretrainedModel: VisionRotaryEmbedding(head_dim // 2), theta 10000.
+  vision_rope_ = blocks::VisionRope2d(cfg_.vision.head_dim(), 10000.0f);
   return Status::Ok();
 }
 

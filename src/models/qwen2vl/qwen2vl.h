@@ -15,21 +15,23 @@
 #include "io/model_files.h"
 #include "io/tensor_source.h"
 #include "models/blocks/rope.h"
-#include "models/model.h"
+#include "models/family.h"
 #include "models/qwen2vl/config.h"
 #include "models/qwen2vl/processor.h"
 #include "models/qwen2vl/weights.h"
 
 namespace ocular::qwen2vl {
 
-class Qwen2VL final : public VlModel {
+// Calls fn(hf_name, expected_shape, slot, required) for every tensor of the model in module
+// order (the legacy names of the released checkpoints).
+Status ForEachTensor(const Qwen2VLConfig& cfg, Weights* w, const TensorVisitor& fn);
+
+class Qwen2VL final : public FamilyModel<Qwen2VLConfig, Weights> {
  public:
   // An HF directory, or llama.cpp's text GGUF with its mmproj (llamacpp_gguf.h). Every
   // tensor's presence and shape is checked; an unused tensor is an error (kUnimplemented).
   static StatusOr<std::unique_ptr<Qwen2VL>> Load(const ModelFiles& files);
 
-  const Qwen2VLConfig& config() const { return cfg_; }
-  const ModelSpec& spec() const override { return spec_; }
   // Encoding is planned for images of the processor's largest size (max_pixels).
   size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
 
@@ -49,15 +51,11 @@ class Qwen2VL final : public VlModel {
 
  private:
   Qwen2VL() = default;
-  Status BindWeights();
-  void BuildSpec();
+  Status BindWeights() override;  // and the qkv thirds' views, the RoPE tables
+  void BuildSpec() override;
 
-  Qwen2VLConfig cfg_;
   ImageConfig image_;
-  std::unique_ptr<TensorSource> source_;
-  Weights w_;
   blocks::AxesRope text_rope_, vision_rope_;
-  ModelSpec spec_;
 };
 
 }  // namespace ocular::qwen2vl

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace ocular::jinja {
@@ -331,6 +332,93 @@ std::string Format(const std::string& fmt, Args& a) {
   return out;
 }
 
+// The str methods that search, split and edit (Python's semantics); nullopt for the others.
+std::optional<Value> StrEditMethod(const std::string& s, const std::string& name,
+                                   const std::string& fn, Args& a) {
+  if (name == "strip" || name == "lstrip" || name == "rstrip") {
+    NoMoreArgs(a, 1, fn, {});
+    return Value(Strip(s, Arg(a, 0, "", Value::None()), name != "rstrip", name != "lstrip"));
+  }
+  if (name == "split" || name == "rsplit") {
+    NoMoreArgs(a, 2, fn, {"sep", "maxsplit"});
+    return Value(Split(s, Arg(a, 0, "sep", Value::None()),
+                       ToIndex(Arg(a, 1, "maxsplit", Value(-1)), "maxsplit"), name == "rsplit"));
+  }
+  if (name == "startswith" || name == "endswith") {
+    NoMoreArgs(a, 1, fn, {});
+    if (a.positional.empty()) TypeError(fn + "() takes at least 1 argument (0 given)");
+    return Value(AffixMatch(s, a.positional[0], name == "startswith"));
+  }
+  if (name == "upper" || name == "lower") return Value(Case(s, name == "upper"));
+  if (name == "title") return Value(Title(s));
+  if (name == "capitalize") return Value(Capitalize(s));
+  if (name == "replace") {
+    NoMoreArgs(a, 3, fn, {});
+    if (a.positional.size() < 2) TypeError("replace expected at least 2 arguments");
+    return Value(Replace(s, ToStr(a.positional[0], "replace arg"),
+                         ToStr(a.positional[1], "replace arg"),
+                         ToIndex(Arg(a, 2, "count", Value(-1)), "count")));
+  }
+  if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
+    NoMoreArgs(a, 1, fn, {});
+    if (a.positional.empty()) TypeError(fn + "() takes at least 1 argument (0 given)");
+    const std::string& sub = ToStr(a.positional[0], fn + " arg");
+    if (name == "count") return Value(CountSub(s, sub));
+    const int64_t at = Find(s, sub, name[0] == 'r');
+    if (at < 0 && name.ends_with("index")) TypeError("substring not found");
+    return Value(at);
+  }
+  if (name == "join") {
+    NoMoreArgs(a, 1, fn, {});
+    return Value(Join(Value(s), Arg(a, 0, "", Value::Undefined())));
+  }
+  if (name == "splitlines") {
+    NoMoreArgs(a, 1, fn, {"keepends"});
+    List out;
+    for (auto& l : SplitLines(Decode(s), Arg(a, 0, "keepends", Value(false)).Truthy())) {
+      out.push_back(Value(Encode(l)));
+    }
+    return Value(std::move(out));
+  }
+  if (name == "removeprefix" || name == "removesuffix") {
+    NoMoreArgs(a, 1, fn, {});
+    const Value arg = Arg(a, 0, "", Value::None());
+    const std::string& x = ToStr(arg, fn + " arg");
+    if (name == "removeprefix") return Value(s.starts_with(x) ? s.substr(x.size()) : s);
+    return Value(s.ends_with(x) ? s.substr(0, s.size() - x.size()) : s);
+  }
+  return std::nullopt;
+}
+
+// The str.is*() predicates (ASCII text; Python's semantics); nullopt for other names.
+std::optional<Value> StrTestMethod(const std::string& s, const std::string& name,
+                                   const std::string& fn) {
+  if (name == "isdigit") return Value(AllChars(s, IsDigit));
+  if (name == "isalpha")
+    return Value(AllChars(s, [](char32_t c) {
+      if (c > 0x7f) Unsupported("isalpha() of non-ASCII text");
+      return IsAlpha(c);
+    }));
+  if (name == "isalnum")
+    return Value(AllChars(s, [](char32_t c) {
+      if (c > 0x7f) Unsupported("isalnum() of non-ASCII text");
+      return IsAlpha(c) || IsDigit(c);
+    }));
+  if (name == "isspace") return Value(AllChars(s, IsPySpace));
+  if (name == "isupper" || name == "islower") {
+    const std::u32string u = Decode(s);
+    RequireAscii(u, fn);
+    bool cased = false;
+    for (char32_t c : u) {
+      if (!IsAlpha(c)) continue;
+      cased = true;
+      if ((name == "isupper") != (c < 'a')) return Value(false);
+    }
+    return Value(cased);
+  }
+  return std::nullopt;
+}
+
 Value StrMethod(const std::string& s, std::string_view name) {
   static const std::set<std::string_view> kPython = {
       "capitalize", "casefold",    "center",     "count",      "encode",       "endswith",
@@ -344,82 +432,8 @@ Value StrMethod(const std::string& s, std::string_view name) {
   if (!kPython.count(name)) return Value::Undefined(std::string(name));
   const std::string fn = StrCat("str.", name);
   return Value::Func(fn, [s, name = std::string(name), fn](Args& a) -> Value {
-    if (name == "strip" || name == "lstrip" || name == "rstrip") {
-      NoMoreArgs(a, 1, fn, {});
-      return Value(Strip(s, Arg(a, 0, "", Value::None()), name != "rstrip", name != "lstrip"));
-    }
-    if (name == "split" || name == "rsplit") {
-      NoMoreArgs(a, 2, fn, {"sep", "maxsplit"});
-      return Value(Split(s, Arg(a, 0, "sep", Value::None()),
-                         ToIndex(Arg(a, 1, "maxsplit", Value(-1)), "maxsplit"), name == "rsplit"));
-    }
-    if (name == "startswith" || name == "endswith") {
-      NoMoreArgs(a, 1, fn, {});
-      if (a.positional.empty()) TypeError(fn + "() takes at least 1 argument (0 given)");
-      return Value(AffixMatch(s, a.positional[0], name == "startswith"));
-    }
-    if (name == "upper" || name == "lower") return Value(Case(s, name == "upper"));
-    if (name == "title") return Value(Title(s));
-    if (name == "capitalize") return Value(Capitalize(s));
-    if (name == "replace") {
-      NoMoreArgs(a, 3, fn, {});
-      if (a.positional.size() < 2) TypeError("replace expected at least 2 arguments");
-      return Value(Replace(s, ToStr(a.positional[0], "replace arg"),
-                           ToStr(a.positional[1], "replace arg"),
-                           ToIndex(Arg(a, 2, "count", Value(-1)), "count")));
-    }
-    if (name == "find" || name == "rfind" || name == "index" || name == "rindex" ||
-        name == "count") {
-      NoMoreArgs(a, 1, fn, {});
-      if (a.positional.empty()) TypeError(fn + "() takes at least 1 argument (0 given)");
-      const std::string& sub = ToStr(a.positional[0], fn + " arg");
-      if (name == "count") return Value(CountSub(s, sub));
-      const int64_t at = Find(s, sub, name[0] == 'r');
-      if (at < 0 && name.ends_with("index")) TypeError("substring not found");
-      return Value(at);
-    }
-    if (name == "join") {
-      NoMoreArgs(a, 1, fn, {});
-      return Value(Join(Value(s), Arg(a, 0, "", Value::Undefined())));
-    }
-    if (name == "splitlines") {
-      NoMoreArgs(a, 1, fn, {"keepends"});
-      List out;
-      for (auto& l : SplitLines(Decode(s), Arg(a, 0, "keepends", Value(false)).Truthy())) {
-        out.push_back(Value(Encode(l)));
-      }
-      return Value(std::move(out));
-    }
-    if (name == "removeprefix" || name == "removesuffix") {
-      NoMoreArgs(a, 1, fn, {});
-      const Value arg = Arg(a, 0, "", Value::None());
-      const std::string& x = ToStr(arg, fn + " arg");
-      if (name == "removeprefix") return Value(s.starts_with(x) ? s.substr(x.size()) : s);
-      return Value(s.ends_with(x) ? s.substr(0, s.size() - x.size()) : s);
-    }
-    if (name == "isdigit") return Value(AllChars(s, IsDigit));
-    if (name == "isalpha")
-      return Value(AllChars(s, [](char32_t c) {
-        if (c > 0x7f) Unsupported("isalpha() of non-ASCII text");
-        return IsAlpha(c);
-      }));
-    if (name == "isalnum")
-      return Value(AllChars(s, [](char32_t c) {
-        if (c > 0x7f) Unsupported("isalnum() of non-ASCII text");
-        return IsAlpha(c) || IsDigit(c);
-      }));
-    if (name == "isspace") return Value(AllChars(s, IsPySpace));
-    if (name == "isupper" || name == "islower") {
-      const std::u32string u = Decode(s);
-      RequireAscii(u, fn);
-      bool cased = false;
-      for (char32_t c : u) {
-        if (!IsAlpha(c)) continue;
-        cased = true;
-        if ((name == "isupper") != (c < 'a')) return Value(false);
-      }
-      return Value(cased);
-    }
+    if (std::optional<Value> v = StrEditMethod(s, name, fn, a)) return *std::move(v);
+    if (std::optional<Value> v = StrTestMethod(s, name, fn)) return *std::move(v);
     if (name == "format") return Value(Format(s, a));
     Unsupported(fn + "()");
   });

@@ -181,7 +181,7 @@ Value ToNumber(const Value& v, Args& args, bool to_int) {
     Unsupported("int filter with a base");
   if (v.is_number()) return to_int ? Value(static_cast<int64_t>(v.number())) : Value(v.number());
   if (!v.is_string()) return def;
-  const std::string s(v.str());
+  const std::string& s = v.str();
   char* end = nullptr;
   if (to_int) {
     errno = 0;
