@@ -294,11 +294,11 @@ Status Qwen2VL::Embed(const Exec& ex, std::span<const int32_t> ids, const float*
     }
     pads += ids[t] == cfg_.image_token_id;
   }
-  if (pads != (features != nullptr ? feature_rows : 0)) {
-    // get_placeholder_mask: "Image features and image tokens do not match".
+  if (features != nullptr && pads != feature_rows) {
+    // get_placeholder_mask: "Image features and image tokens do not match". It runs only when
+    // there are image features: a decode step that sampled <|image_pad|> embeds its row.
     return Error(StatusCode::kInvalidArgument, "qwen2_vl", "prompt has ", pads,
-                 " image pads but the images produced ", features ? feature_rows : 0,
-                 " feature rows");
+                 " image pads but the images produced ", feature_rows, " feature rows");
   }
   // inputs_embeds = embed_tokens(input_ids).masked_scatter(image_mask, image_embeds)
   ops::EmbedRows(ex, w_.embed, ids.data(), T, x, H);
