@@ -38,8 +38,7 @@ class Qwen2VL final : public VlModel {
   // x = embed_tokens(ids), each <|image_pad|> row replaced by the next feature row
   // (masked_scatter; without features, e.g. a decode step that sampled a pad, each row is the
   // pad's embedding, as transformers). Errors: an id outside the vocabulary; with features,
-  // pads != feature rows. Tap:
-  // decoder.inputs_embeds.
+  // pads != feature rows. Tap: decoder.inputs_embeds.
   Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
                int64_t feature_rows, float* x, Tracer* tracer) const override;
   // Taps: decoder.layers.{i} (and their sub-taps), decoder.norm.
