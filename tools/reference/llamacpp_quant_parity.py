@@ -14,7 +14,8 @@ make_llamacpp_qwen_pair.py's shape but with a text decoder llama-quantize can qu
      OCULAR_GGUF_DEQUANTIZE=1 (the quantized values in f32: the model itself);
   5. with --llama-bin (a build with llama_logits): llama.cpp's own top-1 on the same sequences
      for the text-only prompts (llama_logits takes token ids; images need mtmd).
-Prints one table (and OUT/summary.json).
+Prints one table (and OUT/summary.json). --fixture also writes the committed test files
+(write_fixture).
 
 Run: .venv/bin/python -m tools.reference.llamacpp_quant_parity --llama-bin BUILD/bin
 """
@@ -110,6 +111,9 @@ def make_checkpoint(name, qwen25, out_dir):
     torch.manual_seed(41)
     model = make_qwen2vl.model_class(name)(config).eval()
     make_qwen2vl.init_weights(model, 41, embed_std=0.1 if qwen25 else 1.0)
+    with torch.no_grad():  # f16 values: an f16 mmproj holds the vision tower exactly
+        for p in model.parameters():
+            p.copy_(p.to(torch.float16).to(torch.float32))
     processor = make_qwen2vl.make_processor(tokenizer, min_pixels=MIN_PIXELS,
                                             max_pixels=MAX_PIXELS, qwen25=qwen25)
     make_qwen2vl.save(model, out_dir, processor)
@@ -162,21 +166,29 @@ def processor_inputs(processor, names, prompt):
 
 
 def reference_top1(model, processor, names, prompt, ours):
-    """transformers' argmax on ocular's sequence against ocular's, at every position."""
+    """transformers' argmax on ocular's sequence against ocular's, at every position: the
+    prompt in one pass, then ocular's greedy tokens one at a time with the KV cache (as
+    taps.greedy_decode, forced; one pass over everything would fail transformers' image
+    placeholder check when a generated token is an image pad)."""
+    from tools.reference import taps as taps_lib
+
     inputs = processor_inputs(processor, names, prompt)
     ids = inputs["input_ids"][0]
     assert torch.equal(ids, ours["input_ids"].to(torch.int64)), "prompt ids differ from ocular's"
-    gen = ours["generated_ids"].to(torch.int64)[:-1]
-    inputs["input_ids"] = torch.cat([ids, gen])[None]
-    inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
-    if "token_type_ids" in inputs:  # Gemma 3: generated tokens are text (0)
-        inputs["token_type_ids"] = torch.cat([inputs["token_type_ids"][0],
-                                              torch.zeros_like(gen)])[None]
-    with torch.no_grad():
-        ref = model(**inputs).logits[0].argmax(-1)
     t = ids.numel()
-    rows = torch.cat([ours["logits"][: t - 1], ours["decode_logits"]])
-    return int((rows.argmax(-1) == ref).sum()), int(ref.numel()), ref
+    cache = taps_lib.make_cache(model)
+    with torch.no_grad():
+        out = model(**inputs, past_key_values=cache, use_cache=True)
+        rows = [out.logits[0]]
+        for k, token in enumerate(ours["generated_ids"].tolist()[:-1]):
+            step = model(input_ids=torch.tensor([[token]]),
+                         attention_mask=torch.ones(1, t + k + 1, dtype=torch.long),
+                         cache_position=torch.tensor([t + k]), past_key_values=cache,
+                         use_cache=True)
+            rows.append(step.logits[0])
+    ref = torch.cat(rows).argmax(-1)
+    mine = torch.cat([ours["logits"][: t - 1], ours["decode_logits"]]).argmax(-1)
+    return int((mine == ref).sum()), int(ref.numel()), ref
 
 
 def llama_top1(llama_bin, gguf_path, ours, ref, out_path):
@@ -236,6 +248,41 @@ def measure(args, name, work, llama_cpp, summary):
         print(json.dumps(row), flush=True)
 
 
+def write_fixture(work, llama_cpp):
+    """The Q4_K_M Qwen2.5-VL pair (f16 mmproj) and transformers' taps on its dequantized
+    weights, for qwen2vl_llamacpp_test.cc: testdata/llamacpp/qwen25vl-q-Q4_K_M.gguf,
+    mmproj-qwen25vl-q-f16.gguf, testdata/golden/qwen25vl-q4km/<case>.safetensors."""
+    import shutil
+
+    from transformers import AutoProcessor
+
+    from tools.reference import taps as taps_lib
+
+    name, hf_dir = "qwen25vl-q", os.path.join(work, "qwen25vl-q")
+    out = os.path.join("testdata", "llamacpp")
+    shutil.copyfile(os.path.join(work, f"{name}-Q4_K_M.gguf"),
+                    os.path.join(out, f"{name}-Q4_K_M.gguf"))
+    convert(llama_cpp, hf_dir, os.path.join(out, f"mmproj-{name}-f16.gguf"), "f16", mmproj=True)
+    model = dequantized_model(name, hf_dir, os.path.join(work, f"{name}-Q4_K_M.gguf"))
+    processor = AutoProcessor.from_pretrained(hf_dir, use_fast=False)
+    golden = os.path.join(make_qwen2vl.GOLDEN, "qwen25vl-q4km")
+    if os.path.isdir(golden):
+        shutil.rmtree(golden)
+    os.makedirs(golden)
+    taps_lib.I64_TAPS = taps_lib.I64_TAPS + ("image_grid_thw", "position_ids", "rope_deltas")
+    make_qwen2vl.NUM_GENERATED = 8
+    for case, k in (("palette", 2), ("text_only", 3)):
+        names, prompt = PROMPTS[k]
+        inputs = processor_inputs(processor, names, prompt)
+        inputs = {key: v for key, v in inputs.items() if key != "attention_mask"}
+        taps = make_qwen2vl.trace(model, inputs)
+        make_qwen2vl.check_generate(model, inputs, taps)
+        taps_lib.save_taps(taps, os.path.join(golden, f"{case}.safetensors"),
+                           {"checkpoint": name, "case": case, "prompt": prompt,
+                            "images": ",".join(names)})
+        print(f"golden: qwen25vl-q4km/{case} gen={taps['generated_ids'].tolist()}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--llama-bin", required=True,
@@ -244,6 +291,8 @@ def main():
     parser.add_argument("--tokens", type=int, default=16)
     parser.add_argument("--models", nargs="+", default=["gemma3-q", "qwen2vl-q", "qwen25vl-q"])
     parser.add_argument("--out", default=None, help="folder for the files (default: a temp dir)")
+    parser.add_argument("--fixture", action="store_true",
+                        help="also write the committed Q4_K_M Qwen2.5-VL pair and its goldens")
     args = parser.parse_args()
     common.set_determinism()
     work = args.out or tempfile.mkdtemp(prefix="llamacpp_quant_")
@@ -252,6 +301,8 @@ def main():
     summary = []
     for name in args.models:
         measure(args, name, work, llama_cpp, summary)
+    if args.fixture:
+        write_fixture(work, llama_cpp)
     with open(os.path.join(work, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
     print(f"files and summary.json in {work}", file=sys.stderr)

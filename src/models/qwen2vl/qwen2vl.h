@@ -38,8 +38,9 @@ class Qwen2VL final : public FamilyModel<Qwen2VLConfig, Weights> {
   void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
                     float* features, Tracer* tracer) const override;
   // x = embed_tokens(ids), each <|image_pad|> row replaced by the next feature row
-  // (masked_scatter). Errors: an id outside the vocabulary; pads != feature rows. Tap:
-  // decoder.inputs_embeds.
+  // (masked_scatter; without features, e.g. a decode step that sampled a pad, each row is the
+  // pad's embedding, as transformers). Errors: an id outside the vocabulary; with features,
+  // pads != feature rows. Tap: decoder.inputs_embeds.
   Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
                int64_t feature_rows, float* x, Tracer* tracer) const override;
   // Taps: decoder.layers.{i} (and their sub-taps), decoder.norm.
