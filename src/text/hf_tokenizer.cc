@@ -374,7 +374,8 @@ StatusOr<std::vector<int32_t>> HfTokenizer::Encode(std::string_view text) const 
       continue;
     }
     if (seg.text.empty()) continue;
-    pieces.assign(1, std::move(seg.text));
+    pieces.clear();
+    pieces.push_back(std::move(seg.text));
     if (pre_tokenizer_) pre_tokenizer_->PreTokenize(&pieces);
     for (const auto& piece : pieces) model_->Tokenize(piece, &ids);
   }
