@@ -16,9 +16,6 @@ namespace ocular::qwen2vl {
 
 namespace {
 
-WeightSlot Mat(Matrix* m) { return WeightSlot{m, nullptr}; }
-WeightSlot Vec(TensorView* v) { return WeightSlot{nullptr, v}; }
-
 struct Item {
   std::string name;
   WeightSlot slot;
