@@ -478,47 +478,61 @@ void DecodeRows(const std::byte* rows, int64_t row_bytes, int64_t count, int64_t
   }
 }
 
+// Prefill rows (more than 8): per K slice of the panel's width, the slice of up to as many
+// activation rows as the scratch holds is quantized (activation blocks are independent, so a
+// slice's bytes are the full row's), then each 16-row weight strip is packed once into the
+// panel and every row of the chunk runs over it; the running sums stay in `out` between
+// slices. So each weight block is unpacked once per row chunk (once per call when the chunk
+// holds every row: 340 rows at K = 2304).
+template <WFormat kF>
+void PanelRows(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+               int64_t n1, float* out, int64_t ldo, std::byte* scratch, int64_t scratch_bytes) {
+  const int64_t block = BlockValues(kF), blocks = K / block;
+  const int64_t panel_blocks = std::min(blocks, std::max<int64_t>(1, kPanelValues / block));
+  const int64_t panel_bytes = (panel_blocks * PanelBytesPerBlock<kF>() + 63) / 64 * 64;
+  const int64_t slice_bytes = quant::ActRowBytes(kF, panel_blocks * block);
+  const int64_t chunk_rows = std::min(M, (scratch_bytes - panel_bytes) / slice_bytes);
+  OCULAR_CHECK(chunk_rows >= 1, "HINT: scratch holds a panel and an activation slice");
+  std::byte* act = scratch + panel_bytes;
+  for (int64_t m0 = 0; m0 < M; m0 += chunk_rows) {
+    const int64_t count = std::min(chunk_rows, M - m0);
+    for (int64_t b0 = 0; b0 < blocks; b0 += panel_blocks) {
+      const int64_t nb = std::min(panel_blocks, blocks - b0), values = nb * block;
+      for (int64_t i = 0; i < count; ++i) {
+        QuantizeActRowAvx2(kF, a + (m0 + i) * lda + b0 * block, values, act + i * slice_bytes);
+      }
+      const Panel p = PanelAt<kF>(scratch, nb);
+      for (int64_t n = n0; n < n1; n += kLanes) {
+        const int strip = static_cast<int>(std::min<int64_t>(kLanes, n1 - n));
+        for (int64_t r = n + kLanes; r < std::min(n1, n + 2 * kLanes); ++r) {  // the next strip
+          const char* next = reinterpret_cast<const char*>(w.row(r)) + b0 * BlockBytes(kF);
+          for (size_t off = 0; off < nb * BlockBytes(kF); off += 64) {
+            _mm_prefetch(next + off, _MM_HINT_T0);
+          }
+        }
+        PackPanel<kF>(w.row(n), w.row_bytes, strip, b0, nb, p);
+        const __mmask16 mask = static_cast<__mmask16>((1u << strip) - 1);
+        for (int64_t i = 0; i < count; i += kMaxTile) {
+          const int64_t tile = std::min<int64_t>(kMaxTile, count - i);
+          kTiles<kF, 1, 2, 3, 4, 5, 6, 7, 8>[tile - 1](
+              p, nb, act, slice_bytes, i, values, 0, b0 == 0, out + (m0 + i) * ldo + n, ldo, mask);
+        }
+      }
+    }
+  }
+}
+
 template <WFormat kF>
 void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                   int64_t n1, float* out, int64_t ldo, float* scratch) {
-  const int64_t blocks = K / BlockValues(kF);
-  const int64_t panel_blocks =
-      std::min(blocks, std::max<int64_t>(1, kPanelValues / BlockValues(kF)));
-  const int64_t panel_bytes = (panel_blocks * PanelBytesPerBlock<kF>() + 63) / 64 * 64;
-  std::byte* panel_base = reinterpret_cast<std::byte*>(scratch);
-  const int64_t act_bytes = kernels::MatMulScratchFloats(K) * 4 - panel_bytes;
-  OCULAR_CHECK(act_bytes >= quant::ActRowBytes(kF, K), "HINT: scratch holds a panel and a row");
-  quant::ForEachActChunk(
-      kF, a, M, K, lda, panel_base + panel_bytes, act_bytes, QuantizeActRowAvx2,
-      [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
-        if (count <= kDecodeRows) {
-          return DecodeRows<kF>(rows, row_bytes, count, K, w, n0, n1, out + m0 * ldo, ldo);
-        }
-        for (int64_t n = n0; n < n1; n += kLanes) {
-          const int strip = static_cast<int>(std::min<int64_t>(kLanes, n1 - n));
-          const __mmask16 mask = static_cast<__mmask16>((1u << strip) - 1);
-          // The next strip (16 consecutive rows: one contiguous range) into L2 as one linear
-          // stream while this one computes: 16 row streams at once defeat the hardware
-          // prefetcher (as in cpu/bf16_dot.cc's batches).
-          const std::byte* next = w.row(std::min(n + kLanes, n1));
-          const int64_t next_bytes =
-              static_cast<int64_t>(w.row_bytes) * std::min<int64_t>(kLanes, n1 - n - strip);
-          for (int64_t b0 = 0; b0 < blocks; b0 += panel_blocks) {
-            const int64_t nb = std::min(panel_blocks, blocks - b0);
-            const Panel p = PanelAt<kF>(panel_base, nb);
-            for (int64_t off = next_bytes * b0 / blocks; off < next_bytes * (b0 + nb) / blocks;
-                 off += 64) {
-              _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T1);
-            }
-            PackPanel<kF>(w.row(n), w.row_bytes, strip, b0, nb, p);
-            for (int64_t i = 0; i < count; i += kMaxTile) {
-              const int64_t tile = std::min<int64_t>(kMaxTile, count - i);
-              kTiles<kF, 1, 2, 3, 4, 5, 6, 7, 8>[tile - 1](
-                  p, nb, rows, row_bytes, i, K, b0, b0 == 0, out + (m0 + i) * ldo + n, ldo, mask);
-            }
-          }
-        }
-      });
+  std::byte* base = reinterpret_cast<std::byte*>(scratch);
+  const int64_t scratch_bytes = kernels::MatMulScratchFloats(K) * 4;
+  if (M > kDecodeRows) return PanelRows<kF>(a, M, K, lda, w, n0, n1, out, ldo, base, scratch_bytes);
+  quant::ForEachActChunk(kF, a, M, K, lda, base, scratch_bytes, QuantizeActRowAvx2,
+                         [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
+                           DecodeRows<kF>(rows, row_bytes, count, K, w, n0, n1, out + m0 * ldo,
+                                          ldo);
+                         });
 }
 
 }  // namespace
