@@ -1,5 +1,9 @@
 // Up to 8 activation rows × bf16 weights in the packed GEMM's order (cpu/gemm_bf16.h,
 // MatMulBf16Rows): batch-invariant decode under Precision::kBF16.
+// GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized inside its masked-load and set1
+// intrinsics (an intentionally undefined pass-through operand); nothing here is uninitialized.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -8,11 +12,6 @@
 #include "core/check.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/transpose16.h"
-
-// GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized inside its masked-load and set1
-// intrinsics (an intentionally undefined pass-through operand); nothing here is uninitialized.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace ocular::cpu {
 
