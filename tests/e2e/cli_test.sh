@@ -374,6 +374,19 @@ contains "qwen2vl: transformers' greedy answer" "$TMP/qw.json" '"output_ids": \[
 check "qwen3vl: --chat with an image" 0 $?
 contains "qwen3vl: the user turn first" "$TMP/qw.json" '"prompt_ids": \[401,84,82,275,198,403,405,405,'
 contains "qwen3vl: transformers' greedy answer" "$TMP/qw.json" '"output_ids": \[169,408,107,107,107,107,107,107,107,107,107,107\]'
+# ... from a GGUF written by `ocular quantize` (its chat template embedded): the f32 file
+# gives the same answer; q8_0 with the tower in q8_0 runs.
+"$OCULAR" quantize -q -m testdata/tiny/qwen3vl -o "$TMP/q3.gguf" --type f32
+check "qwen3vl: quantize --type f32" 0 $?
+"$OCULAR" run -m "$TMP/q3.gguf" -i testdata/golden/inputs/photo.png -p "describe this picture" \
+  --chat --max-tokens 12 --json </dev/null >"$TMP/qw.json" 2>"$TMP/err"
+check "qwen3vl: run the GGUF" 0 $?
+contains "qwen3vl: GGUF gives transformers' answer" "$TMP/qw.json" '"output_ids": \[169,408,107,107,107,107,107,107,107,107,107,107\]'
+"$OCULAR" quantize -q -m $Q2 -o "$TMP/q2.gguf" --type q8_0 --vision q8_0
+check "qwen2vl: quantize q8_0 --vision q8_0" 0 $?
+"$OCULAR" run -m "$TMP/q2.gguf" -i testdata/golden/inputs/photo.png -p "describe this picture" \
+  --chat --max-tokens 4 </dev/null >/dev/null 2>"$TMP/err"
+check "qwen2vl: run the q8_0 GGUF" 0 $?
 "$OCULAR" tokenize -m $Q2 --prompt "hi" --chat >"$TMP/tok.txt"
 check "qwen2vl: tokenize --chat" 0 $?
 contains "qwen2vl: tokenize --chat: the template's turn" "$TMP/tok.txt" '"<|im_start|>"'

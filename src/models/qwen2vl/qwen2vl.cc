@@ -11,6 +11,7 @@
 #include "models/blocks/decoder_layer.h"
 #include "models/blocks/norm.h"
 #include "models/blocks/scratch.h"
+#include "models/qwen2vl/gguf_names.h"
 #include "models/qwen2vl/vision.h"
 #include "models/weights.h"
 
@@ -183,14 +184,16 @@ blocks::DecoderLayerWeights LayerView(const TextLayerWeights& l) {
 
 StatusOr<std::unique_ptr<Qwen2VL>> Qwen2VL::Load(const ModelFiles& files) {
   OCULAR_ASSIGN_OR_RETURN(Qwen2VLConfig cfg, LoadQwen2VLConfig(*files.files));
-  if (files.gguf != nullptr) {
-    return Error(StatusCode::kUnimplemented, "qwen2_vl", files.path,
-                 ": Qwen2-VL runs from HF directories only (no GGUF names yet)");
-  }
   std::unique_ptr<Qwen2VL> m(new Qwen2VL());
   OCULAR_ASSIGN_OR_RETURN(m->image_, LoadImageConfig(*files.files));
-  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
-  m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
+  if (files.gguf != nullptr) {  // written by `ocular quantize` (gguf_names.h)
+    Weights scratch;
+    m->source_ = GgufTensors(
+        files.gguf, [&](const TensorVisitor& fn) { return ForEachTensor(cfg, &scratch, fn); });
+  } else {
+    OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
+    m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
+  }
   m->cfg_ = std::move(cfg);
   OCULAR_RETURN_IF_ERROR(m->BindWeights());
   const TextConfig& t = m->cfg_.text;
@@ -333,9 +336,9 @@ void Qwen2VL::Logits(const Exec& ex, const float* hidden, int64_t rows, float* l
 }
 
 Status Qwen2VL::ForEachWeight(const WeightVisitor& fn) const {
-  (void)fn;
-  return Error(StatusCode::kUnimplemented, "qwen2_vl",
-               "`ocular quantize` has no GGUF names for Qwen2-VL yet");
+  Weights w = w_;  // views; the visitor only reads them
+  return ForEachGgufWeight(
+      [&](const TensorVisitor& visit) { return ForEachTensor(cfg_, &w, visit); }, fn, "qwen2_vl");
 }
 
 }  // namespace ocular::qwen2vl
