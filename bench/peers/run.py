@@ -10,6 +10,10 @@ PaliGemma (--model, a random-weight checkpoint from tools/reference/make_fullsiz
   transformers  the same checkpoint in the reference venv (bf16, eager): vision, prefill, decode
 Gemma 3 (--gemma3-gguf, e.g. the real 270M Q4_K_M file): ocular bench and llama-bench on the
 same file, text only.
+Qwen2.5-VL / Qwen3-VL (--qwen, random-weight checkpoints from
+tools/reference/make_fullsize_qwen.py): ocular bench and transformers on the same checkpoint
+(bf16, eager): one image at the checkpoint's max_pixels (448 x 448 as made) + 16 text tokens,
+vision encode, prefill, decode.
 
 Every engine gets the same thread count. llama.cpp's threads spin at barriers and collapse when
 anything else runs: measure on a quiet machine and repeat (--repeat keeps each engine's best).
@@ -55,6 +59,44 @@ with torch.no_grad():
         step = (time.perf_counter() - t) / decode
         r = {"vision_ms": vision * 1e3, "prefill_tok_s": ids.shape[1] / (ttft - vision),
              "decode_tok_s": 1 / step}
+        best = r if best is None or r["prefill_tok_s"] > best["prefill_tok_s"] else best
+print(json.dumps(best))
+"""
+
+# transformers' side for Qwen2.5-VL / Qwen3-VL: one square image of max_pixels (as
+# `ocular bench` makes it), <|vision_start|> pads <|vision_end|> + text tokens.
+HF_QWEN_BENCH = r"""
+import json, math, sys, time, torch
+from transformers import AutoConfig, Qwen2_5_VLForConditionalGeneration, Qwen3VLForConditionalGeneration
+path, threads, text_tokens, decode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+torch.set_num_threads(threads)
+cfg = AutoConfig.from_pretrained(path)
+cls = Qwen3VLForConditionalGeneration if cfg.model_type == "qwen3_vl" else Qwen2_5_VLForConditionalGeneration
+m = cls.from_pretrained(path, dtype=torch.bfloat16, attn_implementation="eager").eval()
+pp = json.load(open(path + "/preprocessor_config.json"))
+v = cfg.vision_config
+side = int(math.isqrt(pp["max_pixels"])) // (v.patch_size * 2) * 2  # patches per side
+grid = torch.tensor([[1, side, side]])
+pixels = torch.randn(side * side, 3 * 2 * v.patch_size ** 2, dtype=torch.bfloat16)
+n_img = side * side // 4
+ids = torch.randint(3, 300, (1, n_img + 2 + text_tokens))
+ids[0, 0], ids[0, n_img + 1] = cfg.vision_start_token_id, cfg.vision_end_token_id
+ids[0, 1:n_img + 1] = cfg.image_token_id
+best = None
+with torch.no_grad():
+    for _ in range(2):
+        t = time.perf_counter(); m.model.get_image_features(pixels, grid); vision = time.perf_counter() - t
+        t = time.perf_counter()
+        out = m(input_ids=ids, pixel_values=pixels, image_grid_thw=grid, use_cache=True)
+        ttft = time.perf_counter() - t
+        cache, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        t = time.perf_counter()
+        for _ in range(decode):
+            o = m(input_ids=nxt, past_key_values=cache, use_cache=True)
+            cache, nxt = o.past_key_values, o.logits[:, -1:].argmax(-1)
+        step = (time.perf_counter() - t) / decode
+        r = {"vision_ms": vision * 1e3, "prefill_tok_s": ids.shape[1] / (ttft - vision),
+             "decode_tok_s": 1 / step, "prefill_tokens": ids.shape[1], "image_px": side * v.patch_size}
         best = r if best is None or r["prefill_tok_s"] > best["prefill_tok_s"] else best
 print(json.dumps(best))
 """
@@ -108,11 +150,11 @@ def llama_encode_ms(bin_dir, stub, mmproj, image, threads, flash):
     return float(m.group(1)) if m else None
 
 
-def hf_bench(python, model, threads, text_tokens, decode):
+def hf_bench(python, model, threads, text_tokens, decode, script=HF_BENCH):
     if not os.path.exists(python):
         print(f"transformers skipped: no {python}", file=sys.stderr)
         return None
-    p = sh([python, "-c", HF_BENCH, model, str(threads), str(text_tokens), str(decode)])
+    p = sh([python, "-c", script, model, str(threads), str(text_tokens), str(decode)])
     return json.loads(p.stdout.strip().splitlines()[-1]) if p else None
 
 
@@ -140,6 +182,26 @@ def print_table(title, rows, columns):
         print("| " + " | ".join(x.ljust(w) for x, w in zip(r, widths)) + " |")
 
 
+def run_qwen(a, model, raw):
+    """ocular bench and transformers, alternating (paired runs on a shared machine)."""
+    o, h = [], []
+    for _ in range(a.repeat):
+        o.append(ocular_bench(a.ocular, model, a.threads, a.text_tokens, a.decode))
+        if not a.no_hf:
+            h.append(hf_bench(a.python, model, a.threads, a.text_tokens, a.decode, HF_QWEN_BENCH))
+    n_prompt = next((r["prefill_tokens"] for r in o if r), None)
+    px = next((r["image_px"] for r in h if r), None)
+    vals = {k: {"ocular": best(o, k, k != "vision_ms"), "transformers": best(h, k, k != "vision_ms")}
+            for k in ("vision_ms", "prefill_tok_s", "decode_tok_s")}
+    raw[os.path.basename(model.rstrip("/"))] = {"ocular": o, "transformers": h, "best": vals}
+    print_table(f"{os.path.basename(model.rstrip('/'))} shapes, {a.threads} threads, image "
+                f"{px or '?'} px, prompt {n_prompt} tokens, decode {a.decode}",
+                [("vision encode", "ms", True, vals["vision_ms"]),
+                 (f"prefill ({n_prompt} tokens)", "tok/s", False, vals["prefill_tok_s"]),
+                 ("decode", "tok/s", False, vals["decode_tok_s"])],
+                ["ocular", "transformers"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ocular", default="build/tools/cli/ocular")
@@ -151,6 +213,8 @@ def main():
     ap.add_argument("--size", type=int, default=224, help="image size of the mmproj to time")
     ap.add_argument("--image", default=None, help="any image (default: one from testdata)")
     ap.add_argument("--gemma3-gguf", help="a Gemma 3 text GGUF both engines read")
+    ap.add_argument("--qwen", nargs="*", default=[],
+                    help="Qwen2.5-VL / Qwen3-VL checkpoints (tools/reference/make_fullsize_qwen.py)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--text-tokens", type=int, default=16)
     ap.add_argument("--decode", type=int, default=32)
@@ -207,9 +271,11 @@ def main():
                     [(f"prefill ({n_prompt} tokens)", "tok/s", False, vals["prefill"]),
                      (f"decode ({a.decode} tokens)", "tok/s", False, vals["decode"])],
                     ["ocular", "llama.cpp"])
+    for q in a.qwen:
+        run_qwen(a, q, raw)
     if a.json:
         print(json.dumps(raw, indent=1))
-    if not a.model and not a.gemma3_gguf:
+    if not a.model and not a.gemma3_gguf and not a.qwen:
         ap.error("nothing to run: give --model (with --ggufs, --llama-bin) and/or --gemma3-gguf")
 
 

@@ -397,5 +397,36 @@ contains "that template: names the construct" "$TMP/err" "unsupported construct:
 "$OCULAR" run -m "$TMP/g3x" -p "hi" --max-tokens 1 >/dev/null 2>"$TMP/err"
 check "that template: a plain prompt still runs" 0 $?
 
+# Qwen-VL --chat: the checkpoint's template around one image and the text (golden
+# testdata/golden/{qwen2vl,qwen3vl}/chat.safetensors): transformers' ids and greedy tokens.
+# Qwen2-VL's template adds its default system turn; Qwen3-VL's does not.
+Q2=testdata/tiny/qwen2vl
+"$OCULAR" run -m $Q2 -i testdata/golden/inputs/photo.png -p "describe this picture" --chat \
+  --max-tokens 12 --json </dev/null >"$TMP/qw.json" 2>"$TMP/err"
+check "qwen2vl: --chat with an image" 0 $?
+contains "qwen2vl: the template's system turn" "$TMP/qw.json" '"prompt_ids": \[401,82,88,82,287,76,198,56,'
+contains "qwen2vl: transformers' greedy answer" "$TMP/qw.json" '"output_ids": \[245,407,291,456,318,116,437,305,235,301,44,63\]'
+"$OCULAR" run -m testdata/tiny/qwen3vl -i testdata/golden/inputs/photo.png \
+  -p "describe this picture" --chat --max-tokens 12 --json </dev/null >"$TMP/qw.json" 2>"$TMP/err"
+check "qwen3vl: --chat with an image" 0 $?
+contains "qwen3vl: the user turn first" "$TMP/qw.json" '"prompt_ids": \[401,84,82,275,198,403,405,405,'
+contains "qwen3vl: transformers' greedy answer" "$TMP/qw.json" '"output_ids": \[169,408,107,107,107,107,107,107,107,107,107,107\]'
+# ... from a GGUF written by `ocular quantize` (its chat template embedded): the f32 file
+# gives the same answer; q8_0 with the tower in q8_0 runs.
+"$OCULAR" quantize -q -m testdata/tiny/qwen3vl -o "$TMP/q3.gguf" --type f32
+check "qwen3vl: quantize --type f32" 0 $?
+"$OCULAR" run -m "$TMP/q3.gguf" -i testdata/golden/inputs/photo.png -p "describe this picture" \
+  --chat --max-tokens 12 --json </dev/null >"$TMP/qw.json" 2>"$TMP/err"
+check "qwen3vl: run the GGUF" 0 $?
+contains "qwen3vl: GGUF gives transformers' answer" "$TMP/qw.json" '"output_ids": \[169,408,107,107,107,107,107,107,107,107,107,107\]'
+"$OCULAR" quantize -q -m $Q2 -o "$TMP/q2.gguf" --type q8_0 --vision q8_0
+check "qwen2vl: quantize q8_0 --vision q8_0" 0 $?
+"$OCULAR" run -m "$TMP/q2.gguf" -i testdata/golden/inputs/photo.png -p "describe this picture" \
+  --chat --max-tokens 4 </dev/null >/dev/null 2>"$TMP/err"
+check "qwen2vl: run the q8_0 GGUF" 0 $?
+"$OCULAR" tokenize -m $Q2 --prompt "hi" --chat >"$TMP/tok.txt"
+check "qwen2vl: tokenize --chat" 0 $?
+contains "qwen2vl: tokenize --chat: the template's turn" "$TMP/tok.txt" '"<|im_start|>"'
+
 echo "$fails failure(s)"
 [[ $fails == 0 ]]

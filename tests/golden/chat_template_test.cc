@@ -1,7 +1,7 @@
 // Chat templates: the checkpoints' templates rendered by ocular's Jinja renderer (Gemma 3,
-// Llama 3.2 Vision) against transformers' apply_chat_template, text and ids, case by case
-// (testdata/chat/goldens.json, tools/reference/make_chat_goldens.py); how templates are found;
-// what is refused.
+// Llama 3.2 Vision, Qwen2-VL / Qwen2.5-VL, Qwen3-VL) against transformers' apply_chat_template,
+// text and ids, case by case (testdata/chat/goldens.json, tools/reference/make_chat_goldens.py);
+// how templates are found; what is refused.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -89,7 +89,7 @@ TEST(ChatTemplate, EqualsTransformersOnTheCorpus) {
     EXPECT_EQ(prompt->ids, c["ids"].get<std::vector<int32_t>>());
     ++checked;
   }
-  EXPECT_GE(checked, 45);
+  EXPECT_GE(checked, 113);
   EXPECT_GE(refusals, 5);
 }
 
@@ -104,6 +104,18 @@ TEST(ChatTemplate, TheTinyCheckpointsCarryTheOfficialTemplates) {
     EXPECT_EQ(ReadText(std::string("testdata/tiny/") + d + "/chat_template.jinja"), llama) << d;
   }
   EXPECT_EQ(ProcessorOf("mllama").chat_format(), "jinja");
+  const std::string qwen2 = ReadText("testdata/chat/qwen2-vl-instruct.jinja");
+  const std::string qwen3 = ReadText("testdata/chat/qwen3-vl-instruct.jinja");
+  for (const char* d : {"qwen2vl", "qwen2vl-bf16", "qwen25vl", "qwen25vl-bf16"}) {
+    EXPECT_EQ(ReadText(std::string("testdata/tiny/") + d + "/chat_template.jinja"), qwen2) << d;
+  }
+  for (const char* d : {"qwen3vl", "qwen3vl-bf16", "qwen3vl-b"}) {
+    EXPECT_EQ(ReadText(std::string("testdata/tiny/") + d + "/chat_template.jinja"), qwen3) << d;
+  }
+  for (const char* d : {"qwen2vl", "qwen25vl", "qwen3vl"}) {
+    EXPECT_EQ(ProcessorOf(d).chat_format(), "jinja") << d;
+    EXPECT_EQ(ProcessorOf(d).image_marker(), "<|vision_start|><|image_pad|><|vision_end|>") << d;
+  }
   EXPECT_EQ(ProcessorOf("pg1").chat_format(), "");
   EXPECT_EQ(ProcessorOf("gemma3").image_marker(), "<start_of_image>");
   EXPECT_EQ(ProcessorOf("gemma3-text").image_marker(), "");

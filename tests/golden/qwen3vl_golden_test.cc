@@ -247,8 +247,10 @@ std::unique_ptr<Loaded> LoadTiny(const std::string& checkpoint) {
 }
 
 // The processor's prompt for a case: its images through AddImage, then MakePrompt.
-StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images,
-                            const std::string& text) {
+// chat: the text is one user turn of a chat (`ocular run --chat`), rendered with the
+// checkpoint's chat template.
+StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images, const std::string& text,
+                            bool chat = false) {
   Prompt with_images;
   const std::vector<std::string> names = Split(images);
   for (size_t i = 0; i < names.size(); ++i) {
@@ -256,7 +258,9 @@ StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images,
     OCULAR_ASSIGN_OR_RETURN(Image im, LoadImage("testdata/golden/" + dir + names[i] + ".png"));
     OCULAR_RETURN_IF_ERROR(p.AddImage(im, false, static_cast<int32_t>(i), &with_images));
   }
-  return p.MakePrompt(std::move(with_images), static_cast<int>(names.size()), text, nullptr, {});
+  PromptOptions o;
+  o.chat = chat;
+  return p.MakePrompt(std::move(with_images), static_cast<int>(names.size()), text, nullptr, o);
 }
 
 // The processor's outputs for a case, exactly.
@@ -307,7 +311,9 @@ TEST_P(Qwen3VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
     auto taps = fixture::GoldenTaps::Open(file);
     ASSERT_TRUE(taps.ok()) << taps.status().ToString();
     const SafetensorsFile& g = taps->file();
-    auto prompt = CasePrompt(*m->m.processor, g.metadata().at("images"), g.metadata().at("prompt"));
+    const auto& meta = g.metadata();
+    auto prompt =
+        CasePrompt(*m->m.processor, meta.at("images"), meta.at("prompt"), meta.contains("chat"));
     ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
     ExpectProcessorMatches(*prompt, g);
     const TensorView* gen = g.Find("generated_ids");
@@ -327,7 +333,7 @@ TEST_P(Qwen3VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Qwen3VLGoldenTest,
-                         testing::Values(Checkpoint{"qwen3vl", 1e-5, 5, 2},
+                         testing::Values(Checkpoint{"qwen3vl", 1e-5, 6, 2},
                                          Checkpoint{"qwen3vl-bf16", 1e-2, 2, 2},
                                          Checkpoint{"qwen3vl-b", 1e-5, 2, 1}),
                          [](const auto& info) {

@@ -43,9 +43,9 @@ std::string Capture(const std::string& command) {
 
 class ServeProcess {
  public:
-  explicit ServeProcess(std::vector<std::string> extra_args) {
+  explicit ServeProcess(std::vector<std::string> extra_args, const std::string& model = kModel) {
     log_ = ::testing::TempDir() + "/serve_e2e_" + std::to_string(::getpid()) + ".log";
-    std::vector<std::string> args = {OCULAR_BIN, "serve", "-m",        kModel,
+    std::vector<std::string> args = {OCULAR_BIN, "serve", "-m",        model,
                                      "--port",   "0",     "--threads", "1"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     pid_ = ::fork();
@@ -219,6 +219,35 @@ TEST(ServeE2E, AnswersEqualOcularRun) {
   EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'self'"),
             std::string::npos);
   EXPECT_NE(page->body.find("/v1/chat/completions"), std::string::npos);
+  EXPECT_EQ(serve.Stop(), 0) << serve.log();
+}
+
+// A Qwen2-VL chat with an image in the OpenAI form (image part first, then the text) answers
+// what `ocular run --chat` answers with the same image and text: the checkpoint's template
+// (tests/e2e/cli_test.sh checks that run against transformers' ids and tokens; the prompt's
+// 68 tokens are those of testdata/golden/qwen2vl/chat.safetensors).
+TEST(ServeE2E, QwenChatWithAnImageEqualsOcularRunChat) {
+  const std::string model = "testdata/tiny/qwen2vl";
+  const std::string image = "testdata/golden/inputs/photo.png";
+  ServeProcess serve({}, model);
+  ASSERT_TRUE(serve.ready()) << serve.log();
+  std::string expected =
+      Capture(std::string(OCULAR_BIN) + " run -q --threads 1 --chat -m " + model + " -i " + image +
+              " -p 'describe this picture' --max-tokens 12 --json </dev/null");
+  const json run = json::parse(expected, nullptr, false);
+  ASSERT_FALSE(run.is_discarded()) << expected;
+  const std::string body = R"({"messages":[{"role":"user","content":[)"
+                           R"({"type":"image_url","image_url":{"url":")" +
+                           DataUrl(ReadFile(image)) +
+                           R"("}},{"type":"text","text":"describe this picture"}]}],)"
+                           R"("max_tokens":12,"temperature":0})";
+  auto r = serve.Client().Post("/v1/chat/completions", body, "application/json");
+  ASSERT_TRUE(r) << httplib::to_string(r.error()) << "\n" << serve.log();
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], run["answer"]);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 68);
+  EXPECT_EQ(run["prompt_ids"].size(), 68u);
   EXPECT_EQ(serve.Stop(), 0) << serve.log();
 }
 

@@ -27,7 +27,14 @@ DATE = "26 Jul 2024"  # the template's own default, passed as date_string (deter
 TEMPLATES = {
     "gemma3-it.jinja": ("gemma3", ["gemma3", "gemma3-text"]),
     "llama-3.2-vision-instruct.jinja": ("mllama", ["mllama"]),
+    "qwen2-vl-instruct.jinja": ("qwen2vl", ["qwen2vl", "qwen25vl"]),
+    "qwen3-vl-instruct.jinja": ("qwen3vl", ["qwen3vl"]),
 }
+# Checkpoints whose image pads the processor expands per image grid (Qwen2VLProcessor): their
+# ids here are the rendered text's with one <|image_pad|> per image, as ocular's
+# BuildChatPrompt gives them; the expansion is checked by the model goldens' chat case
+# (make_qwen2vl.py, make_qwen3vl.py).
+UNEXPANDED = ("qwen2vl", "qwen25vl", "qwen3vl")
 
 
 def text(t):
@@ -120,7 +127,9 @@ def render(tmpl, checkpoint, messages, add_generation_prompt):
     except Exception as e:  # the template's raise_exception (TemplateError)
         return {"error": str(e)}
     special = not (tok.bos_token and rendered.startswith(tok.bos_token))
-    if proc:
+    if proc and checkpoint in UNEXPANDED:
+        ids = tok(rendered, add_special_tokens=special)["input_ids"]
+    elif proc:
         size = proc.image_processor.size
         side = size.get("height", size.get("shortest_edge", 32))
         images = [Image.new("RGB", (side, side), (200, 30, 30)) for _ in range(n_images)]

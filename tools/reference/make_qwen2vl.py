@@ -92,7 +92,16 @@ CASES = {
     # A palette PNG (the pixel fixture's) of 120x90 -> 112x84: a merged grid of 3x4, windows of
     # 2x2 and 1x2 in Qwen2.5-VL.
     "palette": (["qwen2vl-pixels/120x90s23P"], VISION_TAG + "describe"),
+    # A chat turn (`ocular run --chat`): one user message of the image then this text, rendered
+    # with the checkpoint's chat template (chat_prompt).
+    "chat": (["photo"], "describe this picture"),
 }
+CHAT_CASES = ("chat",)
+# The released chat templates (testdata/chat/README.md says where each comes from): Qwen2-VL-
+# and Qwen2.5-VL-Instruct carry the same one.
+CHAT = os.path.join("testdata", "chat")
+CHAT_TEMPLATES = {"qwen2vl": "qwen2-vl-instruct.jinja", "qwen25vl": "qwen2-vl-instruct.jinja",
+                  "qwen3vl": "qwen3-vl-instruct.jinja"}
 
 # Sizes for the pixel fixture (width, height): up- and downscaled, sides around multiples of
 # the factor, extreme aspect ratios, grey and palette modes. No side of 1 or 3 pixels: transformers
@@ -203,6 +212,22 @@ def init_weights(model, seed, embed_std=1.0):
             p.copy_(value)
 
 
+def write_chat_template(out_dir):
+    """The released template of the checkpoint's family as chat_template.jinja (where
+    transformers 4.57's processors read it, ProcessorMixin.from_pretrained)."""
+    family = os.path.basename(out_dir).split("-")[0]
+    with open(os.path.join(CHAT, CHAT_TEMPLATES[family]), "rb") as f:
+        common.write_bytes(os.path.join(out_dir, "chat_template.jinja"), f.read())
+
+
+def chat_prompt(processor, n_images, text):
+    """processor.apply_chat_template as ocular's --chat builds the turn: the images, then the
+    text, in one user message, with the generation prompt."""
+    content = [{"type": "image"} for _ in range(n_images)] + [{"type": "text", "text": text}]
+    return processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                         add_generation_prompt=True)
+
+
 def save(model, out_dir, processor):
     if os.path.isdir(out_dir):
         shutil.rmtree(out_dir)
@@ -212,9 +237,10 @@ def save(model, out_dir, processor):
         processor.save_pretrained(tmp)
         for name in sorted(os.listdir(tmp)):
             if name in ("video_preprocessor_config.json", "chat_template.jinja"):
-                continue  # videos are not ocular's; no chat template in this checkpoint
+                continue  # videos are not ocular's; the chat template is written below
             with open(os.path.join(tmp, name), "rb") as f:
                 common.write_bytes(os.path.join(out_dir, name), f.read())
+    write_chat_template(out_dir)
 
 
 def model_class(name):
@@ -304,13 +330,14 @@ def input_images():
     return {n: Image.open(os.path.join(GOLDEN if "/" in n else INPUTS, n + ".png")) for n in names}
 
 
-def make_goldens():
+def make_goldens(only=None):
     taps_lib.I64_TAPS = taps_lib.I64_TAPS + ("image_grid_thw", "position_ids", "rope_deltas")
     for name in ("qwen2vl", "qwen25vl", "qwen2vl-bf16", "qwen25vl-bf16"):
-        make_checkpoint_goldens(name)
+        make_checkpoint_goldens(name, only)
 
 
-def make_checkpoint_goldens(name):
+def make_checkpoint_goldens(name, only=None):
+    """Every case of CASES (only: those named, the other files kept)."""
     from transformers import AutoProcessor
 
     images = input_images()
@@ -319,20 +346,25 @@ def make_checkpoint_goldens(name):
     model = model_class(name).from_pretrained(path, dtype=dtype, attn_implementation="eager").eval()
     processor = AutoProcessor.from_pretrained(path, use_fast=False)
     out_dir = os.path.join(GOLDEN, name)
-    if os.path.isdir(out_dir):
+    if os.path.isdir(out_dir) and not only:
         shutil.rmtree(out_dir)
-    os.makedirs(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
     for case, (names, prompt) in CASES.items():
         if dtype == torch.bfloat16 and case not in ("two", "text_only"):
             continue
+        if only and case not in only:
+            continue
         kwargs = dict(images=[images[n] for n in names]) if names else {}
-        inputs = processor(text=[prompt], return_tensors="pt", **kwargs)
+        text = chat_prompt(processor, len(names), prompt) if case in CHAT_CASES else prompt
+        inputs = processor(text=[text], return_tensors="pt", **kwargs)
         inputs = {k: v for k, v in inputs.items() if k != "attention_mask"}
         taps = trace(model, inputs)
         check_generate(model, inputs, taps)
         file = os.path.join(out_dir, f"{case}.safetensors")
-        taps_lib.save_taps(taps, file, {"checkpoint": name, "case": case, "prompt": prompt,
-                                        "images": ",".join(names)})
+        meta = {"checkpoint": name, "case": case, "prompt": prompt, "images": ",".join(names)}
+        if case in CHAT_CASES:
+            meta["chat"] = "user turn"  # prompt: the user's text of the chat turn
+        taps_lib.save_taps(taps, file, meta)
         grids = inputs["image_grid_thw"].tolist() if names else []
         print(f"golden: {name}/{case} T={taps['input_ids'].shape[0]} grids={grids} "
               f"deltas={taps['rope_deltas'].tolist()} gen={taps['generated_ids'].tolist()}")
@@ -365,14 +397,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-tiny", action="store_true", help="goldens only")
     parser.add_argument("--pixels-only", action="store_true", help="the pixel fixture only")
+    parser.add_argument("--cases", nargs="*", help="goldens of these cases only (with --no-tiny)")
+    parser.add_argument("--chat-templates-only", action="store_true",
+                        help="write the tiny checkpoints' chat_template.jinja only")
     args = parser.parse_args(argv)
     common.set_determinism()
+    if args.chat_templates_only:
+        for name in ("qwen2vl", "qwen25vl", "qwen2vl-bf16", "qwen25vl-bf16"):
+            write_chat_template(os.path.join(TINY, name))
+        return
     if args.pixels_only:
         make_pixel_fixture()
         return
     if not args.no_tiny:
         make_tiny()
-    make_goldens()
+    make_goldens(args.cases)
+    if args.cases:
+        return
     make_pixel_fixture()
 
 

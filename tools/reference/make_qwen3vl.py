@@ -87,6 +87,7 @@ CASES = {
     "gray": (["gray"], "what is this? " + TAG),
     "text_only": ([], "what color is the square?"),
     "palette": (["qwen2vl-pixels/120x90s23P"], TAG + "describe"),
+    "chat": (["photo"], "describe this picture"),  # a --chat turn (q2.chat_prompt)
 }
 
 
@@ -161,7 +162,7 @@ def trace(model, inputs):
     return q2.trace(model, inputs)
 
 
-def make_goldens():
+def make_goldens(only=None):
     from transformers import AutoProcessor, Qwen3VLForConditionalGeneration
 
     taps_lib.I64_TAPS = tuple(set(taps_lib.I64_TAPS) |
@@ -174,21 +175,28 @@ def make_goldens():
             path, dtype=dtype, attn_implementation="eager").eval()
         processor = AutoProcessor.from_pretrained(path, use_fast=False)
         out_dir = os.path.join(GOLDEN, name)
-        if os.path.isdir(out_dir):
+        if os.path.isdir(out_dir) and not only:
             shutil.rmtree(out_dir)
-        os.makedirs(out_dir)
+        os.makedirs(out_dir, exist_ok=True)
         for case, (names, prompt) in CASES.items():
             if name != "qwen3vl" and case not in ("two", "text_only"):
                 continue  # bf16 and the other configuration: two cases
+            if only and case not in only:
+                continue
             kwargs = dict(images=[images[n] for n in names]) if names else {}
-            inputs = processor(text=[prompt], return_tensors="pt", **kwargs)
+            chat = case in q2.CHAT_CASES
+            text = q2.chat_prompt(processor, len(names), prompt) if chat else prompt
+            inputs = processor(text=[text], return_tensors="pt", **kwargs)
             inputs = {k: v for k, v in inputs.items() if k not in ("attention_mask",
                                                                    "mm_token_type_ids")}
             taps = trace(model, inputs)
             q2.check_generate(model, inputs, taps)
             file = os.path.join(out_dir, f"{case}.safetensors")
-            taps_lib.save_taps(taps, file, {"checkpoint": name, "case": case, "prompt": prompt,
-                                            "images": ",".join(names)})
+            meta = {"checkpoint": name, "case": case, "prompt": prompt,
+                    "images": ",".join(names)}
+            if chat:
+                meta["chat"] = "user turn"  # prompt: the user's text of the chat turn
+            taps_lib.save_taps(taps, file, meta)
             grids = inputs["image_grid_thw"].tolist() if names else []
             print(f"golden: {name}/{case} T={taps['input_ids'].shape[0]} grids={grids} "
                   f"deltas={taps['rope_deltas'].tolist()} gen={taps['generated_ids'].tolist()}")
@@ -206,11 +214,20 @@ def make_linspace_fixture():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--no-tiny", action="store_true", help="goldens only")
+    parser.add_argument("--cases", nargs="*", help="goldens of these cases only (with --no-tiny)")
+    parser.add_argument("--chat-templates-only", action="store_true",
+                        help="write the tiny checkpoints' chat_template.jinja only")
     args = parser.parse_args(argv)
     common.set_determinism()
+    if args.chat_templates_only:
+        for name in ("qwen3vl", "qwen3vl-bf16", "qwen3vl-b"):
+            q2.write_chat_template(os.path.join(TINY, name))
+        return
     if not args.no_tiny:
         make_tiny()
-    make_goldens()
+    make_goldens(args.cases)
+    if args.cases:
+        return
     make_linspace_fixture()
 
 

@@ -225,6 +225,7 @@ StatusOr<std::unique_ptr<Qwen2VLProcessor>> Qwen2VLProcessor::Load(const FileSet
   OCULAR_ASSIGN_OR_RETURN(p->image_, LoadImageConfig(files));
   p->image_token_ = config.image_token_id;
   p->vision_start_ = config.vision_start_token_id;
+  OCULAR_ASSIGN_OR_RETURN(p->chat_, ChatTemplate::Load(files));
   for (auto [piece, id] : {std::pair{kImagePad, config.image_token_id},
                            std::pair{kVisionStart, config.vision_start_token_id},
                            std::pair{"<|vision_end|>", config.vision_end_token_id}}) {
@@ -328,9 +329,23 @@ StatusOr<Prompt> Qwen2VLProcessor::Tokenize(const std::string& text, std::span<c
 StatusOr<Prompt> Qwen2VLProcessor::BuildPrompt(int n_images, const std::string& text,
                                                const PromptOptions& options) const {
   if (options.chat) {
-    return Error(StatusCode::kUnimplemented, "chat",
-                 "Qwen2-VL's chat template is not formatted by ocular yet");
+    return BuildChatPrompt(n_images, {UserTurn(text, n_images, kImageTag)}, options);
   }
+  const std::vector<int64_t> pads(static_cast<size_t>(std::max(n_images, 0)), 1);
+  return Tokenize(text, pads, {});
+}
+
+std::string Qwen2VLProcessor::chat_format() const { return chat_.has_template() ? "jinja" : ""; }
+
+StatusOr<std::string> Qwen2VLProcessor::RenderChat(const std::vector<ChatMessage>& messages,
+                                                   const PromptOptions& options) const {
+  return chat_.Render(messages, options);
+}
+
+StatusOr<Prompt> Qwen2VLProcessor::BuildChatPrompt(int n_images,
+                                                   const std::vector<ChatMessage>& messages,
+                                                   const PromptOptions& options) const {
+  OCULAR_ASSIGN_OR_RETURN(std::string text, RenderChat(messages, options));
   const std::vector<int64_t> pads(static_cast<size_t>(std::max(n_images, 0)), 1);
   return Tokenize(text, pads, {});
 }
@@ -338,18 +353,31 @@ StatusOr<Prompt> Qwen2VLProcessor::BuildPrompt(int n_images, const std::string& 
 StatusOr<Prompt> Qwen2VLProcessor::MakePrompt(Prompt images, int n_images, const std::string& text,
                                               const std::vector<ChatMessage>* messages,
                                               const PromptOptions& options) const {
-  if (messages != nullptr || options.chat) {
-    return Error(StatusCode::kUnimplemented, "chat",
-                 "Qwen2-VL's chat template is not formatted by ocular yet");
+  if (images.images.empty() && n_images > 0) {
+    // The images are not given yet (Engine::BuildPrompt, the server's token counts): one pad
+    // per image, as BuildPrompt.
+    return messages != nullptr ? BuildChatPrompt(n_images, *messages, options)
+                               : BuildPrompt(n_images, text, options);
   }
-  OCULAR_CHECK(static_cast<size_t>(n_images) == images.images.size());
+  if (static_cast<size_t>(n_images) != images.images.size()) {
+    return Error(StatusCode::kInvalidArgument, "prompt", n_images, " images but ",
+                 images.images.size(), " encoded (AddImage once per image)");
+  }
+  std::string body = text;
+  if (messages != nullptr || options.chat) {
+    // processing_utils.py ProcessorMixin.apply_chat_template: the rendered text (each image
+    // part as the template's <|vision_start|><|image_pad|><|vision_end|>), then __call__ on it
+    // with the images. Qwen's tokenizers have no bos_token: nothing to strip.
+    const std::vector<ChatMessage> turn = {UserTurn(text, n_images, kImageTag)};
+    OCULAR_ASSIGN_OR_RETURN(body, RenderChat(messages != nullptr ? *messages : turn, options));
+  }
   std::vector<int64_t> pads;
   std::vector<std::array<int32_t, 3>> grids;
   for (const VisionInput& in : images.images) {
     pads.push_back(in.tokens);
     grids.push_back(in.grid);
   }
-  OCULAR_ASSIGN_OR_RETURN(Prompt p, Tokenize(text, pads, grids));
+  OCULAR_ASSIGN_OR_RETURN(Prompt p, Tokenize(body, pads, grids));
   p.images = std::move(images.images);
   p.pixels = std::move(images.pixels);
   return p;

@@ -22,6 +22,7 @@
 #include "core/file_set.h"
 #include "image/image.h"
 #include "image/preprocess.h"
+#include "models/chat.h"
 #include "models/processor.h"
 #include "models/qwen2vl/config.h"
 #include "text/tokenizer.h"
@@ -95,12 +96,20 @@ class Qwen2VLProcessor final : public Processor {
                   Prompt* prompt) const override;
   // The text with each image's tag expanded to its pads, tokenized, with get_rope_index's
   // positions. A text without any tag gets one tag per image in front of it. Errors: a tag
-  // count other than the images', a pad outside a tag, text that is not valid UTF-8, a chat
-  // (no chat template yet: kUnimplemented).
+  // count other than the images', a pad outside a tag, text that is not valid UTF-8; with a
+  // chat (messages, or options.chat: `text` as one user turn), those of RenderChat. With no
+  // image given yet (`images` empty, n_images > 0): BuildPrompt's / BuildChatPrompt's ids.
   StatusOr<Prompt> MakePrompt(Prompt images, int n_images, const std::string& text,
                               const std::vector<ChatMessage>* messages,
                               const PromptOptions& options) const override;
   std::string image_marker() const override { return kImageTag; }
+  // The checkpoint's chat template (models/chat.h): "jinja" when it has one.
+  std::string chat_format() const override;
+  StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
+                                   const PromptOptions& options) const override;
+  // The rendered chat with one image pad per image (no grids; MakePrompt expands them).
+  StatusOr<Prompt> BuildChatPrompt(int n_images, const std::vector<ChatMessage>& messages,
+                                   const PromptOptions& options) const override;
 
  private:
   Qwen2VLProcessor() = default;
@@ -111,6 +120,7 @@ class Qwen2VLProcessor final : public Processor {
   std::unique_ptr<Tokenizer> tok_;
   ImageConfig image_;
   int32_t image_token_ = -1, vision_start_ = -1;
+  ChatTemplate chat_;
 };
 
 }  // namespace ocular::qwen2vl

@@ -11,6 +11,7 @@
 #include "models/blocks/decoder_layer.h"
 #include "models/blocks/norm.h"
 #include "models/blocks/scratch.h"
+#include "models/qwen2vl/gguf_names.h"
 #include "models/qwen2vl/llamacpp_gguf.h"
 #include "models/qwen2vl/vision.h"
 #include "models/weights.h"
@@ -162,10 +163,15 @@ StatusOr<std::unique_ptr<Qwen2VL>> Qwen2VL::Load(const ModelFiles& files) {
   std::unique_ptr<Qwen2VL> m(new Qwen2VL());
   OCULAR_ASSIGN_OR_RETURN(m->image_, LoadImageConfig(*files.files));
   std::unique_ptr<TensorSource> source;
-  if (files.gguf != nullptr) {  // llama.cpp's text GGUF + mmproj (llamacpp_gguf.h)
+  if (files.gguf != nullptr && files.llamacpp) {  // llama.cpp's text GGUF + mmproj
     OCULAR_ASSIGN_OR_RETURN(source, LlamaCppTensors(files, cfg));
-  } else {
-    OCULAR_ASSIGN_OR_RETURN(source, OpenTensors(files, nullptr, "qwen2_vl", "Qwen2-VL"));
+  } else {  // an HF directory, or a GGUF written by `ocular quantize` (gguf_names.h)
+    Weights scratch;
+    OCULAR_ASSIGN_OR_RETURN(source, OpenTensors(files, [&] {
+                              return GgufTensors(files.gguf, [&](const TensorVisitor& fn) {
+                                return ForEachTensor(cfg, &scratch, fn);
+                              });
+                            }));
   }
   return Assemble(std::move(m), std::move(cfg), std::move(source));
 }
@@ -297,9 +303,9 @@ void Qwen2VL::Logits(const Exec& ex, const float* hidden, int64_t rows, float* l
 }
 
 Status Qwen2VL::ForEachWeight(const WeightVisitor& fn) const {
-  (void)fn;
-  return Error(StatusCode::kUnimplemented, "qwen2_vl",
-               "`ocular quantize` has no GGUF names for Qwen2-VL yet");
+  Weights w = w_;  // views; the visitor only reads them
+  return ForEachGgufWeight(
+      [&](const TensorVisitor& visit) { return ForEachTensor(cfg_, &w, visit); }, fn, "qwen2_vl");
 }
 
 }  // namespace ocular::qwen2vl

@@ -9,6 +9,7 @@
 #include "models/blocks/decoder_layer.h"
 #include "models/blocks/norm.h"
 #include "models/blocks/scratch.h"
+#include "models/qwen2vl/gguf_names.h"
 #include "models/qwen2vl/vision3.h"
 #include "models/weights.h"
 
@@ -193,14 +194,16 @@ blocks::AxesRope InterleavedMrope(int64_t head_dim, float theta,
 
 StatusOr<std::unique_ptr<Qwen3VL>> Qwen3VL::Load(const ModelFiles& files) {
   OCULAR_ASSIGN_OR_RETURN(Qwen3VLConfig cfg, LoadQwen3VLConfig(*files.files));
-  if (files.gguf != nullptr) {
-    return Error(StatusCode::kUnimplemented, "qwen3_vl", files.path,
-                 ": Qwen3-VL runs from HF directories only (no GGUF names yet)");
-  }
   std::unique_ptr<Qwen3VL> m(new Qwen3VL());
   OCULAR_ASSIGN_OR_RETURN(m->image_, LoadImageConfig(*files.files));
-  OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
-  m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
+  if (files.gguf != nullptr) {  // written by `ocular quantize` (gguf_names.h)
+    Weights3 scratch;
+    m->source_ = GgufTensors(
+        files.gguf, [&](const TensorVisitor& fn) { return ForEachTensor(cfg, &scratch, fn); });
+  } else {
+    OCULAR_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(files.path));
+    m->source_ = std::make_unique<Checkpoint>(std::move(ckpt));
+  }
   m->cfg_ = std::move(cfg);
   OCULAR_RETURN_IF_ERROR(m->BindWeights());
   const Text3Config& t = m->cfg_.text;
@@ -363,9 +366,9 @@ void Qwen3VL::Logits(const Exec& ex, const float* hidden, int64_t rows, float* l
 }
 
 Status Qwen3VL::ForEachWeight(const WeightVisitor& fn) const {
-  (void)fn;
-  return Error(StatusCode::kUnimplemented, "qwen3_vl",
-               "`ocular quantize` has no GGUF names for Qwen3-VL yet");
+  Weights3 w = w_;  // views; the visitor only reads them
+  return ForEachGgufWeight(
+      [&](const TensorVisitor& visit) { return ForEachTensor(cfg_, &w, visit); }, fn, "qwen3_vl");
 }
 
 }  // namespace ocular::qwen2vl
