@@ -422,14 +422,16 @@ template <WFormat kF, int... kM>
 constexpr DecodeStripFn<kF> kDecodeStrips[] = {DecodeStrip<kF, kM>...};
 constexpr int kMaxDecodeTile = 4;
 
-// K formats: the strip's rows are taken one at a time, kChunkK super-blocks of each (the whole
-// row up to K = 4608), so the weights stream in address order as main's row-at-a-time kernel
-// read them (interleaving the 16 rows block by block measured 0.7-0.9x of it), each block
-// prefetching the next row's. Each row's
-// 8-lane integer partials of a block (isum, corr) fold at once into 4 lanes (vphaddd, then the
-// two halves added) parked in `part`; per block, 16 rows' partials then turn into one lane per
-// row (ToLanes) and the f32 chain runs as in BlocksK, so the outputs equal the panels'.
-constexpr int64_t kChunkK = 18;
+// K formats: the strip's rows are taken one at a time, kChunkK<kM> super-blocks of each (the
+// whole row up to K = 9216 for 1-2 activation rows, 4608 for 3-4: the buffer below stays in
+// L1), so the weights stream in address order as main's row-at-a-time kernel read them
+// (interleaving the 16 rows block by block measured 0.7-0.9x of it), each block prefetching
+// the next row's. Each row's 8-lane integer partials of a block (isum, corr) fold at once into
+// 4 lanes (vphaddd, then the two halves added) parked in `part`; per block, 16 rows' partials
+// then turn into one lane per row (ToLanes) and the f32 chain runs as in BlocksK, so the
+// outputs equal the panels'.
+template <int kM>
+constexpr int64_t kChunkK = kM <= 2 ? 36 : 18;
 
 // p: 16 rows × (isum, isum, corr, corr) partials. *isum / *corr: lane r = row r's sum.
 inline void ToLanes(const int32_t* p, __m512i* isum, __m512i* corr) {
@@ -449,12 +451,12 @@ template <WFormat kF, int kM>
 void DecodeStripK(const std::byte* const (&rp)[kLanes], const quant::ActRow* act, int64_t blocks,
                   const std::byte* next, float* out, int64_t ldo, __mmask16 mask) {
   constexpr size_t kBytes = BlockBytes(kF);
-  alignas(64) int32_t part[kM][kChunkK][kLanes][4];
-  alignas(64) uint16_t dh[kChunkK][kLanes], mh[kChunkK][kLanes];  // f16 d, dmin per row
+  alignas(64) int32_t part[kM][kChunkK<kM>][kLanes][4];
+  alignas(64) uint16_t dh[kChunkK<kM>][kLanes], mh[kChunkK<kM>][kLanes];  // f16 d, dmin per row
   __m512 acc[kM];
   for (int m = 0; m < kM; ++m) acc[m] = _mm512_setzero_ps();
-  for (int64_t b0 = 0; b0 < blocks; b0 += kChunkK) {
-    const int64_t nb = std::min(kChunkK, blocks - b0);
+  for (int64_t b0 = 0; b0 < blocks; b0 += kChunkK<kM>) {
+    const int64_t nb = std::min(kChunkK<kM>, blocks - b0);
     for (int r = 0; r < kLanes; ++r) {
       for (int64_t i = 0; i < nb; ++i) {
         const std::byte* blk = rp[r] + (b0 + i) * kBytes;
