@@ -322,9 +322,10 @@ constexpr PanelTileFn<kF> kTiles[] = {PanelTile<kF, kM>...};
 
 // ------------------------------------------------------------------ decode rows
 // Few activation rows (decode) do not repay a panel's packing: the weights are read in place,
-// a block of 16 rows at a time, each row's integer partial sums kept in 8 lanes (rows i and
-// i + 8 share a vector) and then summed across lanes into one lane per row — the integers, and
-// so the outputs, equal the panels' bit for bit.
+// 16 rows a strip — Q8_0 / Q4_0 / Q5_0 a block of the 16 rows at a time (DecodeStrip), Q4_K /
+// Q6_K one row at a time (DecodeStripK) — each row's integer partial sums kept in lanes and then
+// summed across lanes into one lane per row: the integers, and so the outputs, equal the
+// panels' bit for bit.
 
 // z[i]: lanes 0-7 row i's partial sums, lanes 8-15 row i + 8's. Returns lane r = row r's sum.
 inline __m512i SumLanes(const __m512i (&z)[8]) {
