@@ -95,6 +95,7 @@ TEST(QuantMatMulTest, EveryIsaMatchesTheScalarReferenceOnOddShapes) {
       {256, 17, {1, 2, 3, 7, 8, 9, 64, 65, 300}},
       {2304, 67, {1, 2, 3, 8, 9, 65}},
       {4352, 21, {1, 3, 7, 8, 64}},
+      {9472, 19, {1, 5, 9}},  // 37 super-blocks: past the K-format decode's block chunks
   };
   for (WFormat f : kQuantFormats) {
     for (const Case& c : cases) {
@@ -254,10 +255,8 @@ TEST(QuantMatMulTest, ResultsDoNotDependOnBatchOrThreads) {
 // A row's output is bit-identical whatever M: decode rows (1-8, weights read in place), prefill
 // rows (panels; chunks of up to 64 quantized rows, so 65 and 130 span several), any position in
 // the batch and any thread count — what merged prefills of different requests need.
-TEST(QuantMatMulTest, RowsAreBitIdenticalAtEveryM) {
-  const int64_t K = 1024, N = 53;  // N: three full 16-row strips and a partial one
-  const int64_t Ms[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 31, 64, 65, 130};
-  const int64_t max_m = 130;
+void ExpectRowsBitIdentical(int64_t K, int64_t N, const std::vector<int64_t>& Ms) {
+  const int64_t max_m = *std::max_element(Ms.begin(), Ms.end());
   const std::vector<float> a = MakeActivations(max_m, K, 31);
   for (WFormat f : kQuantFormats) {
     const QuantWeights w = MakeWeights(f, N, K, 32);
@@ -273,13 +272,20 @@ TEST(QuantMatMulTest, RowsAreBitIdenticalAtEveryM) {
           const int64_t start = (M * 7) % (max_m - M + 1);
           ops::MatMul(t->ex, a.data() + start * K, M, K, K, w.m, nullptr, got.data(), N);
           for (int64_t i = 0; i < M * N; ++i) {
-            ASSERT_EQ(got[i], alone[start * N + i])
-                << isa << " " << WFormatName(f) << " M=" << M << " row " << start + i / N;
+            ASSERT_EQ(got[i], alone[start * N + i]) << isa << " " << WFormatName(f) << " K=" << K
+                                                    << " M=" << M << " row " << start + i / N;
           }
         }
       }
     });
   }
+}
+
+TEST(QuantMatMulTest, RowsAreBitIdenticalAtEveryM) {
+  // N: three full 16-row strips and a partial one
+  ExpectRowsBitIdentical(1024, 53, {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 31, 64, 65, 130});
+  // 37 super-blocks: the K-format decode rows take the weights in chunks of blocks
+  ExpectRowsBitIdentical(9472, 19, {1, 4, 5, 8, 9, 17});
 }
 
 // ops::MatMul's bias and bf16 epilogue apply to quantized weights as to any other.

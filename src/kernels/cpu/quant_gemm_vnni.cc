@@ -322,9 +322,10 @@ constexpr PanelTileFn<kF> kTiles[] = {PanelTile<kF, kM>...};
 
 // ------------------------------------------------------------------ decode rows
 // Few activation rows (decode) do not repay a panel's packing: the weights are read in place,
-// a block of 16 rows at a time, each row's integer partial sums kept in 8 lanes (rows i and
-// i + 8 share a vector) and then summed across lanes into one lane per row — the integers, and
-// so the outputs, equal the panels' bit for bit.
+// 16 rows a strip — Q8_0 / Q4_0 / Q5_0 a block of the 16 rows at a time (DecodeStrip), Q4_K /
+// Q6_K one row at a time (DecodeStripK) — each row's integer partial sums kept in lanes and then
+// summed across lanes into one lane per row: the integers, and so the outputs, equal the
+// panels' bit for bit.
 
 // z[i]: lanes 0-7 row i's partial sums, lanes 8-15 row i + 8's. Returns lane r = row r's sum.
 inline __m512i SumLanes(const __m512i (&z)[8]) {
@@ -394,50 +395,22 @@ void DecodeStrip(const std::byte* const (&rp)[kLanes], __m512i offsets, const qu
   for (int64_t b = 0; b < blocks; ++b) {
     for (int64_t off = next_bytes * b / blocks; off < next_bytes * (b + 1) / blocks; off += 64)
       _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T1);
-    // Each row's scale word (Q6_K: d in the high half of the word at 206, inside the block).
-    const __m512i words =
-        _mm512_i32gather_epi32(offsets, rp[0] + b * kBytes + (kF == WFormat::kQ6_K ? 206 : 0), 1);
-    const __m512 d = _mm512_cvtph_ps(
-        _mm512_cvtepi32_epi16(kF == WFormat::kQ6_K ? _mm512_srli_epi32(words, 16) : words));
-    if constexpr (!IsK(kF)) {
-      __m512i wv[8];
-      for (int i = 0; i < 8; ++i) {
-        wv[i] = Pair256(ChunkU8<kF>(rp[i] + b * kBytes, 0), ChunkU8<kF>(rp[i + 8] + b * kBytes, 0));
-      }
-      for (int m = 0; m < kM; ++m) {
-        const __m512i av =
-            _mm512_broadcast_i64x4(Load256(reinterpret_cast<const std::byte*>(act[m].q + 32 * b)));
-        __m512i z[8];
-        for (int i = 0; i < 8; ++i) z[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[i], av);
-        const __m512i isum =
-            _mm512_sub_epi32(SumLanes(z), _mm512_set1_epi32(kOffset * act[m].sum32[b]));
-        acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
-                                 _mm512_mul_ps(d, _mm512_set1_ps(act[m].d[b])), acc[m]);
-      }
-    } else {
-      __m512i z[kM][8], zc[kM][8];
-      for (int i = 0; i < 8; ++i) {
-        __m256i s0[kM], c0[kM], s1[kM], c1[kM];
-        RowK<kF, kM>(rp[i] + b * kBytes, act, b, s0, c0);
-        RowK<kF, kM>(rp[i + 8] + b * kBytes, act, b, s1, c1);
-        for (int m = 0; m < kM; ++m) {
-          if constexpr (kF == WFormat::kQ6_K) {  // Σ sc·(Σ q·a − 32·Σa)
-            s0[m] = _mm256_sub_epi32(s0[m], _mm256_slli_epi32(c0[m], 5));
-            s1[m] = _mm256_sub_epi32(s1[m], _mm256_slli_epi32(c1[m], 5));
-          }
-          z[m][i] = Pair256(s0[m], s1[m]);
-          zc[m][i] = Pair256(c0[m], c1[m]);
-        }
-      }
-      for (int m = 0; m < kM; ++m) {
-        const __m512 ad = _mm512_set1_ps(act[m].d[b]);
-        acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(SumLanes(z[m])), _mm512_mul_ps(d, ad), acc[m]);
-        if constexpr (kF == WFormat::kQ4_K) {
-          const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(words, 16)));
-          acc[m] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(SumLanes(zc[m])), _mm512_mul_ps(dmin, ad),
-                                    acc[m]);
-        }
-      }
+    // Each row's scale word (d in its low half).
+    const __m512i words = _mm512_i32gather_epi32(offsets, rp[0] + b * kBytes, 1);
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
+    __m512i wv[8];
+    for (int i = 0; i < 8; ++i) {
+      wv[i] = Pair256(ChunkU8<kF>(rp[i] + b * kBytes, 0), ChunkU8<kF>(rp[i + 8] + b * kBytes, 0));
+    }
+    for (int m = 0; m < kM; ++m) {
+      const __m512i av =
+          _mm512_broadcast_i64x4(Load256(reinterpret_cast<const std::byte*>(act[m].q + 32 * b)));
+      __m512i z[8];
+      for (int i = 0; i < 8; ++i) z[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[i], av);
+      const __m512i isum =
+          _mm512_sub_epi32(SumLanes(z), _mm512_set1_epi32(kOffset * act[m].sum32[b]));
+      acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                               _mm512_mul_ps(d, _mm512_set1_ps(act[m].d[b])), acc[m]);
     }
   }
   for (int m = 0; m < kM; ++m) _mm512_mask_storeu_ps(out + m * ldo, mask, acc[m]);
@@ -449,6 +422,89 @@ using DecodeStripFn = void (*)(const std::byte* const (&)[kLanes], __m512i, cons
 template <WFormat kF, int... kM>
 constexpr DecodeStripFn<kF> kDecodeStrips[] = {DecodeStrip<kF, kM>...};
 constexpr int kMaxDecodeTile = 4;
+
+// K formats: the strip's rows are taken one at a time, kChunkK<kM> super-blocks of each (the
+// whole row up to K = 9216 for 1-2 activation rows, 4608 for 3-4: the buffer below stays in
+// L1), so the weights stream in address order as main's row-at-a-time kernel read them
+// (interleaving the 16 rows block by block measured 0.7-0.9x of it), each block prefetching
+// the next row's. Each row's 8-lane integer partials of a block (isum, corr) fold at once into
+// 4 lanes (vphaddd, then the two halves added) parked in `part`; per block, 16 rows' partials
+// then turn into one lane per row (ToLanes) and the f32 chain runs as in BlocksK, so the
+// outputs equal the panels'.
+template <int kM>
+constexpr int64_t kChunkK = kM <= 2 ? 36 : 18;
+
+// p: 16 rows × (isum, isum, corr, corr) partials. *isum / *corr: lane r = row r's sum.
+inline void ToLanes(const int32_t* p, __m512i* isum, __m512i* corr) {
+  __m512i t[4];
+  for (int k = 0; k < 4; ++k) {  // lane 4r: row r's isum, lane 4r + 2: its corr
+    const __m512i q = _mm512_load_si512(p + 16 * k);
+    t[k] = _mm512_add_epi32(q, _mm512_shuffle_epi32(q, _MM_PERM_CDAB));
+  }
+  const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 2, 6, 10, 14, 18, 22, 26, 30);
+  const __m512i u01 = _mm512_permutex2var_epi32(t[0], idx, t[1]);  // isum 0-7, corr 0-7
+  const __m512i u23 = _mm512_permutex2var_epi32(t[2], idx, t[3]);  // rows 8-15
+  *isum = _mm512_shuffle_i64x2(u01, u23, _MM_SHUFFLE(1, 0, 1, 0));
+  *corr = _mm512_shuffle_i64x2(u01, u23, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
+template <WFormat kF, int kM>
+void DecodeStripK(const std::byte* const (&rp)[kLanes], const quant::ActRow* act, int64_t blocks,
+                  const std::byte* next, float* out, int64_t ldo, __mmask16 mask) {
+  constexpr size_t kBytes = BlockBytes(kF);
+  alignas(64) int32_t part[kM][kChunkK<kM>][kLanes][4];
+  alignas(64) uint16_t dh[kChunkK<kM>][kLanes], mh[kChunkK<kM>][kLanes];  // f16 d, dmin per row
+  __m512 acc[kM];
+  for (int m = 0; m < kM; ++m) acc[m] = _mm512_setzero_ps();
+  for (int64_t b0 = 0; b0 < blocks; b0 += kChunkK<kM>) {
+    const int64_t nb = std::min(kChunkK<kM>, blocks - b0);
+    for (int r = 0; r < kLanes; ++r) {
+      for (int64_t i = 0; i < nb; ++i) {
+        const std::byte* blk = rp[r] + (b0 + i) * kBytes;
+        // The same block of the next row (the last row: the next chunk's, or the next strip's
+        // first row): one row's chunk ahead, wherever the rows' chunks lie.
+        const std::byte* ahead = r + 1 < kLanes     ? rp[r + 1] + (b0 + i) * kBytes
+                                 : b0 + nb < blocks ? rp[0] + (b0 + nb + i) * kBytes
+                                                    : next + i * kBytes;
+        for (size_t off = 0; off < kBytes; off += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(ahead) + off, _MM_HINT_T0);
+        __m256i s[kM], c[kM];
+        RowK<kF, kM>(blk, act, b0 + i, s, c);
+        std::memcpy(&dh[i][r], blk + (kF == WFormat::kQ6_K ? 208 : 0), 2);
+        if constexpr (kF == WFormat::kQ4_K) std::memcpy(&mh[i][r], blk + 2, 2);
+        for (int m = 0; m < kM; ++m) {
+          if constexpr (kF == WFormat::kQ6_K) {  // Σ sc·(Σ q·a − 32·Σa)
+            s[m] = _mm256_sub_epi32(s[m], _mm256_slli_epi32(c[m], 5));
+          }
+          const __m256i h = _mm256_hadd_epi32(s[m], c[m]);
+          _mm_store_si128(reinterpret_cast<__m128i*>(part[m][i][r]),
+                          _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+        }
+      }
+    }
+    for (int64_t i = 0; i < nb; ++i) {
+      const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dh[i])));
+      for (int m = 0; m < kM; ++m) {
+        __m512i isum, corr;
+        ToLanes(&part[m][i][0][0], &isum, &corr);
+        const __m512 ad = _mm512_set1_ps(act[m].d[b0 + i]);
+        acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, ad), acc[m]);
+        if constexpr (kF == WFormat::kQ4_K) {
+          const __m512 dmin =
+              _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(mh[i])));
+          acc[m] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(corr), _mm512_mul_ps(dmin, ad), acc[m]);
+        }
+      }
+    }
+  }
+  for (int m = 0; m < kM; ++m) _mm512_mask_storeu_ps(out + m * ldo, mask, acc[m]);
+}
+
+template <WFormat kF>
+using DecodeStripKFn = void (*)(const std::byte* const (&)[kLanes], const quant::ActRow*, int64_t,
+                                const std::byte*, float*, int64_t, __mmask16);
+template <WFormat kF, int... kM>
+constexpr DecodeStripKFn<kF> kDecodeStripsK[] = {DecodeStripK<kF, kM>...};
 
 // Every row of a quantized chunk of count <= 8 rows against weight rows [n0, n1).
 template <WFormat kF>
@@ -471,9 +527,14 @@ void DecodeRows(const std::byte* rows, int64_t row_bytes, int64_t count, int64_t
     const __mmask16 mask = static_cast<__mmask16>((1u << strip) - 1);
     for (int64_t i = 0; i < count; i += kMaxDecodeTile) {
       const int64_t tile = std::min<int64_t>(kMaxDecodeTile, count - i);
-      kDecodeStrips<kF, 1, 2, 3, 4>[tile - 1](rp, _mm512_load_si512(offsets), act + i, blocks, next,
-                                              i == 0 ? next_bytes : 0, out + i * ldo + n, ldo,
-                                              mask);
+      if constexpr (IsK(kF)) {
+        kDecodeStripsK<kF, 1, 2, 3, 4>[tile - 1](rp, act + i, blocks, next, out + i * ldo + n, ldo,
+                                                 mask);
+      } else {
+        kDecodeStrips<kF, 1, 2, 3, 4>[tile - 1](rp, _mm512_load_si512(offsets), act + i, blocks,
+                                                next, i == 0 ? next_bytes : 0, out + i * ldo + n,
+                                                ldo, mask);
+      }
     }
   }
 }
