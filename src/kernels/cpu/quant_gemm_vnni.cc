@@ -13,6 +13,11 @@
 //   Q8_0 / Q4_0 / Q5_0  Σ (q + o)·a − o·Σa, with o = 128 / 8 / 16 (q + o is the unsigned byte)
 //   Q4_K                Σ_j sc_j·Σ q·a over its eight 32-value sub-blocks; Σ_j m_j·Σa apart
 //   Q6_K                Σ_j sc_j·(Σ q·a − 32·Σa) over its sixteen 16-value sub-blocks
+// GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized inside its masked-load and set1
+// intrinsics (an intentionally undefined pass-through operand); nothing here is uninitialized.
+// Set before the includes: the warnings point into the intrinsics' header.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -25,11 +30,6 @@
 #include "kernels/kernel_table.h"
 #include "kernels/quant/activations.h"
 #include "kernels/quant/blocks.h"
-
-// GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized inside its masked-load and set1
-// intrinsics (an intentionally undefined pass-through operand); nothing here is uninitialized.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #if defined(__clang__)
 #pragma clang attribute push(                                                      \
