@@ -28,9 +28,11 @@ test: build
 demo: build
 	@scripts/demo $(BUILD)
 
-# Tests under AddressSanitizer + UndefinedBehaviorSanitizer (CI runs this too).
+# Tests under AddressSanitizer + UndefinedBehaviorSanitizer (CI runs this too). Line tables
+# only (-g1): reports keep file:line and the build is about a fifth faster than with -g.
+ASAN_DEBUG := '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG' '-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG'
 asan:
-	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKE_FLAGS="$(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCULAR_SANITIZE=ON"
+	@$(MAKE) --no-print-directory test BUILD=build-asan CMAKE_FLAGS="$(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOCULAR_SANITIZE=ON $(ASAN_DEBUG)"
 
 # libFuzzer smoke run of every fuzz target (clang, ASan+UBSan), fixed inputs count and seed.
 FUZZ_TARGETS := image_decode_fuzz tokenizer_json_fuzz tokenizer_model_fuzz safetensors_header_fuzz \
@@ -48,7 +50,7 @@ fuzz-deep: fuzz-build
 fuzz-build:
 	@scripts/setup --fuzz
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DOCULAR_FUZZ=ON -DOCULAR_SANITIZE=ON >/dev/null
+	  -DOCULAR_FUZZ=ON -DOCULAR_SANITIZE=ON $(ASAN_DEBUG) >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
 
 # The Python reference stack (transformers, torch, ...) — only needed to regenerate fixtures.
