@@ -1,6 +1,7 @@
 // Transparency: every way a file carries alpha decodes to PIL's convert("RGB") plus
 // convert("RGBA")'s alpha, CompositeOnWhite is mllama's convert_to_rgb bit for bit, and
-// SiglipImageProcessor (convert("RGB"): alpha dropped) sees the same pixels as Preprocess.
+// SiglipImageProcessor and Gemma3ImageProcessor (convert("RGB"): alpha dropped) see the same
+// pixels as Preprocess.
 // Fixtures: tools/reference/make_alpha_fixtures.py.
 #include <gtest/gtest.h>
 
@@ -83,7 +84,7 @@ TEST(AlphaTest, CompositeOnWhiteIsMllamasConvertToRgb) {
   }
 }
 
-TEST(AlphaTest, SiglipImageProcessorDropsAlpha) {
+TEST(AlphaTest, SiglipAndGemma3ImageProcessorsDropAlpha) {
   auto fx = SafetensorsFile::Open("testdata/golden/alpha.safetensors");
   ASSERT_TRUE(fx.ok()) << fx.status().ToString();
   PreprocessConfig c;

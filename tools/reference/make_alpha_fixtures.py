@@ -25,6 +25,8 @@ Writes:
                                        MllamaImageProcessor (10-px tiles, make_mllama.py's
                                        pixel fixture settings)
       <name>/siglip/pixel_values [3, 16, 16]   SiglipImageProcessor(do_convert_rgb=True), 16x16
+                                       (Gemma3ImageProcessor's, without pan-and-scan, asserted
+                                       equal: the same convert_to_rgb, resize and arithmetic)
 
 Reference: transformers 4.57.1 image_transforms.py (convert_to_rgb),
 models/mllama/image_processing_mllama.py (convert_to_rgb, MllamaImageProcessor), Pillow 11.3.
@@ -146,13 +148,15 @@ def save_png(image, name):
 
 def main(argv=None):
     del argv
-    from transformers import SiglipImageProcessor
+    from transformers import Gemma3ImageProcessor, SiglipImageProcessor
     from transformers.models.mllama.image_processing_mllama import convert_to_rgb as mllama_rgb
 
     mllama = make_mllama.make_processor(make_mllama.load_tokenizer_dir(None)).image_processor
     mllama.size = {"height": make_mllama.PIXEL_TILE, "width": make_mllama.PIXEL_TILE}
-    siglip = SiglipImageProcessor(do_convert_rgb=True, size={"height": SIGLIP, "width": SIGLIP},
-                                  resample=3, image_mean=[0.5] * 3, image_std=[0.5] * 3)
+    settings = dict(do_convert_rgb=True, size={"height": SIGLIP, "width": SIGLIP}, resample=3,
+                    image_mean=[0.5] * 3, image_std=[0.5] * 3)
+    siglip = SiglipImageProcessor(**settings)
+    gemma3 = Gemma3ImageProcessor(do_pan_and_scan=False, **settings)
     if os.path.isdir(ALPHA_DIR):
         shutil.rmtree(ALPHA_DIR)
     os.makedirs(os.path.join(ALPHA_DIR, "expected"))
@@ -172,6 +176,8 @@ def main(argv=None):
         taps[f"{name}/mllama/aspect_ratio_id"] = out["aspect_ratio_ids"][0].to(torch.int64)
         taps[f"{name}/siglip/pixel_values"] = siglip(images=[image], return_tensors="pt")[
             "pixel_values"][0].float()
+        assert torch.equal(gemma3(images=[image], return_tensors="pt")["pixel_values"][0].float(),
+                           taps[f"{name}/siglip/pixel_values"]), name
         print(f"alpha: {file} mode {image.mode} info {sorted(image.info)} tiles {tiles}")
     v = np.tile(np.arange(256, dtype=np.uint8), (256, 1))
     source = np.dstack([v, 255 - v, (v.astype(np.int32) * 7 % 256).astype(np.uint8), v.T])
