@@ -86,7 +86,7 @@ def test_transparent_pil_images_keep_their_alpha():
     rgba[..., 0], rgba[..., 3] = 200, np.arange(30, dtype=np.uint8).reshape(6, 5) * 8
     palette = Image.fromarray(np.arange(30, dtype=np.uint8).reshape(6, 5) % 4).convert("P")
     palette.info["transparency"] = 2
-    for image in (Image.fromarray(rgba, "RGBA"), Image.fromarray(rgba, "RGBA").convert("LA"),
+    for image in (Image.fromarray(rgba), Image.fromarray(rgba).convert("LA"),
                   palette):
         data = to_engine_image(image)
         assert data.startswith(b"\x89PNG")
