@@ -11,10 +11,13 @@ def to_engine_image(image: Any) -> Any:
 
     Accepts a path (``str`` or ``os.PathLike``), the bytes of an encoded file (JPEG, PNG,
     WebP, GIF, BMP: decoded by the engine exactly as for a path), a ``PIL.Image.Image``
-    (converted to RGB as ``image.convert("RGB")``) or a ``numpy`` array of shape
-    ``(height, width, 3)`` and dtype ``uint8`` (RGB). PIL images and arrays are handed over
-    as an uncompressed 24-bit BMP written by Pillow: lossless, so the engine sees the exact
-    pixels.
+    or a ``numpy`` array of shape ``(height, width, 3)`` and dtype ``uint8`` (RGB). PIL
+    images and arrays are handed over as an uncompressed 24-bit BMP written by Pillow
+    (``image.convert("RGB")``): lossless, so the engine sees the exact pixels. A PIL image
+    with transparency (a mode other than "RGB" with an alpha channel or a ``transparency``
+    entry) goes as ``image.convert("RGBA")`` in a PNG instead, so that it keeps its alpha
+    until the model family's processor decides (Llama 3.2 Vision composites it onto white,
+    the others drop it), as a file of that image would.
     """
     if isinstance(image, str):
         return image
@@ -23,7 +26,9 @@ def to_engine_image(image: Any) -> Any:
     if isinstance(image, (bytes, bytearray, memoryview)):
         return bytes(image)
     if _is_pil(image):
-        return _bmp(image if image.mode == "RGB" else image.convert("RGB"))
+        if image.mode != "RGB" and ("A" in image.mode or "transparency" in image.info):
+            return _encoded(image.convert("RGBA"), "PNG")
+        return _encoded(image if image.mode == "RGB" else image.convert("RGB"), "BMP")
     if _is_numpy(image):
         return _from_array(image)
     raise TypeError(
@@ -59,12 +64,12 @@ def _from_array(array: Any) -> Any:
         raise ValueError(f"image: a numpy image must have dtype uint8; got {array.dtype}")
     from PIL import Image
 
-    return _bmp(Image.fromarray(np.ascontiguousarray(array)))
+    return _encoded(Image.fromarray(np.ascontiguousarray(array)), "BMP")
 
 
-def _bmp(rgb: Any) -> bytes:
+def _encoded(image: Any, fmt: str) -> bytes:
     import io
 
     out = io.BytesIO()
-    rgb.save(out, format="BMP")
+    image.save(out, format=fmt)
     return out.getvalue()

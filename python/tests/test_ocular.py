@@ -77,6 +77,25 @@ def test_every_image_kind_gives_the_same_answer(model, kind):
     assert (got.text, got.tokens) == (want.text, want.tokens)
 
 
+def test_transparent_pil_images_keep_their_alpha():
+    # A PIL image with alpha or a tRNS entry goes to the engine as convert("RGBA") in a PNG (the
+    # family's processor decides: Llama 3.2 Vision composites onto white); others as RGB BMP.
+    from ocular._images import to_engine_image
+
+    rgba = np.zeros((6, 5, 4), dtype=np.uint8)
+    rgba[..., 0], rgba[..., 3] = 200, np.arange(30, dtype=np.uint8).reshape(6, 5) * 8
+    palette = Image.fromarray(np.arange(30, dtype=np.uint8).reshape(6, 5) % 4).convert("P")
+    palette.info["transparency"] = 2
+    for image in (Image.fromarray(rgba), Image.fromarray(rgba).convert("LA"),
+                  palette):
+        data = to_engine_image(image)
+        assert data.startswith(b"\x89PNG")
+        got = np.asarray(Image.open(io.BytesIO(data)))
+        assert np.array_equal(got, np.asarray(image.convert("RGBA")))
+    assert to_engine_image(Image.fromarray(rgba[..., :3])).startswith(b"BM")
+    assert to_engine_image(Image.fromarray(rgba[..., 0])).startswith(b"BM")  # "L", opaque
+
+
 def test_numpy_image_pixels_reach_the_engine(model):
     # A mirrored array answers as the mirrored image (and not as the original).
     pixels = np.asarray(Image.open(IMAGE).convert("RGB"))

@@ -92,9 +92,10 @@ StatusOr<BmpHeader> ParseHeader(std::span<const uint8_t> data) {
 }
 
 // The raw layout of a 16/24/32-bit image and, for byte layouts, which byte of the
-// little-endian pixel holds R, G and B. Only the layouts Pillow accepts.
-Status ChooseLayout(const BmpHeader& h, Layout* layout, std::array<int, 3>* rgb_byte) {
-  *rgb_byte = {2, 1, 0};  // BGR(X)
+// little-endian pixel holds R, G, B and A (-1: none; Pillow's mode is then "RGB", else "RGBA").
+// Only the layouts Pillow accepts.
+Status ChooseLayout(const BmpHeader& h, Layout* layout, std::array<int, 4>* rgb_byte) {
+  *rgb_byte = {2, 1, 0, -1};  // BGR(X)
   *layout = Layout::kBytes;
   if (h.compression == kRaw) {
     if (h.bits == 16) *layout = Layout::kBgr15;
@@ -127,7 +128,9 @@ Status ChooseLayout(const BmpHeader& h, Layout* layout, std::array<int, 3>* rgb_
         auto byte_of = [](uint32_t mask) {
           return mask == 0xFF ? 0 : mask == 0xFF00 ? 1 : mask == 0xFF0000 ? 2 : 3;
         };
-        *rgb_byte = {byte_of(r), byte_of(g), byte_of(b)};
+        *rgb_byte = {byte_of(r), byte_of(g), byte_of(b), a != 0 ? byte_of(a) : -1};
+      } else {
+        *rgb_byte = {2, 1, 0, 3};  // all masks zero: Pillow's "BGRA"
       }
       return Status::Ok();
     }
@@ -259,8 +262,9 @@ StatusOr<Image> DecodeRaw(std::span<const uint8_t> data, const BmpHeader& h, con
   const bool gray = p.gray;
   Image img(w, ht);
   Layout layout = Layout::kBytes;
-  std::array<int, 3> rgb_byte{};
+  std::array<int, 4> rgb_byte{};
   if (h.bits > 8) OCULAR_RETURN_IF_ERROR(ChooseLayout(h, &layout, &rgb_byte));
+  if (h.bits == 32 && rgb_byte[3] >= 0) img.alpha.resize(static_cast<size_t>(w) * ht);
   const uint64_t stride = ((uint64_t(w) * h.bits + 31) >> 3) & ~uint64_t{3};
   // Without its palette Pillow unpacks the rows with the grey raw mode whatever the stored
   // depth: "1" (1 bit per pixel) for black/white, else "L" (a byte per pixel), stepping by the
@@ -297,9 +301,11 @@ StatusOr<Image> DecodeRaw(std::span<const uint8_t> data, const BmpHeader& h, con
       } else {
         const uint8_t* px = row + bpp * x;
         for (int c = 0; c < 3; ++c) out[c] = px[rgb_byte[c]];
+        if (!img.alpha.empty()) img.alpha[static_cast<size_t>(y) * w + x] = px[rgb_byte[3]];
       }
     }
   }
+  DropOpaqueAlpha(&img);
   return img;
 }
 

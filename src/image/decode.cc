@@ -1,4 +1,5 @@
 // Format sniffing, the pixel budget, EXIF orientation, and the DecodeImage/LoadImage entry points.
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string_view>
@@ -31,6 +32,13 @@ Status CheckDimensions(const char* format, int64_t width, int64_t height, int64_
                  " pixels (--max-pixels)");
   }
   return Status::Ok();
+}
+
+void DropOpaqueAlpha(Image* image) {
+  if (std::all_of(image->alpha.begin(), image->alpha.end(), [](uint8_t a) { return a == 255; })) {
+    image->alpha.clear();
+    image->alpha.shrink_to_fit();
+  }
 }
 
 }  // namespace image_internal
@@ -174,6 +182,7 @@ Image ApplyExifOrientation(const Image& in, int orientation) {
   const int w = in.width, h = in.height;
   const bool swap = orientation >= 5;  // transpose, rotations by 90, transverse
   Image out(swap ? h : w, swap ? w : h);
+  if (!in.alpha.empty()) out.alpha.resize(in.alpha.size());
   for (int y = 0; y < out.height; ++y) {
     for (int x = 0; x < out.width; ++x) {
       int sx = x, sy = y;  // source pixel for output (x, y)
@@ -201,6 +210,10 @@ Image ApplyExifOrientation(const Image& in, int orientation) {
           break;
       }
       std::memcpy(out.pixel(x, y), in.pixel(sx, sy), 3);
+      if (!in.alpha.empty()) {
+        out.alpha[static_cast<size_t>(y) * out.width + x] =
+            in.alpha[static_cast<size_t>(sy) * w + sx];
+      }
     }
   }
   return out;

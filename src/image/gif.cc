@@ -2,7 +2,8 @@
 // the logical screen, pre-filled with the frame's transparent index if it has one (else index
 // 0), the frame is pasted at its offset, and convert("RGB") looks indices up in the local or
 // global colour table (black past its end). Without any colour table Pillow uses mode "L": the
-// index is the grey.
+// index is the grey. The transparent index (PIL info "transparency") is alpha 0 in
+// convert("RGBA"), for the "P" and the "L" image alike; it is kept in Image::alpha.
 #include <gif_lib.h>
 
 #include <algorithm>
@@ -101,8 +102,10 @@ StatusOr<Image> DecodeGif(std::span<const uint8_t> data, int64_t max_pixels) {
     }
     const ColorMapObject* map = desc.ColorMap != nullptr ? desc.ColorMap : gif->SColorMap;
     Image out(width, height);
+    if (transparent >= 0) out.alpha.assign(canvas.size(), 255);
     for (size_t i = 0; i < canvas.size(); ++i) {
       const int index = canvas[i];
+      if (index == transparent) out.alpha[i] = 0;
       uint8_t* p = &out.rgb[i * 3];
       if (map == nullptr) {
         // No colour table at all: Pillow opens the GIF as "L", the index is the grey level.
@@ -116,6 +119,7 @@ StatusOr<Image> DecodeGif(std::span<const uint8_t> data, int64_t max_pixels) {
         p[0] = p[1] = p[2] = 0;
       }
     }
+    DropOpaqueAlpha(&out);
     return out;
   }
 }

@@ -1,9 +1,12 @@
 // Image decoding: encoded bytes (JPEG, PNG, WebP, GIF, BMP) → 8-bit RGB, as PIL does it.
 //
-// Parity target: `PIL.Image.open(f).convert("RGB")` with Pillow 11.3, which is what
-// transformers' image processors see. Per source mode:
-//   RGB / RGBA / LA        alpha dropped (not composited onto a background)
-//   L / 1 / LA / P         grey replicated, palette looked up (tRNS ignored)
+// Parity target: `PIL.Image.open(f).convert("RGB")` with Pillow 11.3 for the colour, and
+// convert("RGBA")'s alpha kept beside it (Image::alpha) for the processors that composite
+// (mllama's convert_to_rgb); the others drop it, as convert("RGB") does. Per source mode:
+//   RGB / RGBA / LA        colour as is; alpha kept (RGB has none: an RGB PNG's tRNS colour
+//                          stays PIL info that no processor reads)
+//   L / 1 / LA / P         grey replicated, palette looked up; tRNS (a palette's alphas, a
+//                          grey's transparent value) and a GIF's transparent index as alpha
 //   16-bit RGB/RGBA/LA PNG the most significant byte of each sample
 //   16-bit grey PNG (I;16) min(value, 255) — PIL clips, it does not scale
 //   CMYK JPEG              Adobe files are inverted first; then R = k' - k'·c/255 (k' = 255-k)
@@ -23,11 +26,15 @@
 
 namespace ocular {
 
-// Interleaved 8-bit RGB, row-major: rgb[(y * width + x) * 3 + c].
+// Interleaved 8-bit RGB, row-major: rgb[(y * width + x) * 3 + c], and the alpha the source
+// carries, if any: alpha[y * width + x] as PIL's convert("RGBA") makes it; empty when the source
+// mode has no transparency or every pixel is opaque. Each family's processor decides what
+// alpha means (CompositeOnWhite, or ignore it as convert("RGB") does).
 struct Image {
   int width = 0;
   int height = 0;
   std::vector<uint8_t> rgb;
+  std::vector<uint8_t> alpha;
 
   Image() = default;
   Image(int w, int h) : width(w), height(h), rgb(static_cast<size_t>(w) * h * 3) {}
@@ -36,6 +43,12 @@ struct Image {
     return rgb.data() + (static_cast<size_t>(y) * width + x) * 3;
   }
 };
+
+// Image.alpha_composite of `image` over an opaque white canvas, then convert("RGB"): mllama's
+// convert_to_rgb (transformers 4.57 models/mllama/image_processing_mllama.py) on a non-RGB
+// source, with Pillow's integer blend (libImaging/AlphaComposite.c). The result has no alpha;
+// an image without alpha comes back unchanged.
+Image CompositeOnWhite(const Image& image);
 
 enum class ImageFormat { kUnknown, kJpeg, kPng, kWebp, kGif, kBmp };
 const char* ImageFormatName(ImageFormat f);  // "JPEG", "PNG", ...

@@ -1,12 +1,15 @@
-// PNG through libpng: decoding to PIL's convert("RGB") and writing 8-bit RGB.
+// PNG through libpng: decoding to PIL's convert("RGB") (and convert("RGBA")'s alpha) and
+// writing 8-bit RGB.
 //
 // Pillow's modes for PNG (src/PIL/PngImagePlugin.py, _MODES) and what convert("RGB") makes of
 // them (src/libImaging/Convert.c, Unpack.c):
 //   grey 1/2/4/8 bit → "1"/"L" (bit-replicated to 8 bits) → replicated to R=G=B
 //   grey 16 bit      → "I;16" → min(v, 255) on each channel (I16 → RGB clips; it does not shift)
-//   grey+alpha       → "LA" (16 bit: most significant byte) → alpha dropped
-//   RGB / RGBA       → 8 bit as is, 16 bit: most significant byte ("RGB;16B") → alpha dropped
-//   palette          → "P" → palette lookup; tRNS is kept as info and ignored by convert("RGB")
+//   grey+alpha       → "LA" (16 bit: most significant byte) → alpha kept in Image::alpha
+//   RGB / RGBA       → 8 bit as is, 16 bit: most significant byte ("RGB;16B") → alpha kept
+//   palette          → "P" → palette lookup; tRNS (PIL info) → the entries' alphas
+//   grey with tRNS   → alpha 0 where the sample equals it (convert("RGBA")'s convert_transparent)
+//   RGB with tRNS    → no alpha: the image stays mode "RGB", which no processor composites
 // libpng errors longjmp back to the function that called setjmp; as in jpeg.cc, those functions
 // keep their mutable state behind pointers to the caller's frame.
 #include <png.h>
@@ -57,14 +60,16 @@ struct PngDecodeState {
   Status status;
 };
 
-// One output pixel from a decoded sample row. `channels` is 1..4 after expansion, `depth` 8 or 16
-// (16-bit samples are big-endian).
-void ConvertPngRow(const uint8_t* in, int width, int channels, int depth, uint8_t* out) {
+// One output row from a decoded sample row. `channels` is 1..4 after expansion (2 and 4 carry
+// alpha, written to `alpha`), `depth` 8 or 16 (16-bit samples are big-endian); `clip16`: a 16-bit
+// grey source ("I;16"), whose grey is clipped, not shifted.
+void ConvertPngRow(const uint8_t* in, int width, int channels, int depth, bool clip16, uint8_t* out,
+                   uint8_t* alpha) {
   const int bytes = depth / 8;
   for (int x = 0; x < width; ++x, out += 3, in += channels * bytes) {
     if (channels <= 2) {
       uint8_t v = in[0];  // 8-bit L/LA; for 16-bit LA the most significant byte
-      if (channels == 1 && depth == 16) {
+      if (clip16) {
         const int v16 = (in[0] << 8) | in[1];
         v = static_cast<uint8_t>(v16 > 255 ? 255 : v16);  // "I;16" → RGB clips
       }
@@ -72,6 +77,7 @@ void ConvertPngRow(const uint8_t* in, int width, int channels, int depth, uint8_
     } else {
       for (int c = 0; c < 3; ++c) out[c] = in[c * bytes];  // MSB for 16 bit
     }
+    if (channels == 2 || channels == 4) alpha[x] = in[(channels - 1) * bytes];  // MSB for 16 bit
   }
 }
 
@@ -85,10 +91,13 @@ bool RunPngDecode(PngDecodeState* st, int64_t max_pixels, Image* out) {
   st->status = CheckDimensions("PNG", width, height, max_pixels);
   if (!st->status.ok()) return true;
 
-  // Palette → RGB (libpng adds alpha if there is a tRNS chunk; we drop it below), grey < 8 bit →
-  // 8 bit by bit replication (as PIL's "1", "L;2", "L;4" unpackers). No tRNS → alpha for grey/RGB.
+  // Palette → RGB (libpng adds alpha if there is a tRNS chunk), grey < 8 bit → 8 bit by bit
+  // replication (as PIL's "1", "L;2", "L;4" unpackers), a grey's tRNS → alpha. An RGB image's
+  // tRNS is not expanded (PIL keeps the mode "RGB").
+  const bool trns = png_get_valid(st->png, st->info, PNG_INFO_tRNS) != 0;
   if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(st->png);
   if (color_type == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(st->png);
+  if (color_type == PNG_COLOR_TYPE_GRAY && trns) png_set_tRNS_to_alpha(st->png);
   png_set_interlace_handling(st->png);
   png_read_update_info(st->png, st->info);
   const int channels = png_get_channels(st->png, st->info);
@@ -107,9 +116,14 @@ bool RunPngDecode(PngDecodeState* st, int64_t max_pixels, Image* out) {
   // No png_read_end: chunks after the image data (up to IEND) do not change the pixels, and
   // Pillow also accepts a file whose IEND is missing. Truncated image data is an error above.
   *out = Image(static_cast<int>(width), static_cast<int>(height));
+  const bool clip16 = color_type == PNG_COLOR_TYPE_GRAY && depth == 16;
+  if (channels == 2 || channels == 4) out->alpha.resize(static_cast<size_t>(width) * height);
   for (png_uint_32 y = 0; y < height; ++y) {
-    ConvertPngRow(st->rows[y], static_cast<int>(width), channels, out_depth, out->pixel(0, y));
+    uint8_t* alpha = out->alpha.empty() ? nullptr : &out->alpha[static_cast<size_t>(y) * width];
+    ConvertPngRow(st->rows[y], static_cast<int>(width), channels, out_depth, clip16,
+                  out->pixel(0, y), alpha);
   }
+  DropOpaqueAlpha(out);
   return true;
 }
 

@@ -30,8 +30,10 @@ struct PreprocessConfig {
   bool do_normalize = true;
   std::array<double, 3> image_mean = {0.5, 0.5, 0.5};  // IMAGENET_STANDARD_MEAN
   std::array<double, 3> image_std = {0.5, 0.5, 0.5};   // IMAGENET_STANDARD_STD
-  // Parsed for completeness (null → false, as in transformers). Our Image is always RGB already
-  // (DecodeImage does PIL's convert("RGB")), so this does not change the output.
+  // Parsed for completeness (null → false, as in transformers). Preprocess reads Image::rgb,
+  // which is PIL's convert("RGB") (alpha dropped): what convert_to_rgb makes of any mode. With
+  // null, transformers refuses a non-RGB image instead, and a caller's convert("RGB") (its
+  // load_image) gives these same pixels.
   bool do_convert_rgb = false;
 
   // Sizes in 1..16384, std non-zero, factors finite.

@@ -1,11 +1,12 @@
 // WebP through libwebp. Pillow (src/_webp.c) decodes every WebP with WebPAnimDecoder in
-// non-premultiplied RGBA (or RGBX) and drops alpha in convert("RGB"); for a still image that
-// frame is exactly WebPDecode's output, so still images take the simple path and animations the
-// first frame of WebPAnimDecoder.
+// non-premultiplied RGBA (mode "RGBA" when the file has alpha) or RGBX (mode "RGB"); for a still
+// image that frame is exactly WebPDecode's output, so still images take the simple path and
+// animations the first frame of WebPAnimDecoder. Alpha is kept in Image::alpha.
 #include <webp/decode.h>
 #include <webp/demux.h>
 
 #include <cstring>
+#include <vector>
 
 #include "image/codecs.h"
 
@@ -57,9 +58,12 @@ StatusOr<Image> DecodeAnimatedFirstFrame(std::span<const uint8_t> data, int64_t 
   Image out;
   if (WebPAnimDecoderGetNext(dec, &rgba, &timestamp) && rgba != nullptr) {
     out = Image(static_cast<int>(w), static_cast<int>(h));
-    for (size_t i = 0, n = static_cast<size_t>(w) * h; i < n; ++i) {
+    out.alpha.resize(static_cast<size_t>(w) * h);
+    for (size_t i = 0, n = out.alpha.size(); i < n; ++i) {
       std::memcpy(&out.rgb[i * 3], rgba + i * 4, 3);
+      out.alpha[i] = rgba[i * 4 + 3];
     }
+    DropOpaqueAlpha(&out);
   }
   WebPAnimDecoderDelete(dec);
   if (out.rgb.empty()) return Error(StatusCode::kDataLoss, "image", "corrupt animated WebP frame");
@@ -82,15 +86,26 @@ StatusOr<Image> DecodeWebp(std::span<const uint8_t> data, int64_t max_pixels) {
   if (!WebPInitDecoderConfig(&config)) {
     return Error(StatusCode::kInternal, "image", "libwebp version mismatch");
   }
-  config.output.colorspace = MODE_RGB;
+  // With alpha: non-premultiplied RGBA (as Pillow's decoder), split below.
+  std::vector<uint8_t> rgba(features.has_alpha ? out.rgb.size() / 3 * 4 : 0);
+  const int channels = features.has_alpha ? 4 : 3;
+  config.output.colorspace = features.has_alpha ? MODE_RGBA : MODE_RGB;
   config.output.is_external_memory = 1;
-  config.output.u.RGBA.rgba = out.rgb.data();
-  config.output.u.RGBA.stride = features.width * 3;
-  config.output.u.RGBA.size = out.rgb.size();
+  config.output.u.RGBA.rgba = features.has_alpha ? rgba.data() : out.rgb.data();
+  config.output.u.RGBA.stride = features.width * channels;
+  config.output.u.RGBA.size = features.has_alpha ? rgba.size() : out.rgb.size();
   const VP8StatusCode status = WebPDecode(data.data(), data.size(), &config);
   WebPFreeDecBuffer(&config.output);
   if (status != VP8_STATUS_OK) {
     return Error(StatusCode::kDataLoss, "image", "corrupt WebP: ", Vp8StatusName(status));
+  }
+  if (features.has_alpha) {
+    out.alpha.resize(rgba.size() / 4);
+    for (size_t i = 0; i < out.alpha.size(); ++i) {
+      std::memcpy(&out.rgb[i * 3], &rgba[i * 4], 3);
+      out.alpha[i] = rgba[i * 4 + 3];
+    }
+    DropOpaqueAlpha(&out);
   }
   return out;
 }

@@ -137,7 +137,9 @@ Image CaseImage(const std::string& name) {
   if (name == "small") return Synthetic(20, 20, 1);
   if (name == "strip") return Synthetic(50, 28, 2);
   if (name == "wide") return Synthetic(60, 25, 3);
-  auto image = LoadImage("testdata/golden/inputs/" + name + ".png");
+  // make_mllama.py make_images: inputs/<name>.png, or <name>.png under testdata/golden for a path
+  const std::string dir = name.find('/') != std::string::npos ? "" : "inputs/";
+  auto image = LoadImage("testdata/golden/" + dir + name + ".png");
   EXPECT_TRUE(image.ok()) << image.status().ToString();
   return image.ok() ? *image : Image();
 }
@@ -371,6 +373,43 @@ TEST(MllamaProcessorTest, TilesMatchMllamaImageProcessorOnManyImages) {
     ++images;
   }
   EXPECT_GE(images, 30);
+}
+
+// MllamaImageProcessor on every transparent source of make_alpha_fixtures.py (RGBA 8/16-bit,
+// LA, palettes with tRNS, grey with tRNS, GIF, WebP, BMP bitfields; an RGB PNG with a tRNS
+// colour it does not composite): its convert_to_rgb composites onto white, so the decoded
+// image's alpha must reach the processor. The same tiles, bit for bit.
+TEST(MllamaProcessorTest, TransparentImagesAreCompositedOntoWhite) {
+  auto file = SafetensorsFile::Open("testdata/golden/alpha.safetensors");
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  mllama::TileConfig config;
+  config.pp.height = config.pp.width = std::stoi(file->metadata().at("mllama_tile"));
+  config.pp.resample = ResampleFilter::kBilinear;
+  config.pp.image_mean = {0.48145466, 0.4578275, 0.40821073};
+  config.pp.image_std = {0.26862954, 0.26130258, 0.27577711};
+  config.max_image_tiles = 4;
+  int images = 0, composited = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("testdata/golden/alpha")) {
+    const std::string source = entry.path().filename().string();
+    if (!entry.is_regular_file() || source == "composite.png") continue;
+    SCOPED_TRACE(source);
+    const std::string key = source.substr(0, source.find('.'));
+    const TensorView* want = file->Find(key + "/mllama/pixel_values");
+    const TensorView* id = file->Find(key + "/mllama/aspect_ratio_id");
+    ASSERT_TRUE(want != nullptr && id != nullptr);
+    auto image = LoadImage(entry.path().string());
+    ASSERT_TRUE(image.ok()) << image.status().ToString();
+    composited += !image->alpha.empty();
+    const mllama::TiledImage t = mllama::TileImage(*image, config);
+    ASSERT_EQ(t.pixels.numel(), want->numel()) << "tile count differs";
+    int64_t differ = 0;
+    for (int64_t k = 0; k < want->numel(); ++k) differ += t.pixels.data[k] != want->as<float>()[k];
+    EXPECT_EQ(differ, 0) << "pixels differ from MllamaImageProcessor";
+    EXPECT_EQ(t.aspect_ratio_id, id->as<int64_t>()[0]);
+    ++images;
+  }
+  EXPECT_GE(images, 12);
+  EXPECT_GE(composited, 10);
 }
 
 TEST(MllamaProcessorTest, RefusesMismatchedMarkersAndTooManyImages) {

@@ -1,7 +1,8 @@
 """Regenerates every fixture this package owns, in dependency order (`make fixtures`).
 
 tokenizer -> tiny checkpoints (use the tokenizer) -> goldens (run the checkpoints), then the
-image-pipeline fixtures (PIL / SiglipImageProcessor) and the tokenizer fixtures (HF tokenizers /
+image-pipeline fixtures (PIL / SiglipImageProcessor; transparent files through each family's
+processor, make_alpha_fixtures.py) and the tokenizer fixtures (HF tokenizers /
 sentencepiece on the tiny and real vocabularies), the ggml block-format fixtures (gguf-py) and the real-GGUF fixtures (Gemma 3 270M Q4_K_M), and the segmentation mask-decoder fixtures
 (torch + PIL, testdata/seg), then the tiny Gemma 3 checkpoints and goldens (make_gemma3.py) and
 the tiny Llama 3.2 Vision checkpoints, goldens and pixel fixture (make_mllama.py), the tiny
@@ -13,6 +14,7 @@ Deterministic: running it twice gives byte-identical files (docs/testing.md).
 """
 
 from tools.reference import common
+from tools.reference import make_alpha_fixtures
 from tools.reference import make_chat_goldens
 from tools.reference import make_gemma3
 from tools.reference import make_gguf_fixtures
@@ -33,6 +35,7 @@ def main():
     make_tiny()
     make_goldens()
     make_image_fixtures.main()
+    make_alpha_fixtures.main()  # transparent files, read by make_mllama / make_qwen*'s goldens
     make_text_fixtures()
     make_quant_fixtures.main()
     make_gguf_fixtures.main()

@@ -108,6 +108,9 @@ CASES = {
         # One user turn through the checkpoint's chat_template (apply_chat_template); the
         # metadata keeps the turn's text for the C++ processor's chat mode.
         "chat": (["photo", "gray"], {"chat": "What differs?"}),
+        # An RGBA PNG with alpha from 0 to 255 (make_alpha_fixtures.py): convert_to_rgb
+        # composites it onto white (its own convert_to_rgb, not image_transforms').
+        "rgba": (["alpha/rgba"], "<|image|>what is drawn here?"),
     },
     "mllama-bf16": {  # run in bfloat16, as a user runs the released checkpoints
         "two": (["photo", "small"], "<|image|><|image|>What differs?"),
@@ -124,10 +127,12 @@ CASES = {
 def make_images():
     """Images with 1 to 4 tiles at TILE 28 and max_image_tiles 4: make_goldens.py's photo
     (60x40) and gray (L, 33x47; testdata/golden/inputs/*.png), both 2x2 canvases, and
-    synthetic ones the C++ test rebuilds: small (1 tile), strip (1x2), wide (1x3)."""
+    synthetic ones the C++ test rebuilds: small (1 tile), strip (1x2), wide (1x3); a
+    transparent RGBA PNG (37x23: 1x2)."""
     shared = shared_images()
     return {"photo": shared["photo"], "gray": shared["gray"], "small": synthetic(20, 20, 1),
-            "strip": synthetic(50, 28, 2), "wide": synthetic(60, 25, 3)}
+            "strip": synthetic(50, 28, 2), "wide": synthetic(60, 25, 3),
+            "alpha/rgba": Image.open(os.path.join(GOLDEN, "alpha", "rgba.png"))}
 
 
 def synthetic(width, height, seed):

@@ -95,6 +95,11 @@ CASES = {
     # A chat turn (`ocular run --chat`): one user message of the image then this text, rendered
     # with the checkpoint's chat template (chat_prompt).
     "chat": (["photo"], "describe this picture"),
+    # Transparent inputs (make_alpha_fixtures.py): an RGBA PNG with alpha from 0 to 255 and
+    # colour under its transparent pixels, and a palette PNG with one transparent index.
+    # convert_to_rgb is image.convert("RGB"): alpha and tRNS are dropped, never composited.
+    "rgba": (["alpha/rgba"], VISION_TAG + "what is drawn here?"),
+    "palette_trns": (["alpha/p_index"], "what is this? " + VISION_TAG),
 }
 CHAT_CASES = ("chat",)
 # The released chat templates (testdata/chat/README.md says where each comes from): Qwen2-VL-
@@ -116,6 +121,12 @@ PIXEL_SIZES = [(2, 2), (5, 7), (8, 8), (9, 9), (15, 17), (16, 16), (17, 15), (20
                (130, 98), (13, 200), (96, 96)]
 PIXEL_MODES = ["RGB", "L", "P"]
 PIXEL_DIR = os.path.join(GOLDEN, "qwen2vl-pixels")
+# More sources after those (key <w>x<h>s<k><kind>, k counting on): alpha (RGBA, LA, a palette
+# with tRNS), CMYK JPEG, 16-bit grey ("I;16") and 16-bit RGB PNGs, 1-bit, and EXIF orientation 6
+# in a PNG and a JPEG (Image.open does not apply it, nor does the processor).
+PIXEL_EXTRA = [(33, 21, "RGBA"), (50, 70, "RGBA"), (27, 45, "LA"), (61, 38, "PA"),
+               (44, 30, "CMYK"), (36, 52, "I16"), (29, 40, "RGB16"), (41, 25, "BW"),
+               (38, 26, "EXIFPNG"), (46, 34, "EXIFJPG")]
 
 
 def synthetic(width, height, seed, mode="RGB"):
@@ -370,10 +381,43 @@ def make_checkpoint_goldens(name, only=None):
               f"deltas={taps['rope_deltas'].tolist()} gen={taps['generated_ids'].tolist()}")
 
 
-def make_pixel_fixture():
-    """Qwen2VLImageProcessor on synthetic images: pixel_values and image_grid_thw of each."""
-    processor = make_processor(load_tokenizer(), PIXEL_PATCH, PIXEL_MIN, PIXEL_MAX).image_processor
-    taps, grids = {}, []
+def extra_source(w, h, k, kind):
+    """(bytes, extension) of one PIXEL_EXTRA source."""
+    import io
+
+    from tools.reference import make_alpha_fixtures as alpha
+    from tools.reference.make_image_fixtures import exif_bytes
+
+    rgb = np.asarray(synthetic(w, h, k))
+    ramp = (alpha.alpha_ramp(w, h) if w >= 33 and h >= 20
+            else (rgb[..., 2].astype(np.int32) * 3 % 256).astype(np.uint8))
+    b = io.BytesIO()
+    if kind == "RGBA":
+        Image.fromarray(np.dstack([rgb, ramp]), "RGBA").save(b, "PNG", optimize=False)
+    elif kind == "LA":
+        Image.fromarray(np.dstack([rgb[..., 0], ramp]), "LA").save(b, "PNG", optimize=False)
+    elif kind == "PA":  # a palette whose tRNS gives each entry its own alpha
+        synthetic(w, h, k, "P").save(b, "PNG", optimize=False,
+                                     transparency=bytes((i * 53) % 256 for i in range(16)))
+    elif kind == "CMYK":
+        synthetic(w, h, k).convert("CMYK").save(b, "JPEG", quality=90)
+    elif kind == "I16":  # values up to 4000: "I;16" clips them to 255 in convert("RGB")
+        grey = (rgb[..., 0].astype(np.uint16) * 16) + rgb[..., 1] % 16
+        return alpha.encode_png16(grey[..., None], colour_type=0), "png"
+    elif kind == "RGB16":
+        wide = rgb.astype(np.uint16) * 256 + (rgb[..., ::-1] % 251)
+        return alpha.encode_png16(wide, colour_type=2), "png"
+    elif kind == "BW":
+        synthetic(w, h, k).convert("1").save(b, "PNG", optimize=False)
+    elif kind == "EXIFPNG":
+        synthetic(w, h, k).save(b, "PNG", optimize=False, exif=exif_bytes(6))
+    elif kind == "EXIFJPG":
+        synthetic(w, h, k).save(b, "JPEG", quality=90, exif=exif_bytes(6))
+    return b.getvalue(), "jpg" if kind in ("CMYK", "EXIFJPG") else "png"
+
+
+def pixel_sources():
+    """(key, file) of every pixel-fixture image, written under PIXEL_DIR."""
     if os.path.isdir(PIXEL_DIR):
         shutil.rmtree(PIXEL_DIR)
     os.makedirs(PIXEL_DIR)
@@ -382,6 +426,20 @@ def make_pixel_fixture():
         key = f"{w}x{h}s{k}{mode}"
         file = os.path.join(PIXEL_DIR, key + ".png")
         synthetic(w, h, k, mode).save(file, optimize=False)
+        yield key, file
+    for k, (w, h, kind) in enumerate(PIXEL_EXTRA, start=len(PIXEL_SIZES)):
+        data, ext = extra_source(w, h, k, kind)
+        key = f"{w}x{h}s{k}{kind}"
+        file = os.path.join(PIXEL_DIR, f"{key}.{ext}")
+        common.write_bytes(file, data)
+        yield key, file
+
+
+def make_pixel_fixture():
+    """Qwen2VLImageProcessor on synthetic images: pixel_values and image_grid_thw of each."""
+    processor = make_processor(load_tokenizer(), PIXEL_PATCH, PIXEL_MIN, PIXEL_MAX).image_processor
+    taps, grids = {}, []
+    for key, file in pixel_sources():
         out = processor(images=[Image.open(file)], return_tensors="pt")
         taps[f"{key}/pixel_values"] = out["pixel_values"].to(torch.float32)
         taps[f"{key}/image_grid_thw"] = out["image_grid_thw"][0].to(torch.int64)
@@ -390,7 +448,7 @@ def make_pixel_fixture():
     taps_lib.save_taps(taps, os.path.join(GOLDEN, "qwen2vl-pixels.safetensors"),
                        {"patch_size": PIXEL_PATCH, "min_pixels": PIXEL_MIN,
                         "max_pixels": PIXEL_MAX, "seed": "image index"})
-    print(f"pixels: {len(PIXEL_SIZES)} images, grids {sorted(set(grids))}")
+    print(f"pixels: {len(grids)} images, grids {sorted(set(grids))}")
 
 
 def main(argv=None):

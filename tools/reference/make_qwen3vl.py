@@ -79,7 +79,7 @@ CHECKPOINTS = {
 
 # (images, prompt) per case: a 60x40 image (sides not multiples of 32 -> 96x64, a 4x6 patch grid
 # the 6x6 table interpolates to), two images with text before, between and after them, a grey
-# image, a palette PNG of 120x90 (-> 128x96), text only.
+# image, a palette PNG of 120x90 (-> 128x96), text only, transparent RGBA and palette PNGs.
 TAG = q2.VISION_TAG
 CASES = {
     "one": (["photo"], TAG + "describe this picture"),
@@ -88,6 +88,10 @@ CASES = {
     "text_only": ([], "what color is the square?"),
     "palette": (["qwen2vl-pixels/120x90s23P"], TAG + "describe"),
     "chat": (["photo"], "describe this picture"),  # a --chat turn (q2.chat_prompt)
+    # An RGBA PNG and a palette PNG with a transparent index (make_alpha_fixtures.py): alpha
+    # and tRNS dropped by convert_to_rgb (q2.CASES).
+    "rgba": q2.CASES["rgba"],
+    "palette_trns": q2.CASES["palette_trns"],
 }
 
 

@@ -70,7 +70,11 @@ std::pair<int, int> FitToCanvas(int height, int width, int canvas_height, int ca
   return {target_height, fit(width, scale_h, target_width)};
 }
 
-TiledImage TileImage(const Image& image, const TileConfig& config) {
+TiledImage TileImage(const Image& source, const TileConfig& config) {
+  // convert_to_rgb (image_processing_mllama.py): a source with transparency is composited onto
+  // white; the others are RGB already.
+  const Image composited = source.alpha.empty() ? Image() : CompositeOnWhite(source);
+  const Image& image = source.alpha.empty() ? source : composited;
   const int tile = config.pp.height;
   const auto [canvas_h, canvas_w] =
       OptimalCanvas(image.height, image.width, config.max_image_tiles, tile);

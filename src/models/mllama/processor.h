@@ -33,7 +33,9 @@ std::pair<int, int> OptimalCanvas(int height, int width, int max_tiles, int tile
 // get_image_size_fit_to_canvas: the (height, width) the image is resized to.
 std::pair<int, int> FitToCanvas(int height, int width, int canvas_height, int canvas_width,
                                 int tile);
-// MllamaImageProcessor.preprocess on one RGB image. REQUIRES: image has pixels.
+// MllamaImageProcessor.preprocess on one image: its convert_to_rgb first (an image with alpha is
+// composited onto white, CompositeOnWhite), then resize, pad, rescale, normalize and split.
+// REQUIRES: image has pixels.
 TiledImage TileImage(const Image& image, const TileConfig& config);
 
 // Per-image pixel layout of the mllama family (what Pixels returns and EncodeImages reads):
