@@ -15,9 +15,10 @@
 #include "io/model_files.h"
 #include "io/tensor_source.h"
 #include "models/blocks/rope.h"
-#include "models/model.h"
+#include "models/family.h"
 #include "models/qwen2vl/config3.h"
 #include "models/qwen2vl/processor.h"
+#include "models/qwen2vl/text.h"
 #include "models/qwen2vl/weights3.h"
 
 namespace ocular::qwen2vl {
@@ -28,42 +29,32 @@ namespace ocular::qwen2vl {
 blocks::AxesRope InterleavedMrope(int64_t head_dim, float theta,
                                   const std::array<int, 3>& mrope_section);
 
-class Qwen3VL final : public VlModel {
+// Calls fn(hf_name, expected_shape, slot, required) for every tensor of the model in module
+// order.
+Status ForEachTensor(const Qwen3VLConfig& cfg, Weights3* w, const TensorVisitor& fn);
+
+// Embed: x = embed_tokens(ids), each <|image_pad|> row replaced by the next feature row's
+// merger output (text.h EmbedText). ForwardLayers taps decoder.layers.{i} (before DeepStack's
+// addition, as the layer's output), decoder.norm. ForEachWeight: every tensor under
+// its GGUF name (gguf_names.h).
+class Qwen3VL final : public FamilyModel<Qwen3VLConfig, Weights3> {
  public:
   // An HF directory. Every tensor's presence and shape is checked; an unused tensor is an
   // error (kUnimplemented).
   static StatusOr<std::unique_ptr<Qwen3VL>> Load(const ModelFiles& files);
 
-  const Qwen3VLConfig& config() const { return cfg_; }
-  const ModelSpec& spec() const override { return spec_; }
-  size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
-
-  void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
-                    float* features, Tracer* tracer) const override;
-  // x = embed_tokens(ids), each <|image_pad|> row replaced by the next feature row's merger
-  // output (masked_scatter). Errors: an id outside the vocabulary; pads != feature rows.
-  Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
-               int64_t feature_rows, float* x, Tracer* tracer) const override;
-  // Taps: decoder.layers.{i} (before DeepStack's addition, as the layer's output), decoder.norm.
-  void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
-                     int end) const override;
-  void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
-  // Not yet: `ocular quantize` has no GGUF names for Qwen3-VL (kUnimplemented).
-  Status ForEachWeight(const WeightVisitor& fn) const override;
+  OCULAR_FAMILY_MODEL_METHODS();
 
  private:
   Qwen3VL() = default;
-  Status BindWeights();
-  void BuildSpec();
+  Status BindWeights() override;  // and the qkv thirds' views, the RoPE tables
+  void BuildSpec() override;
   // x[image rows of each prefill] += DeepStack feature k (_deepstack_process).
   void AddDeepstack(const Exec& ex, const Batch& batch, int k, float* x) const;
 
-  Qwen3VLConfig cfg_;
   ImageConfig image_;
-  std::unique_ptr<TensorSource> source_;
-  Weights3 w_;
+  QwenText text_;
   blocks::AxesRope text_rope_, vision_rope_;
-  ModelSpec spec_;
 };
 
 }  // namespace ocular::qwen2vl
