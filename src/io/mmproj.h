@@ -54,6 +54,11 @@ inline constexpr const char* kMmprojProjectorTypes = "gemma3, qwen2vl_merger, qw
 // True if `gguf` is an mmproj file (general.architecture "clip").
 bool IsMmproj(const GgufFile& gguf);
 
+// kUnimplemented unless the mmproj's projection_dim is the text model's hidden size `hidden`
+// (<arch>.embedding_length): else the mmproj file belongs to another model.
+Status CheckPair(const GgufFile& text, const GgufFile& mmproj, const MmprojVision& v,
+                 int64_t hidden, std::string_view arch);
+
 // Reads and checks `gguf`'s metadata. kUnimplemented (naming the key) for a projector type
 // ocular does not implement, an audio encoder, an activation other than the projector's
 // reference's (gemma3: gelu, qwen2vl_merger: gelu_quick, qwen2.5vl_merger: silu), or a clip.*
