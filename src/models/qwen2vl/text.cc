@@ -17,15 +17,7 @@ namespace {
 template <typename Config>
 QwenText CommonText(const Config& cfg) {
   QwenText t;
-  t.vocab_size = cfg.text.vocab_size;
-  t.hidden_size = cfg.text.hidden_size;
-  t.intermediate_size = cfg.text.intermediate_size;
-  t.num_hidden_layers = cfg.text.num_hidden_layers;
-  t.num_attention_heads = cfg.text.num_attention_heads;
-  t.num_key_value_heads = cfg.text.num_key_value_heads;
-  t.max_position_embeddings = cfg.text.max_position_embeddings;
-  t.rms_norm_eps = cfg.text.rms_norm_eps;
-  t.rope_theta = cfg.text.rope_theta;
+  static_cast<DecoderSizes&>(t) = cfg.text;
   t.eos_token_id = cfg.text.eos_token_id;
   t.tie_word_embeddings = cfg.tie_word_embeddings;
   t.image_token_id = cfg.image_token_id;

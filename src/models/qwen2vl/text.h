@@ -20,6 +20,7 @@
 #include "core/tensor.h"
 #include "kernels/exec.h"
 #include "models/blocks/decoder_layer.h"
+#include "models/config.h"
 #include "models/model.h"
 #include "models/tracer.h"
 #include "models/weights.h"
@@ -30,17 +31,8 @@ struct Qwen2VLConfig;
 struct Qwen3VLConfig;
 
 // The text config fields the shared decoder reads, in HF's names, from either family's config.
-struct QwenText {
-  int vocab_size = 0;
-  int hidden_size = 0;
-  int intermediate_size = 0;
-  int num_hidden_layers = 0;
-  int num_attention_heads = 0;
-  int num_key_value_heads = 0;
+struct QwenText : DecoderSizes {
   int head_dim_ = 0;
-  int max_position_embeddings = 0;
-  float rms_norm_eps = 0;
-  float rope_theta = 0;
   int eos_token_id = -1;
   bool qkv_bias = false;  // q/k/v_proj biases (Qwen2; Qwen3 attention_bias)
   bool o_bias = false;    // o_proj bias (Qwen3 attention_bias)
