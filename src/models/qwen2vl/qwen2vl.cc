@@ -112,6 +112,7 @@ Status Qwen2VL::BindWeights() {
   OCULAR_RETURN_IF_ERROR(BindAll(QwenBindRules(cfg_.model_type, Architecture(cfg_), true)));
   if (cfg_.tie_word_embeddings) w_.lm_head = w_.embed;
   SplitQkv(cfg_.vision.embed_dim, &w_.vision.blocks);
+  tag_ = "qwen2_vl";
   text_ = TextOf(cfg_);
   const TextConfig& t = cfg_.text;
   text_rope_ = blocks::MultimodalRope(t.head_dim(), t.rope_theta, t.mrope_section);
@@ -139,36 +140,13 @@ void Qwen2VL::BuildSpec() {
                       1e9;
 }
 
-size_t Qwen2VL::WorkspaceBytes(const WorkspaceShape& s) const {
-  const size_t encode =
-      s.images > 0 ? EncodeBytes(cfg_, s.images * image_.max_patches(), s.threads) : 0;
-  return std::max(encode, TextBytes(text_, text_rope_.spec(), s));
+size_t Qwen2VL::EncodeBytes(int64_t rows, int threads) const {
+  return qwen2vl::EncodeBytes(cfg_, rows, threads);
 }
 
 void Qwen2VL::EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
                            float* features, Tracer* tracer) const {
   qwen2vl::EncodeImages(ex, cfg_, w_.vision, vision_rope_.spec(), images, pixels, features, tracer);
-}
-
-Status Qwen2VL::Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
-                      int64_t feature_rows, float* x, Tracer* tracer) const {
-  return EmbedText(ex, text_, w_.embed, ids, features, feature_rows, text_.hidden_size, "qwen2_vl",
-                   x, tracer);
-}
-
-void Qwen2VL::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
-                            int end) const {
-  ForwardText(ex, text_, text_rope_.spec(), w_, batch, x, tracer, begin, end, [](int) {});
-}
-
-void Qwen2VL::Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const {
-  TextLogits(ex, text_, w_, hidden, rows, logits);
-}
-
-Status Qwen2VL::ForEachWeight(const WeightVisitor& fn) const {
-  Weights w = w_;  // views; the visitor only reads them
-  return ForEachGgufWeight(
-      [&](const TensorVisitor& visit) { return ForEachTensor(cfg_, &w, visit); }, fn, "qwen2_vl");
 }
 
 }  // namespace ocular::qwen2vl

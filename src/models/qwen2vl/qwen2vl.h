@@ -15,9 +15,9 @@
 #include "io/model_files.h"
 #include "io/tensor_source.h"
 #include "models/blocks/rope.h"
-#include "models/family.h"
 #include "models/qwen2vl/config.h"
 #include "models/qwen2vl/processor.h"
+#include "models/qwen2vl/qwen_vl.h"
 #include "models/qwen2vl/text.h"
 #include "models/qwen2vl/weights.h"
 
@@ -28,26 +28,21 @@ namespace ocular::qwen2vl {
 Status ForEachTensor(const Qwen2VLConfig& cfg, Weights* w, const TensorVisitor& fn);
 
 // WorkspaceBytes plans encoding for images of the processor's largest size (max_pixels).
-// Embed: x = embed_tokens(ids), each <|image_pad|> row replaced by the next feature row
-// (text.h EmbedText). ForwardLayers taps decoder.layers.{i} (and their sub-taps),
-// decoder.norm. ForEachWeight: every tensor under its GGUF name
-// (gguf_names.h).
-class Qwen2VL final : public FamilyModel<Qwen2VLConfig, Weights> {
+class Qwen2VL final : public QwenVlModel<Qwen2VLConfig, Weights> {
  public:
   // An HF directory, or llama.cpp's text GGUF with its mmproj (llamacpp_gguf.h). Every
   // tensor's presence and shape is checked; an unused tensor is an error (kUnimplemented).
   static StatusOr<std::unique_ptr<Qwen2VL>> Load(const ModelFiles& files);
 
-  OCULAR_FAMILY_MODEL_METHODS();
+  // The vision tower (vision.h). Taps: vision.embeddings, vision.layers.{i}, projector.
+  void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
+                    float* features, Tracer* tracer) const override;
 
  private:
   Qwen2VL() = default;
   Status BindWeights() override;  // and the qkv thirds' views, the RoPE tables
   void BuildSpec() override;
-
-  ImageConfig image_;
-  QwenText text_;
-  blocks::AxesRope text_rope_, vision_rope_;
+  size_t EncodeBytes(int64_t rows, int threads) const override;
 };
 
 }  // namespace ocular::qwen2vl

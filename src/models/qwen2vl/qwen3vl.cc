@@ -110,6 +110,7 @@ Status Qwen3VL::BindWeights() {
   OCULAR_RETURN_IF_ERROR(BindAll(QwenBindRules("qwen3_vl", "Qwen3-VL (qwen3_vl)", false)));
   if (cfg_.tie_word_embeddings) w_.lm_head = w_.embed;
   SplitQkv(cfg_.vision.hidden_size, &w_.vision.blocks);
+  tag_ = "qwen3_vl";
   text_ = TextOf(cfg_);
   const Text3Config& t = cfg_.text;
   text_rope_ = InterleavedMrope(t.head_dim, t.rope_theta, t.mrope_section);
@@ -136,10 +137,8 @@ void Qwen3VL::BuildSpec() {
   spec_.image_gflop = (2 * N * K * D + v.depth * block + (1 + v.deepstack()) * merger) / 1e9;
 }
 
-size_t Qwen3VL::WorkspaceBytes(const WorkspaceShape& s) const {
-  const size_t encode =
-      s.images > 0 ? Encode3Bytes(cfg_, s.images * image_.max_patches(), s.threads) : 0;
-  return std::max(encode, TextBytes(text_, text_rope_.spec(), s));
+size_t Qwen3VL::EncodeBytes(int64_t rows, int threads) const {
+  return Encode3Bytes(cfg_, rows, threads);
 }
 
 void Qwen3VL::EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
@@ -147,13 +146,9 @@ void Qwen3VL::EncodeImages(const Exec& ex, std::span<const VisionInput> images, 
   Encode3(ex, cfg_, w_.vision, vision_rope_.spec(), images, pixels, features, tracer);
 }
 
-Status Qwen3VL::Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
-                      int64_t feature_rows, float* x, Tracer* tracer) const {
-  return EmbedText(ex, text_, w_.embed, ids, features, feature_rows, spec_.feature_floats(),
-                   "qwen3_vl", x, tracer);
-}
-
-void Qwen3VL::AddDeepstack(const Exec& ex, const Batch& batch, int k, float* x) const {
+void Qwen3VL::AfterLayer(const Exec& ex, const Batch& batch, int k, float* x) const {
+  // Qwen3VLTextModel.forward: layer_idx in range(len(deepstack_visual_embeds))
+  if (k >= cfg_.vision.deepstack()) return;
   const int64_t H = cfg_.text.hidden_size, W = spec_.feature_floats();
   int64_t row = 0;
   for (const SeqChunk& sq : batch.seqs) {
@@ -170,24 +165,6 @@ void Qwen3VL::AddDeepstack(const Exec& ex, const Batch& batch, int k, float* x) 
     }
     row += sq.count;
   }
-}
-
-void Qwen3VL::ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
-                            int end) const {
-  ForwardText(ex, text_, text_rope_.spec(), w_, batch, x, tracer, begin, end, [&](int i) {
-    // Qwen3VLTextModel.forward: layer_idx in range(len(deepstack_visual_embeds))
-    if (i < cfg_.vision.deepstack()) AddDeepstack(ex, batch, i, x);
-  });
-}
-
-void Qwen3VL::Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const {
-  TextLogits(ex, text_, w_, hidden, rows, logits);
-}
-
-Status Qwen3VL::ForEachWeight(const WeightVisitor& fn) const {
-  Weights3 w = w_;  // views; the visitor only reads them
-  return ForEachGgufWeight(
-      [&](const TensorVisitor& visit) { return ForEachTensor(cfg_, &w, visit); }, fn, "qwen3_vl");
 }
 
 }  // namespace ocular::qwen2vl

@@ -15,9 +15,9 @@
 #include "io/model_files.h"
 #include "io/tensor_source.h"
 #include "models/blocks/rope.h"
-#include "models/family.h"
 #include "models/qwen2vl/config3.h"
 #include "models/qwen2vl/processor.h"
+#include "models/qwen2vl/qwen_vl.h"
 #include "models/qwen2vl/text.h"
 #include "models/qwen2vl/weights3.h"
 
@@ -33,28 +33,27 @@ blocks::AxesRope InterleavedMrope(int64_t head_dim, float theta,
 // order.
 Status ForEachTensor(const Qwen3VLConfig& cfg, Weights3* w, const TensorVisitor& fn);
 
-// Embed: x = embed_tokens(ids), each <|image_pad|> row replaced by the next feature row's
-// merger output (text.h EmbedText). ForwardLayers taps decoder.layers.{i} (before DeepStack's
-// addition, as the layer's output), decoder.norm. ForEachWeight: every tensor under
-// its GGUF name (gguf_names.h).
-class Qwen3VL final : public FamilyModel<Qwen3VLConfig, Weights3> {
+// Each feature row holds the merger's output, then DeepStack merger k's
+// (ModelSpec::feature_width); Embed places the first, AfterLayer adds the others.
+class Qwen3VL final : public QwenVlModel<Qwen3VLConfig, Weights3> {
  public:
-  // An HF directory. Every tensor's presence and shape is checked; an unused tensor is an
-  // error (kUnimplemented).
+  // An HF directory, or a GGUF written by `ocular quantize`. Every tensor's presence and shape
+  // is checked; an unused tensor is an error (kUnimplemented).
   static StatusOr<std::unique_ptr<Qwen3VL>> Load(const ModelFiles& files);
 
-  OCULAR_FAMILY_MODEL_METHODS();
+  // The vision tower (vision3.h). Taps: vision.embeddings, vision.layers.{i},
+  // vision.deepstack.{k}, projector.
+  void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
+                    float* features, Tracer* tracer) const override;
 
  private:
   Qwen3VL() = default;
   Status BindWeights() override;  // and the qkv thirds' views, the RoPE tables
   void BuildSpec() override;
-  // x[image rows of each prefill] += DeepStack feature k (_deepstack_process).
-  void AddDeepstack(const Exec& ex, const Batch& batch, int k, float* x) const;
-
-  ImageConfig image_;
-  QwenText text_;
-  blocks::AxesRope text_rope_, vision_rope_;
+  size_t EncodeBytes(int64_t rows, int threads) const override;
+  // Qwen3VLTextModel.forward: after decoder layer k < deepstack, x[image rows of each
+  // prefill] += DeepStack feature k (_deepstack_process).
+  void AfterLayer(const Exec& ex, const Batch& batch, int k, float* x) const override;
 };
 
 }  // namespace ocular::qwen2vl
