@@ -72,9 +72,18 @@ TEST(Qwen3VLVisionTest, LinspaceIsTorchsBitForBit) {
   }
 }
 
-// Qwen/Qwen3-VL-4B-Instruct's config.json (keys ocular does not read included), and what is
-// refused.
-TEST(Qwen3VLConfigTest, ReleasedConfigParsesAndUnimplementedIsRefused) {
+// A small config.json up to its open text_config (callers add rope_scaling and close it), and
+// the rope_scaling it takes.
+constexpr char kSmallBase[] = R"({"model_type": "qwen3_vl", "vision_config": {"hidden_size": 32,
+      "num_heads": 4, "out_hidden_size": 64, "depth": 2, "deepstack_visual_indexes": [1]},
+      "text_config": {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "head_dim": 16, "num_hidden_layers": 2, "vocab_size": 200000)";
+constexpr char kSmallRope[] =
+    R"(, "rope_scaling": {"rope_type": "default", "mrope_section": [2, 3, 3]})";
+
+// Qwen/Qwen3-VL-4B-Instruct's config.json (keys ocular does not read included) and the
+// rope_scaling forms transformers accepts.
+TEST(Qwen3VLConfigTest, ReleasedConfigParses) {
   const std::string text = R"("text_config": {"attention_bias": false, "attention_dropout": 0.0,
       "bos_token_id": 151643, "dtype": "bfloat16", "eos_token_id": 151645, "head_dim": 128,
       "hidden_act": "silu", "hidden_size": 2560, "initializer_range": 0.02,
@@ -103,12 +112,7 @@ TEST(Qwen3VLConfigTest, ReleasedConfigParsesAndUnimplementedIsRefused) {
   EXPECT_EQ(c->vision.deepstack(), 3);
   EXPECT_EQ(c->ProcessorConfig().vision.patch_size, 16);
 
-  const std::string base = R"({"model_type": "qwen3_vl", "vision_config": {"hidden_size": 32,
-      "num_heads": 4, "out_hidden_size": 64, "depth": 2, "deepstack_visual_indexes": [1]},
-      "text_config": {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
-      "head_dim": 16, "num_hidden_layers": 2, "vocab_size": 200000)";
-  const std::string rope =
-      R"(, "rope_scaling": {"rope_type": "default", "mrope_section": [2, 3, 3]})";
+  const std::string base = kSmallBase, rope = kSmallRope;
   auto ok = qwen2vl::ParseQwen3VLConfig(base + rope + "}}", "c");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_FALSE(ok->tie_word_embeddings);  // text_config's default; the top level is not read
@@ -125,6 +129,11 @@ TEST(Qwen3VLConfigTest, ReleasedConfigParsesAndUnimplementedIsRefused) {
   EXPECT_EQ(defaults->text.mrope_section[0], 24);
   const blocks::AxesRope cut = qwen2vl::InterleavedMrope(16, 10000.0f, {24, 20, 20});
   EXPECT_EQ(cut.axis_of, (std::vector<uint8_t>{0, 1, 2, 0, 1, 2, 0, 1}));
+}
+
+// What transformers refuses, and what ocular does not implement.
+TEST(Qwen3VLConfigTest, UnimplementedAndCorruptAreRefused) {
+  const std::string base = kSmallBase, rope = kSmallRope;
   // The defaults (Qwen3VLTextConfig()) with the rope_scaling transformers needs.
   const std::string text_ok = R"("text_config": {"rope_scaling": {"rope_type": "default"}}})";
   struct Bad {
