@@ -131,6 +131,15 @@ Status CheckPair(const GgufFile& text, const GgufFile& mmproj, const MmprojVisio
                ": this mmproj file belongs to another model");
 }
 
+void SetMmprojNormalization(const MmprojVision& v, nlohmann::ordered_json* p) {
+  (*p)["do_rescale"] = true;
+  (*p)["rescale_factor"] = 1.0 / 255.0;
+  (*p)["do_normalize"] = true;
+  (*p)["image_mean"] = v.image_mean;
+  (*p)["image_std"] = v.image_std;
+  (*p)["do_convert_rgb"] = true;
+}
+
 bool IsMmproj(const GgufFile& gguf) {
   StatusOr<std::string_view> arch = gguf.GetString("general.architecture");
   return arch.ok() && *arch == "clip";

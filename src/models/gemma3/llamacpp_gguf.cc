@@ -178,12 +178,7 @@ std::string PreprocessorJson(const MmprojVision& v) {
   p["do_resize"] = true;
   p["size"] = {{"height", v.image_size}, {"width", v.image_size}};
   p["resample"] = 2;  // PIL BILINEAR
-  p["do_rescale"] = true;
-  p["rescale_factor"] = 1.0 / 255.0;
-  p["do_normalize"] = true;
-  p["image_mean"] = v.image_mean;
-  p["image_std"] = v.image_std;
-  p["do_convert_rgb"] = true;
+  SetMmprojNormalization(v, &p);
   p["do_pan_and_scan"] = false;
   return p.dump(2);
 }

@@ -144,12 +144,7 @@ std::string PreprocessorJson(const MmprojVision& v) {
   p["merge_size"] = v.spatial_merge_size > 0 ? v.spatial_merge_size : 2;
   p["temporal_patch_size"] = 2;
   p["resample"] = 3;  // PIL BICUBIC
-  p["do_rescale"] = true;
-  p["rescale_factor"] = 1.0 / 255.0;
-  p["do_normalize"] = true;
-  p["image_mean"] = v.image_mean;
-  p["image_std"] = v.image_std;
-  p["do_convert_rgb"] = true;
+  SetMmprojNormalization(v, &p);
   return p.dump(2);
 }
 
