@@ -109,35 +109,19 @@ StatusOr<std::unique_ptr<Qwen2VL>> Qwen2VL::Load(const ModelFiles& files) {
 }
 
 Status Qwen2VL::BindWeights() {
-  OCULAR_RETURN_IF_ERROR(BindAll(QwenBindRules(cfg_.model_type, Architecture(cfg_), true)));
-  if (cfg_.tie_word_embeddings) w_.lm_head = w_.embed;
-  SplitQkv(cfg_.vision.embed_dim, &w_.vision.blocks);
-  tag_ = "qwen2_vl";
-  text_ = TextOf(cfg_);
+  const VisionConfig& v = cfg_.vision;
+  OCULAR_RETURN_IF_ERROR(
+      BindQwen("qwen2_vl", Architecture(cfg_), /*legacy_names=*/true, v.embed_dim, v.head_dim()));
   const TextConfig& t = cfg_.text;
   text_rope_ = blocks::MultimodalRope(t.head_dim(), t.rope_theta, t.mrope_section);
-  // Qwen2VisionTransformerPretrainedModel: VisionRotaryEmbedding(head_dim // 2), theta 10000.
-  vision_rope_ = blocks::VisionRope2d(cfg_.vision.head_dim(), 10000.0f);
   return Status::Ok();
 }
 
 void Qwen2VL::BuildSpec() {
-  const TextConfig& t = cfg_.text;
   const VisionConfig& v = cfg_.vision;
-  spec_.family = cfg_.model_type;
-  spec_.architecture = Architecture(cfg_);
-  SetTextSpec(text_, &spec_);
-  // A typical image for planning and ModelInfo: the largest smart_resize makes, as a square.
-  const int64_t patches = image_.max_patches();
-  spec_.image_size = static_cast<int>(std::sqrt(static_cast<double>(patches))) * v.patch_size;
-  spec_.image_tokens = static_cast<int>(patches / v.merge_rows());
-  // Per image of `patches` rows: patch embed, blocks (qkv, proj, MLP, attention), merger.
-  const double N = static_cast<double>(patches), D = v.embed_dim, Iv = v.mlp_dim();
-  const double Dm = D * v.merge_rows(), K = v.patch_floats();
-  const double block = 2 * N * (4 * D * D + 2 * D * Iv) + 2 * 2 * N * N * D;
-  spec_.image_gflop = (2 * N * K * D + v.depth * block +
-                       2 * (N / v.merge_rows()) * (Dm * Dm + Dm * t.hidden_size)) /
-                      1e9;
+  BuildQwenSpec(Architecture(cfg_),
+                {v.patch_size, v.merge_rows(), v.depth, static_cast<double>(v.embed_dim),
+                 static_cast<double>(v.mlp_dim()), static_cast<double>(v.patch_floats()), 1});
 }
 
 size_t Qwen2VL::EncodeBytes(int64_t rows, int threads) const {

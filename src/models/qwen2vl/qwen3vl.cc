@@ -107,34 +107,21 @@ StatusOr<std::unique_ptr<Qwen3VL>> Qwen3VL::Load(const ModelFiles& files) {
 }
 
 Status Qwen3VL::BindWeights() {
-  OCULAR_RETURN_IF_ERROR(BindAll(QwenBindRules("qwen3_vl", "Qwen3-VL (qwen3_vl)", false)));
-  if (cfg_.tie_word_embeddings) w_.lm_head = w_.embed;
-  SplitQkv(cfg_.vision.hidden_size, &w_.vision.blocks);
-  tag_ = "qwen3_vl";
-  text_ = TextOf(cfg_);
+  const Vision3Config& v = cfg_.vision;
+  OCULAR_RETURN_IF_ERROR(BindQwen("qwen3_vl", "Qwen3-VL (qwen3_vl)", /*legacy_names=*/false,
+                                  v.hidden_size, v.head_dim()));
   const Text3Config& t = cfg_.text;
   text_rope_ = InterleavedMrope(t.head_dim, t.rope_theta, t.mrope_section);
-  // Qwen3VLVisionRotaryEmbedding(head_dim // 2), theta 10000, as Qwen2-VL's.
-  vision_rope_ = blocks::VisionRope2d(cfg_.vision.head_dim(), 10000.0f);
   return Status::Ok();
 }
 
 void Qwen3VL::BuildSpec() {
-  const Text3Config& t = cfg_.text;
   const Vision3Config& v = cfg_.vision;
-  spec_.family = cfg_.model_type;
-  spec_.architecture = "Qwen3-VL (qwen3_vl)";
-  SetTextSpec(text_, &spec_);
-  spec_.feature_width = int64_t{t.hidden_size} * (1 + v.deepstack());
-  const int64_t patches = image_.max_patches();
-  spec_.image_size = static_cast<int>(std::sqrt(static_cast<double>(patches))) * v.patch_size;
-  spec_.image_tokens = static_cast<int>(patches / v.merge_rows());
-  // Per image of `patches` rows: patch embed, blocks, the merger and DeepStack mergers.
-  const double N = static_cast<double>(patches), D = v.hidden_size, Iv = v.intermediate_size;
-  const double Dm = D * v.merge_rows(), K = v.patch_floats();
-  const double block = 2 * N * (4 * D * D + 2 * D * Iv) + 2 * 2 * N * N * D;
-  const double merger = 2 * (N / v.merge_rows()) * (Dm * Dm + Dm * t.hidden_size);
-  spec_.image_gflop = (2 * N * K * D + v.depth * block + (1 + v.deepstack()) * merger) / 1e9;
+  BuildQwenSpec("Qwen3-VL (qwen3_vl)",
+                {v.patch_size, v.merge_rows(), v.depth, static_cast<double>(v.hidden_size),
+                 static_cast<double>(v.intermediate_size), static_cast<double>(v.patch_floats()),
+                 1 + v.deepstack()});
+  spec_.feature_width = int64_t{cfg_.text.hidden_size} * (1 + v.deepstack());
 }
 
 size_t Qwen3VL::EncodeBytes(int64_t rows, int threads) const {
