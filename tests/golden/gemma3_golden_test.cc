@@ -26,6 +26,7 @@
 #include "runtime/parity.h"
 #include "runtime/recorder.h"
 #include "runtime/runner.h"
+#include "support/cases.h"
 #include "support/fixture.h"
 #include "support/golden.h"
 #include "support/harness.h"
@@ -33,6 +34,9 @@
 
 namespace ocular {
 namespace {
+
+using testing_support::Ids;
+using testing_support::Split;
 
 namespace fs = std::filesystem;
 
@@ -114,24 +118,9 @@ StatusOr<std::unique_ptr<Loaded>> Load(const std::string& path, const char* mmpr
   return l;
 }
 
-std::vector<int32_t> Ids(const TensorView& t) {
-  std::vector<int32_t> ids(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) ids[i] = static_cast<int32_t>(t.as<int64_t>()[i]);
-  return ids;
-}
-
 Tensor ToTensor(const TensorView& t) {
   Tensor out(t.shape);
   std::copy_n(t.as<float>(), t.numel(), out.data.data());
-  return out;
-}
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
   return out;
 }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <sstream>
 
 #include "image/image.h"
 #include "ocular/engine.h"
@@ -25,25 +24,6 @@ std::vector<std::string> Cases(const std::string& checkpoint) {
   return out;
 }
 
-std::vector<int64_t> I64(const TensorView& t) {
-  return std::vector<int64_t>(t.as<int64_t>(), t.as<int64_t>() + t.numel());
-}
-
-std::vector<int32_t> Ids(const TensorView& t) {
-  std::vector<int32_t> ids(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) ids[i] = static_cast<int32_t>(t.as<int64_t>()[i]);
-  return ids;
-}
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 int64_t Differ(const std::vector<float>& mine, const TensorView& ref) {
   if (static_cast<int64_t>(mine.size()) != ref.numel()) return -1;
   int64_t n = 0;
@@ -52,17 +32,10 @@ int64_t Differ(const std::vector<float>& mine, const TensorView& ref) {
 }
 
 std::unique_ptr<Loaded> LoadTiny(const std::string& checkpoint) {
-  auto l = std::make_unique<Loaded>();
-  auto m = LoadModel("testdata/tiny/" + checkpoint);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  if (!m.ok()) return nullptr;
-  l->m = std::move(*m);
-  const bool bf16 = l->m.model->spec().weight_dtype == DType::kBF16;  // run as torch runs it
-  l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, bf16 ? KvDType::kBF16 : KvDType::kF32);
-  l->runner =
-      std::make_unique<Runner>(*l->m.model, l->backend, bf16 ? Precision::kBF16 : Precision::kF32,
-                               RunnerLimits{.max_batch = 2, .max_images = 4});
-  return l;
+  auto l = testing_support::LoadRunner("testdata/tiny/" + checkpoint,
+                                       RunnerLimits{.max_batch = 2, .max_images = 4});
+  EXPECT_TRUE(l.ok()) << l.status().ToString();
+  return l.ok() ? std::move(*l) : nullptr;
 }
 
 StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images, const std::string& text,

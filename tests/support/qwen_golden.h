@@ -16,28 +16,21 @@
 #include "models/registry.h"
 #include "runtime/kv_pool.h"
 #include "runtime/runner.h"
+#include "support/cases.h"
 
 namespace ocular::qwen_golden {
 
 // The case files of testdata/golden/<checkpoint>/, sorted.
 std::vector<std::string> Cases(const std::string& checkpoint);
-std::vector<int64_t> I64(const TensorView& t);
-std::vector<int32_t> Ids(const TensorView& t);
-// "a,b" -> {"a", "b"}; "" -> {}.
-std::vector<std::string> Split(const std::string& s);
+using testing_support::I64;
+using testing_support::Ids;
+using testing_support::Split;
 // Elements of `mine` that differ from `ref` (f32); -1 when the sizes differ.
 int64_t Differ(const std::vector<float>& mine, const TensorView& ref);
 
-// A tiny checkpoint of testdata/tiny with a runner as torch runs it (bf16 weights: bf16
-// activations and KV cache, else f32); 2 sequences, 4 images a step.
-struct Loaded {
-  LoadedModel m;
-  ThreadPool pool{2};
-  Backend backend{pool};
-  std::unique_ptr<KvPool> kv;
-  std::unique_ptr<Runner> runner;
-};
-// Null (with a test failure) when the checkpoint does not load.
+// A tiny checkpoint of testdata/tiny with a runner as torch runs it; 2 sequences, 4 images a
+// step. Null (with a test failure) when the checkpoint does not load.
+using Loaded = testing_support::LoadedRunner;
 std::unique_ptr<Loaded> LoadTiny(const std::string& checkpoint);
 
 // The processor's prompt for a case: its images (inputs/<name>.png, or a path under
