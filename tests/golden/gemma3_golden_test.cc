@@ -99,23 +99,11 @@ std::string ToGguf(const std::string& dir, const std::string& name, bool bf16) {
 }
 
 // Any registered family below the public API (tests/support/harness.h is PaliGemma's).
-struct Loaded {
-  LoadedModel m;
-  ThreadPool pool{2};
-  Backend backend{pool};
-  std::unique_ptr<KvPool> kv;
-  std::unique_ptr<Runner> runner;
-};
+using Loaded = testing_support::LoadedRunner;
 
 StatusOr<std::unique_ptr<Loaded>> Load(const std::string& path, const char* mmproj = nullptr) {
-  auto l = std::make_unique<Loaded>();
-  OCULAR_ASSIGN_OR_RETURN(l->m, LoadModel(path, mmproj ? mmproj : ""));
-  const bool bf16 = l->m.model->spec().weight_dtype == DType::kBF16;
-  const Precision p = bf16 ? Precision::kBF16 : Precision::kF32;
-  l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, bf16 ? KvDType::kBF16 : KvDType::kF32);
-  l->runner = std::make_unique<Runner>(*l->m.model, l->backend, p,
-                                       RunnerLimits{.max_batch = 1, .max_images = 8});
-  return l;
+  return testing_support::LoadRunner(path, RunnerLimits{.max_batch = 1, .max_images = 8},
+                                     mmproj ? mmproj : "");
 }
 
 Tensor ToTensor(const TensorView& t) {
