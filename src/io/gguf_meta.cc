@@ -57,14 +57,42 @@ StatusOr<int64_t> GgufMeta::VocabRows() const {
   return static_cast<int64_t>(embed->ne[1]);
 }
 
-GgufKeys LlmKeys(std::string_view arch, std::initializer_list<const char*> extra) {
-  GgufKeys keys;
-  for (const char* key : {"context_length", "embedding_length", "block_count",
-                          "feed_forward_length", "attention.head_count", "attention.head_count_kv",
-                          "attention.layer_norm_rms_epsilon", "rope.freq_base"}) {
-    keys.insert(std::string(arch) + "." + key);
+Status GgufMeta::SetTokenIds(std::initializer_list<std::pair<const char*, const char*>> pieces,
+                             std::string_view model, nlohmann::ordered_json* c) const {
+  for (auto [key, piece] : pieces) {
+    const int64_t id = TokenId(piece);
+    if (id < 0) {
+      return Refuse("the vocabulary (tokenizer.ggml.tokens) has no ", piece, ", which ", model,
+                    "'s image prompt needs");
+    }
+    (*c)[key] = id;
   }
-  for (const char* key : extra) keys.insert(std::string(arch) + "." + key);
+  return Status::Ok();
+}
+
+GgufKeys PrefixedKeys(std::string_view prefix, std::initializer_list<const char*> names) {
+  GgufKeys keys;
+  for (const char* name : names) keys.insert(std::string(prefix) + name);
+  return keys;
+}
+
+GgufKeys VocabKeys(std::initializer_list<const char*> extra) {
+  GgufKeys keys = PrefixedKeys(
+      "tokenizer.ggml.",
+      {"model", "pre", "tokens", "token_type", "bos_token_id", "eos_token_id", "unknown_token_id",
+       "padding_token_id", "eot_token_id", "add_bos_token", "add_eos_token", "add_sep_token"});
+  keys.merge(PrefixedKeys("tokenizer.ggml.", extra));
+  keys.insert("tokenizer.chat_template");
+  return keys;
+}
+
+GgufKeys LlmKeys(std::string_view arch, std::initializer_list<const char*> extra) {
+  const std::string prefix = std::string(arch) + ".";
+  GgufKeys keys = PrefixedKeys(
+      prefix, {"context_length", "embedding_length", "block_count", "feed_forward_length",
+               "attention.head_count", "attention.head_count_kv",
+               "attention.layer_norm_rms_epsilon", "rope.freq_base"});
+  keys.merge(PrefixedKeys(prefix, extra));
   return keys;
 }
 
