@@ -64,31 +64,12 @@ TEST_P(Qwen2VLLlamaCppGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers
   Backend backend(pool);
   KvPool kv(m->model->spec().kv, KvDType::kF32);
   Runner runner(*m->model, backend, Precision::kF32, RunnerLimits{.max_batch = 1, .max_images = 4});
-  int cases = 0;
-  for (const auto& e : fs::directory_iterator(std::string("testdata/golden/") + pair.checkpoint)) {
-    if (e.path().extension() != ".safetensors") continue;
-    SCOPED_TRACE(e.path().string());
-    ++cases;
-    auto taps = fixture::GoldenTaps::Open(e.path().string());
-    ASSERT_TRUE(taps.ok()) << taps.status().ToString();
-    const SafetensorsFile& g = taps->file();
-    auto prompt = CasePrompt(*m->processor, g.metadata().at("images"), g.metadata().at("prompt"));
-    ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
-    ExpectProcessorMatches(*prompt, g);
-    const TensorView* gen = g.Find("generated_ids");
-    GenerationRequest req;
-    req.prompt = std::make_shared<Prompt>(std::move(*prompt));
-    req.max_new_tokens = static_cast<int>(gen->numel());
-    req.record_prompt_logits = true;
-    req.record_decode_logits = true;
-    RecordingTracer tracer;
-    auto out = Generate(runner, kv, req, &tracer);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    tracer.Add("decode_logits", out->decode_logits);
-    EXPECT_GE(testing_support::ExpectEveryTapWithin(*taps, tracer, 1e-5), 7);
-    EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
+  const std::vector<std::string> cases = qwen_golden::Cases(pair.checkpoint);
+  for (const std::string& file : cases) {
+    SCOPED_TRACE(file);
+    qwen_golden::ExpectCaseMatches(*m->processor, runner, kv, file, 1e-5);
   }
-  EXPECT_EQ(cases, 2);
+  EXPECT_EQ(cases.size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(ConvertedPairs, Qwen2VLLlamaCppGoldenTest,

@@ -75,6 +75,30 @@ void ExpectProcessorMatches(const Prompt& prompt, const SafetensorsFile& g) {
   }
 }
 
+void ExpectCaseMatches(const Processor& processor, Runner& runner, KvPool& kv,
+                       const std::string& file, double tolerance) {
+  auto taps = fixture::GoldenTaps::Open(file);
+  ASSERT_TRUE(taps.ok()) << taps.status().ToString();
+  const SafetensorsFile& g = taps->file();
+  const auto& meta = g.metadata();
+  auto prompt = CasePrompt(processor, meta.at("images"), meta.at("prompt"), meta.contains("chat"));
+  ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
+  ExpectProcessorMatches(*prompt, g);
+  // Model: every tap, the logits and the greedy continuation.
+  const TensorView* gen = g.Find("generated_ids");
+  GenerationRequest req;
+  req.prompt = std::make_shared<Prompt>(std::move(*prompt));
+  req.max_new_tokens = static_cast<int>(gen->numel());
+  req.record_prompt_logits = true;
+  req.record_decode_logits = true;
+  RecordingTracer tracer;
+  auto out = Generate(runner, kv, req, &tracer);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  tracer.Add("decode_logits", out->decode_logits);
+  EXPECT_GE(testing_support::ExpectEveryTapWithin(*taps, tracer, tolerance), 7);
+  EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
+}
+
 void ExpectCasesMatchTransformers(const Checkpoint& c) {
   auto m = LoadTiny(c.name);
   ASSERT_NE(m, nullptr);
@@ -86,28 +110,7 @@ void ExpectCasesMatchTransformers(const Checkpoint& c) {
   ASSERT_EQ(cases.size(), c.cases);
   for (const std::string& file : cases) {
     SCOPED_TRACE(file);
-    auto taps = fixture::GoldenTaps::Open(file);
-    ASSERT_TRUE(taps.ok()) << taps.status().ToString();
-    const SafetensorsFile& g = taps->file();
-    const auto& meta = g.metadata();
-    auto prompt =
-        CasePrompt(*m->m.processor, meta.at("images"), meta.at("prompt"), meta.contains("chat"));
-    ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
-    ExpectProcessorMatches(*prompt, g);
-    // Model: every tap, the logits and the greedy continuation.
-    const TensorView* gen = g.Find("generated_ids");
-    GenerationRequest req;
-    req.prompt = std::make_shared<Prompt>(std::move(*prompt));
-    req.max_new_tokens = static_cast<int>(gen->numel());
-    req.record_prompt_logits = true;
-    req.record_decode_logits = true;
-    RecordingTracer tracer;
-    auto out = Generate(*m->runner, *m->kv, req, &tracer);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    tracer.Add("decode_logits", out->decode_logits);
-    const int compared = testing_support::ExpectEveryTapWithin(*taps, tracer, c.tolerance);
-    EXPECT_GE(compared, 7);
-    EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
+    ExpectCaseMatches(*m->m.processor, *m->runner, *m->kv, file, c.tolerance);
   }
 }
 

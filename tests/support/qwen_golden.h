@@ -52,6 +52,12 @@ struct Checkpoint {
                      // not checked
 };
 
+// One case file through `processor` and `runner`: the processor exactly
+// (ExpectProcessorMatches), then generation with every tap within `tolerance` (at least 7
+// compared), the logits and the greedy continuation.
+void ExpectCaseMatches(const Processor& processor, Runner& runner, KvPool& kv,
+                       const std::string& file, double tolerance);
+
 // Every case of the checkpoint: the processor exactly, then generation with every tap within
 // the tolerance, the logits and the greedy continuation.
 void ExpectCasesMatchTransformers(const Checkpoint& c);
