@@ -1,27 +1,20 @@
 #include "ocular/status.h"
 
+#include "core/enum_names.h"
+
 namespace ocular {
 
 const char* StatusCodeName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return "OK";
-    case StatusCode::kInvalidArgument:
-      return "InvalidArgument";
-    case StatusCode::kNotFound:
-      return "NotFound";
-    case StatusCode::kDataLoss:
-      return "DataLoss";
-    case StatusCode::kUnimplemented:
-      return "Unimplemented";
-    case StatusCode::kResourceExhausted:
-      return "ResourceExhausted";
-    case StatusCode::kIoError:
-      return "IoError";
-    case StatusCode::kInternal:
-      return "Internal";
-  }
-  return "Unknown";
+  static constexpr EnumName<StatusCode> kNames[] = {
+      {StatusCode::kOk, "OK"},
+      {StatusCode::kInvalidArgument, "InvalidArgument"},
+      {StatusCode::kNotFound, "NotFound"},
+      {StatusCode::kDataLoss, "DataLoss"},
+      {StatusCode::kUnimplemented, "Unimplemented"},
+      {StatusCode::kResourceExhausted, "ResourceExhausted"},
+      {StatusCode::kIoError, "IoError"},
+      {StatusCode::kInternal, "Internal"}};
+  return NameOf(code, kNames, "Unknown");
 }
 
 std::string Status::ToString() const {

@@ -4,6 +4,7 @@
 #include <new>
 #include <string_view>
 
+#include "core/enum_names.h"
 #include "core/mapped_file.h"
 #include "image/codecs.h"
 #include "image/image.h"
@@ -79,21 +80,12 @@ int TiffOrientation(std::span<const uint8_t> t) {
 }  // namespace
 
 const char* ImageFormatName(ImageFormat f) {
-  switch (f) {
-    case ImageFormat::kJpeg:
-      return "JPEG";
-    case ImageFormat::kPng:
-      return "PNG";
-    case ImageFormat::kWebp:
-      return "WebP";
-    case ImageFormat::kGif:
-      return "GIF";
-    case ImageFormat::kBmp:
-      return "BMP";
-    case ImageFormat::kUnknown:
-      break;
-  }
-  return "unknown";
+  static constexpr EnumName<ImageFormat> kNames[] = {{ImageFormat::kJpeg, "JPEG"},
+                                                     {ImageFormat::kPng, "PNG"},
+                                                     {ImageFormat::kWebp, "WebP"},
+                                                     {ImageFormat::kGif, "GIF"},
+                                                     {ImageFormat::kBmp, "BMP"}};
+  return NameOf(f, kNames, "unknown");
 }
 
 ImageFormat DetectImageFormat(std::span<const uint8_t> data) {

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "io/gguf_meta.h"
+
 namespace ocular {
 
 namespace {
@@ -13,24 +15,9 @@ using json = nlohmann::ordered_json;
 // llama.cpp's token types (llama.h llama_token_type).
 enum TokenType : int32_t { kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
-// The tokenizer.* keys read here (gguf-py Keys.Tokenizer); any other is refused.
-const std::set<std::string, std::less<>>& KnownKeys() {
-  static const std::set<std::string, std::less<>> keys = {
-      "tokenizer.ggml.model",
-      "tokenizer.ggml.pre",
-      "tokenizer.ggml.tokens",
-      "tokenizer.ggml.token_type",
-      "tokenizer.ggml.merges",
-      "tokenizer.ggml.bos_token_id",
-      "tokenizer.ggml.eos_token_id",
-      "tokenizer.ggml.padding_token_id",
-      "tokenizer.ggml.eot_token_id",
-      "tokenizer.ggml.add_bos_token",
-      "tokenizer.ggml.add_eos_token",
-      "tokenizer.ggml.add_sep_token",
-      "tokenizer.ggml.unknown_token_id",
-      "tokenizer.chat_template",
-  };
+// The tokenizer.* keys read here (BPE's merges besides VocabKeys'); any other is refused.
+const GgufKeys& KnownKeys() {
+  static const GgufKeys keys = VocabKeys({"merges"});
   return keys;
 }
 
@@ -39,29 +26,8 @@ const std::set<std::string, std::less<>>& KnownKeys() {
 constexpr const char* kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-Status Refuse(const GgufFile& g, const auto&... what) {
-  return Error(StatusCode::kUnimplemented, "gguf", g.origin(), ": ", what...);
-}
-Status Corrupt(const GgufFile& g, const auto&... what) {
-  return Error(StatusCode::kDataLoss, "gguf", g.origin(), ": ", what...);
-}
-
-StatusOr<bool> OptionalBool(const GgufFile& g, std::string_view key, bool fallback) {
-  const GgufValue* v = g.Find(key);
-  if (v == nullptr) return fallback;
-  if (v->type != GgufType::kBool) return Corrupt(g, "metadata '", key, "' is not a bool");
-  return v->u != 0;
-}
-
-StatusOr<int32_t> OptionalId(const GgufFile& g, std::string_view key, int64_t n) {
-  if (g.Find(key) == nullptr) return -1;
-  OCULAR_ASSIGN_OR_RETURN(uint64_t id, g.GetUint(key));
-  if (id >= static_cast<uint64_t>(n)) {
-    return Corrupt(g, "metadata '", key, "' = ", id, " is outside the vocabulary of ", n,
-                   " tokens");
-  }
-  return static_cast<int32_t>(id);
-}
+Status Refuse(const GgufFile& g, const auto&... what) { return GgufMeta(g).Refuse(what...); }
+Status Corrupt(const GgufFile& g, const auto&... what) { return GgufMeta(g).Corrupt(what...); }
 
 const GgufValue* StringArray(const GgufFile& g, std::string_view key) {
   const GgufValue* v = g.Find(key);
@@ -72,6 +38,7 @@ const GgufValue* StringArray(const GgufFile& g, std::string_view key) {
 }
 
 Status CheckSupported(const GgufFile& g) {
+  const GgufMeta meta(g);
   for (const auto& [key, value] : g.metadata()) {
     if (key.starts_with("tokenizer.") && !KnownKeys().contains(key)) {
       return Refuse(g, "metadata '", key, "' is not implemented for a gpt2 (BPE) vocabulary");
@@ -86,7 +53,7 @@ Status CheckSupported(const GgufFile& g) {
     return Refuse(g, "tokenizer.ggml.pre '", pre, "' is not implemented (only 'qwen2')");
   }
   for (const char* key : {"tokenizer.ggml.add_eos_token", "tokenizer.ggml.add_sep_token"}) {
-    OCULAR_ASSIGN_OR_RETURN(const bool on, OptionalBool(g, key, false));
+    OCULAR_ASSIGN_OR_RETURN(const bool on, meta.OptionalBool(key, false));
     if (on) return Refuse(g, key, " = true is not implemented");
   }
   return Status::Ok();
@@ -145,6 +112,7 @@ Status Tokens(const GgufFile& g, const GgufValue& tokens, json* vocab, json* add
 }  // namespace
 
 StatusOr<GgufVocab> ReadGgufBpeVocab(const GgufFile& g) {
+  const GgufMeta meta(g);
   OCULAR_RETURN_IF_ERROR(CheckSupported(g));
   const GgufValue* tokens = StringArray(g, "tokenizer.ggml.tokens");
   if (tokens == nullptr || tokens->strings.empty()) {
@@ -157,15 +125,15 @@ StatusOr<GgufVocab> ReadGgufBpeVocab(const GgufFile& g) {
   const int64_t n = static_cast<int64_t>(tokens->strings.size());
   GgufVocab out;
   out.vocab_size = n;
-  OCULAR_ASSIGN_OR_RETURN(out.bos_id, OptionalId(g, "tokenizer.ggml.bos_token_id", n));
-  OCULAR_ASSIGN_OR_RETURN(out.eos_id, OptionalId(g, "tokenizer.ggml.eos_token_id", n));
-  OCULAR_ASSIGN_OR_RETURN(out.pad_id, OptionalId(g, "tokenizer.ggml.padding_token_id", n));
-  OCULAR_ASSIGN_OR_RETURN(const int32_t eot, OptionalId(g, "tokenizer.ggml.eot_token_id", n));
-  OCULAR_ASSIGN_OR_RETURN(const int32_t unk, OptionalId(g, "tokenizer.ggml.unknown_token_id", n));
+  OCULAR_ASSIGN_OR_RETURN(out.bos_id, meta.OptionalId("tokenizer.ggml.bos_token_id", n));
+  OCULAR_ASSIGN_OR_RETURN(out.eos_id, meta.OptionalId("tokenizer.ggml.eos_token_id", n));
+  OCULAR_ASSIGN_OR_RETURN(out.pad_id, meta.OptionalId("tokenizer.ggml.padding_token_id", n));
+  OCULAR_ASSIGN_OR_RETURN(const int32_t eot, meta.OptionalId("tokenizer.ggml.eot_token_id", n));
+  OCULAR_ASSIGN_OR_RETURN(const int32_t unk, meta.OptionalId("tokenizer.ggml.unknown_token_id", n));
   if (unk >= 0) return Refuse(g, "an unknown token (byte-level BPE has none) is not implemented");
   // llama-vocab.cpp: gpt2 vocabularies add no BOS unless the file says so.
   OCULAR_ASSIGN_OR_RETURN(const bool add_bos,
-                          OptionalBool(g, "tokenizer.ggml.add_bos_token", false));
+                          meta.OptionalBool("tokenizer.ggml.add_bos_token", false));
 
   json vocab = json::object(), added = json::array(), decoder = json::object();
   OCULAR_RETURN_IF_ERROR(Tokens(g, *tokens, &vocab, &added, &decoder));

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "io/gguf_meta.h"
+
 namespace ocular {
 
 namespace {
@@ -20,26 +22,10 @@ enum TokenType : int32_t {
   kByte = 6
 };
 
-// The tokenizer.* keys read here; any other is refused.
-const std::set<std::string, std::less<>>& KnownKeys() {
-  static const std::set<std::string, std::less<>> keys = {
-      "tokenizer.ggml.model",
-      "tokenizer.ggml.pre",
-      "tokenizer.ggml.tokens",
-      "tokenizer.ggml.scores",
-      "tokenizer.ggml.token_type",
-      "tokenizer.ggml.bos_token_id",
-      "tokenizer.ggml.eos_token_id",
-      "tokenizer.ggml.unknown_token_id",
-      "tokenizer.ggml.padding_token_id",
-      "tokenizer.ggml.eot_token_id",
-      "tokenizer.ggml.add_bos_token",
-      "tokenizer.ggml.add_eos_token",
-      "tokenizer.ggml.add_sep_token",
-      "tokenizer.ggml.add_space_prefix",
-      "tokenizer.ggml.remove_extra_whitespaces",
-      "tokenizer.chat_template",
-  };
+// The tokenizer.* keys read here (SentencePiece's besides VocabKeys'); any other is refused.
+const GgufKeys& KnownKeys() {
+  static const GgufKeys keys =
+      VocabKeys({"scores", "add_space_prefix", "remove_extra_whitespaces"});
   return keys;
 }
 
@@ -71,30 +57,8 @@ void Float(std::string* out, int field, float v) {
   out->append(b, 4);
 }
 
-Status Refuse(const GgufFile& g, const auto&... what) {
-  return Error(StatusCode::kUnimplemented, "gguf", g.origin(), ": ", what...);
-}
-Status Corrupt(const GgufFile& g, const auto&... what) {
-  return Error(StatusCode::kDataLoss, "gguf", g.origin(), ": ", what...);
-}
-
-StatusOr<bool> OptionalBool(const GgufFile& g, std::string_view key, bool fallback) {
-  const GgufValue* v = g.Find(key);
-  if (v == nullptr) return fallback;
-  if (v->type != GgufType::kBool) return Corrupt(g, "metadata '", key, "' is not a bool");
-  return v->u != 0;
-}
-
-// An id key when present and within the vocabulary; -1 when absent.
-StatusOr<int32_t> OptionalId(const GgufFile& g, std::string_view key, int64_t n) {
-  if (g.Find(key) == nullptr) return -1;
-  OCULAR_ASSIGN_OR_RETURN(uint64_t id, g.GetUint(key));
-  if (id >= static_cast<uint64_t>(n)) {
-    return Corrupt(g, "metadata '", key, "' = ", id, " is outside the vocabulary of ", n,
-                   " tokens");
-  }
-  return static_cast<int32_t>(id);
-}
+Status Refuse(const GgufFile& g, const auto&... what) { return GgufMeta(g).Refuse(what...); }
+Status Corrupt(const GgufFile& g, const auto&... what) { return GgufMeta(g).Corrupt(what...); }
 
 // A numeric array of `n` 4-byte elements of type `t`.
 StatusOr<const uint8_t*> Array4(const GgufFile& g, std::string_view key, GgufType t, int64_t n) {
@@ -207,18 +171,19 @@ Status AddPieces(const GgufFile& g, const GgufValue& tokens, const uint8_t* scor
 }  // namespace
 
 StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
+  const GgufMeta meta(g);
   OCULAR_RETURN_IF_ERROR(CheckSupported(g));
   OCULAR_ASSIGN_OR_RETURN(const bool add_bos,
-                          OptionalBool(g, "tokenizer.ggml.add_bos_token", true));
+                          meta.OptionalBool("tokenizer.ggml.add_bos_token", true));
   OCULAR_ASSIGN_OR_RETURN(const bool add_eos,
-                          OptionalBool(g, "tokenizer.ggml.add_eos_token", false));
+                          meta.OptionalBool("tokenizer.ggml.add_eos_token", false));
   OCULAR_ASSIGN_OR_RETURN(const bool add_sep,
-                          OptionalBool(g, "tokenizer.ggml.add_sep_token", false));
+                          meta.OptionalBool("tokenizer.ggml.add_sep_token", false));
   // llama.cpp's SPM default: a space prefix unless the file says otherwise.
   OCULAR_ASSIGN_OR_RETURN(const bool space_prefix,
-                          OptionalBool(g, "tokenizer.ggml.add_space_prefix", true));
+                          meta.OptionalBool("tokenizer.ggml.add_space_prefix", true));
   OCULAR_ASSIGN_OR_RETURN(const bool squash_spaces,
-                          OptionalBool(g, "tokenizer.ggml.remove_extra_whitespaces", false));
+                          meta.OptionalBool("tokenizer.ggml.remove_extra_whitespaces", false));
   if (add_eos || add_sep) {
     return Refuse(g, "tokenizer.ggml.add_eos_token / add_sep_token true is not implemented");
   }
@@ -235,12 +200,12 @@ StatusOr<GgufVocab> ReadGgufVocab(const GgufFile& g) {
                           Array4(g, "tokenizer.ggml.token_type", GgufType::kI32, n));
   GgufVocab out;
   out.vocab_size = n;
-  OCULAR_ASSIGN_OR_RETURN(out.bos_id, OptionalId(g, "tokenizer.ggml.bos_token_id", n));
-  OCULAR_ASSIGN_OR_RETURN(out.eos_id, OptionalId(g, "tokenizer.ggml.eos_token_id", n));
-  OCULAR_ASSIGN_OR_RETURN(int32_t unk, OptionalId(g, "tokenizer.ggml.unknown_token_id", n));
-  OCULAR_ASSIGN_OR_RETURN(out.pad_id, OptionalId(g, "tokenizer.ggml.padding_token_id", n));
+  OCULAR_ASSIGN_OR_RETURN(out.bos_id, meta.OptionalId("tokenizer.ggml.bos_token_id", n));
+  OCULAR_ASSIGN_OR_RETURN(out.eos_id, meta.OptionalId("tokenizer.ggml.eos_token_id", n));
+  OCULAR_ASSIGN_OR_RETURN(int32_t unk, meta.OptionalId("tokenizer.ggml.unknown_token_id", n));
+  OCULAR_ASSIGN_OR_RETURN(out.pad_id, meta.OptionalId("tokenizer.ggml.padding_token_id", n));
   const int32_t pad = out.pad_id;
-  OCULAR_ASSIGN_OR_RETURN(int32_t eot, OptionalId(g, "tokenizer.ggml.eot_token_id", n));
+  OCULAR_ASSIGN_OR_RETURN(int32_t eot, meta.OptionalId("tokenizer.ggml.eot_token_id", n));
   if (unk < 0) return Refuse(g, "a vocabulary without tokenizer.ggml.unknown_token_id");
 
   // ModelProto: pieces (1) {piece 1, score 2, type 3}.

@@ -4,33 +4,22 @@
 #include <cstring>
 #include <set>
 
+#include "io/gguf_meta.h"
+
 namespace ocular {
 
 namespace {
 
 // The clip.* keys read below (clip-impl.h). Any other clip.* key is refused: it would
 // change what llama.cpp computes (another encoder, a merge pattern, feature layers, ...).
-const std::set<std::string, std::less<>>& KnownKeys() {
-  static const std::set<std::string, std::less<>> keys = {
-      "clip.projector_type",
-      "clip.vision.projector_type",
-      "clip.has_vision_encoder",
-      "clip.has_audio_encoder",
-      "clip.has_text_encoder",
-      "clip.has_llava_projector",
-      "clip.use_gelu",
-      "clip.use_silu",
-      "clip.vision.image_size",
-      "clip.vision.patch_size",
-      "clip.vision.embedding_length",
-      "clip.vision.feed_forward_length",
-      "clip.vision.block_count",
-      "clip.vision.attention.head_count",
-      "clip.vision.attention.layer_norm_epsilon",
-      "clip.vision.projection_dim",
-      "clip.vision.image_mean",
-      "clip.vision.image_std",
-  };
+const GgufKeys& KnownKeys() {
+  static const GgufKeys keys = PrefixedKeys(
+      "clip.",
+      {"projector_type", "vision.projector_type", "has_vision_encoder", "has_audio_encoder",
+       "has_text_encoder", "has_llava_projector", "use_gelu", "use_silu", "vision.image_size",
+       "vision.patch_size", "vision.embedding_length", "vision.feed_forward_length",
+       "vision.block_count", "vision.attention.head_count", "vision.attention.layer_norm_epsilon",
+       "vision.projection_dim", "vision.image_mean", "vision.image_std"});
   return keys;
 }
 
@@ -55,29 +44,18 @@ std::string_view ReferenceActivation(std::string_view type) {
 }
 
 Status Refuse(const GgufFile& g, const auto&... what) {
-  return Error(StatusCode::kUnimplemented, "mmproj", g.origin(), ": ", what...);
+  return GgufMeta(g, "mmproj").Refuse(what...);
 }
 
+// An integer key in [1, max]; absent is kDataLoss here (an mmproj file writes them all).
 StatusOr<int64_t> Required(const GgufFile& g, const char* key, int64_t max = int64_t{1} << 31) {
-  if (g.Find(key) == nullptr) {
-    return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": no metadata '", key, "'");
-  }
-  OCULAR_ASSIGN_OR_RETURN(uint64_t v, g.GetUint(key));
-  if (v == 0 || v > static_cast<uint64_t>(max)) {
-    return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": metadata '", key, "' = ", v,
-                 " is out of range [1, ", max, "]");
-  }
-  return static_cast<int64_t>(v);
+  const GgufMeta meta(g, "mmproj");
+  if (g.Find(key) == nullptr) return meta.Corrupt("no metadata '", key, "'");
+  return meta.Required(key, max);
 }
 
 StatusOr<bool> OptionalBool(const GgufFile& g, const char* key, bool fallback) {
-  const GgufValue* v = g.Find(key);
-  if (v == nullptr) return fallback;
-  if (v->type != GgufType::kBool) {
-    return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": metadata '", key,
-                 "' is not a bool");
-  }
-  return v->i != 0;
+  return GgufMeta(g, "mmproj").OptionalBool(key, fallback);
 }
 
 // Three f32 values (image_mean / image_std), finite; std non-zero.
@@ -143,6 +121,24 @@ Status ReadQwenKeys(const GgufFile& g, MmprojVision* m) {
 }
 
 }  // namespace
+
+Status CheckPair(const GgufFile& text, const GgufFile& mmproj, const MmprojVision& v,
+                 int64_t hidden, std::string_view arch) {
+  if (v.projection_dim == hidden) return Status::Ok();
+  return Error(StatusCode::kUnimplemented, "mmproj", mmproj.origin(),
+               ": clip.vision.projection_dim = ", v.projection_dim, " but the text model ",
+               text.origin(), " has ", arch, ".embedding_length = ", hidden,
+               ": this mmproj file belongs to another model");
+}
+
+void SetMmprojNormalization(const MmprojVision& v, nlohmann::ordered_json* p) {
+  (*p)["do_rescale"] = true;
+  (*p)["rescale_factor"] = 1.0 / 255.0;
+  (*p)["do_normalize"] = true;
+  (*p)["image_mean"] = v.image_mean;
+  (*p)["image_std"] = v.image_std;
+  (*p)["do_convert_rgb"] = true;
+}
 
 bool IsMmproj(const GgufFile& gguf) {
   StatusOr<std::string_view> arch = gguf.GetString("general.architecture");

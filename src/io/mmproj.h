@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,16 @@ inline constexpr const char* kMmprojProjectorTypes = "gemma3, qwen2vl_merger, qw
 
 // True if `gguf` is an mmproj file (general.architecture "clip").
 bool IsMmproj(const GgufFile& gguf);
+
+// The preprocessor_config.json fields an mmproj file gives, set in `p` (the processor type,
+// resize rule and the rest are the family's): do_rescale by 1/255, do_normalize with the file's
+// image_mean / image_std, do_convert_rgb.
+void SetMmprojNormalization(const MmprojVision& v, nlohmann::ordered_json* p);
+
+// kUnimplemented unless the mmproj's projection_dim is the text model's hidden size `hidden`
+// (<arch>.embedding_length): else the mmproj file belongs to another model.
+Status CheckPair(const GgufFile& text, const GgufFile& mmproj, const MmprojVision& v,
+                 int64_t hidden, std::string_view arch);
 
 // Reads and checks `gguf`'s metadata. kUnimplemented (naming the key) for a projector type
 // ocular does not implement, an audio encoder, an activation other than the projector's

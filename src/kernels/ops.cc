@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/enum_names.h"
 #include "core/half.h"
 #include "kernels/cpu/bf16_dot.h"
 #include "kernels/cpu/gemm_bf16.h"
@@ -205,46 +206,23 @@ bool UsesGemmBf16(const Exec& ex, int64_t M, int64_t K, const Matrix& w) {
 
 }  // namespace
 
-const char* PrecisionName(Precision p) {
-  switch (p) {
-    case Precision::kF32:
-      return "f32";
-    case Precision::kBF16:
-      return "bf16";
-    case Precision::kBF16Fast:
-      return "bf16-fast";
-  }
-  return "?";
-}
+constexpr EnumName<Precision> kPrecisionNames[] = {
+    {Precision::kF32, "f32"}, {Precision::kBF16, "bf16"}, {Precision::kBF16Fast, "bf16-fast"}};
+constexpr EnumName<QuantActivations> kQuantActivationsNames[] = {{QuantActivations::kInt8, "int8"},
+                                                                 {QuantActivations::kF32, "f32"}};
+
+const char* PrecisionName(Precision p) { return NameOf(p, kPrecisionNames, "?"); }
 
 bool ParsePrecision(std::string_view name, Precision* out) {
-  for (Precision p : {Precision::kF32, Precision::kBF16, Precision::kBF16Fast}) {
-    if (name == PrecisionName(p)) {
-      *out = p;
-      return true;
-    }
-  }
-  return false;
+  return ParseEnum(name, kPrecisionNames, out);
 }
 
 const char* QuantActivationsName(QuantActivations q) {
-  switch (q) {
-    case QuantActivations::kInt8:
-      return "int8";
-    case QuantActivations::kF32:
-      return "f32";
-  }
-  return "?";
+  return NameOf(q, kQuantActivationsNames, "?");
 }
 
 bool ParseQuantActivations(std::string_view name, QuantActivations* out) {
-  for (QuantActivations q : {QuantActivations::kInt8, QuantActivations::kF32}) {
-    if (name == QuantActivationsName(q)) {
-      *out = q;
-      return true;
-    }
-  }
-  return false;
+  return ParseEnum(name, kQuantActivationsNames, out);
 }
 
 Backend::Backend(ThreadPool& pool) : pool_(&pool), table_(&Active()) {}

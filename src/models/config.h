@@ -13,6 +13,23 @@ namespace ocular {
 
 enum class Activation { kGeluTanh, kGeluErf };
 
+// The sizes every family's decoder config names alike (LlamaConfig's fields; read by
+// config_section.h ParseDecoderSizes). A family's text config derives from it and gives its
+// transformers defaults in this order: DecoderSizes{vocab_size, hidden_size, intermediate_size,
+// num_hidden_layers, num_attention_heads, num_key_value_heads, max_position_embeddings[,
+// rms_norm_eps, rope_theta]}.
+struct DecoderSizes {
+  int vocab_size = 0;
+  int hidden_size = 0;
+  int intermediate_size = 0;
+  int num_hidden_layers = 0;
+  int num_attention_heads = 0;
+  int num_key_value_heads = 0;
+  int max_position_embeddings = 0;
+  float rms_norm_eps = 1e-6f;
+  float rope_theta = 10000.0f;
+};
+
 struct SiglipVisionConfig {
   int hidden_size = 768;
   int intermediate_size = 3072;
@@ -32,18 +49,11 @@ struct SiglipVisionConfig {
 };
 
 // Gemma (model_type "gemma") and Gemma 2 ("gemma2") decoders.
-struct GemmaTextConfig {
+struct GemmaTextConfig : DecoderSizes {
+  GemmaTextConfig() : DecoderSizes{256000, 3072, 24576, 28, 16, 16, 8192, 1e-6f, 10000.0f} {}
+
   std::string model_type = "gemma";
-  int vocab_size = 256000;
-  int hidden_size = 3072;
-  int intermediate_size = 24576;
-  int num_hidden_layers = 28;
-  int num_attention_heads = 16;
-  int num_key_value_heads = 16;
   int head_dim = 256;
-  int max_position_embeddings = 8192;
-  float rms_norm_eps = 1e-6f;
-  float rope_theta = 10000.0f;
   Activation hidden_act = Activation::kGeluTanh;
   // Gemma 2 only (0 = absent/disabled).
   float query_pre_attn_scalar = 0;  // attention scale = query_pre_attn_scalar^-1/2

@@ -44,6 +44,20 @@ StatusOr<std::unique_ptr<TensorSource>> OpenTensors(const ModelFiles& files,
                                                     const std::string& tag = "",
                                                     const std::string& model = "");
 
+// The VlModel calls (models/model.h) every family class overrides, declared once: a family
+// class says OCULAR_FAMILY_MODEL_METHODS() in its public section and defines them in its .cc;
+// its class comment says what its calls tap and what is its own.
+#define OCULAR_FAMILY_MODEL_METHODS()                                                           \
+  size_t WorkspaceBytes(const WorkspaceShape& shape) const override;                            \
+  void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,   \
+                    float* features, Tracer* tracer) const override;                            \
+  Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,             \
+               int64_t feature_rows, float* x, Tracer* tracer) const override;                  \
+  void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,   \
+                     int end) const override;                                                   \
+  void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override; \
+  Status ForEachWeight(const WeightVisitor& fn) const override
+
 // Base of a family's model class: `Config` is the family's parsed config.json, `Weights` the
 // struct its ForEachTensor(const Config&, Weights*, const TensorVisitor&) fills (found by
 // argument-dependent lookup, in the family's namespace).

@@ -28,4 +28,16 @@ std::string RenameLayer(const std::string& hf, std::string_view prefix, std::str
   return "";
 }
 
+std::string RenameDecoder(const std::string& hf, std::initializer_list<const char*> prefixes,
+                          std::span<const Rename> norms) {
+  for (const char* prefix : prefixes) {
+    if (!StartsWith(hf, prefix)) continue;
+    const std::string rest = hf.substr(std::strlen(prefix));
+    if (rest == "embed_tokens.weight") return "token_embd.weight";
+    if (rest == "norm.weight") return "output_norm.weight";
+    return RenameLayer(rest, "layers.", "blk.", kLlamaLayer, norms);
+  }
+  return "";
+}
+
 }  // namespace ocular::gguf_rename

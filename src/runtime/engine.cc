@@ -10,6 +10,7 @@
 #include <mutex>
 #include <system_error>
 
+#include "core/enum_names.h"
 #include "core/thread_pool.h"
 #include "models/registry.h"
 #include "runtime/bench.h"
@@ -26,17 +27,11 @@
 namespace ocular {
 
 const char* StageName(Stage stage) {
-  switch (stage) {
-    case Stage::kImages:
-      return "images";
-    case Stage::kEncode:
-      return "encode";
-    case Stage::kPrefill:
-      return "prefill";
-    case Stage::kDecode:
-      return "decode";
-  }
-  return "";
+  static constexpr EnumName<Stage> kNames[] = {{Stage::kImages, "images"},
+                                               {Stage::kEncode, "encode"},
+                                               {Stage::kPrefill, "prefill"},
+                                               {Stage::kDecode, "decode"}};
+  return NameOf(stage, kNames, "");
 }
 
 namespace {

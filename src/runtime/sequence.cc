@@ -3,23 +3,17 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/enum_names.h"
 
 namespace ocular {
 
 const char* FinishReasonName(FinishReason r) {
-  switch (r) {
-    case FinishReason::kNone:
-      return "";
-    case FinishReason::kEos:
-      return "eos";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kCancelled:
-      return "cancelled";
-    case FinishReason::kFailed:
-      return "failed";
-  }
-  return "";
+  static constexpr EnumName<FinishReason> kNames[] = {{FinishReason::kNone, ""},
+                                                      {FinishReason::kEos, "eos"},
+                                                      {FinishReason::kLength, "length"},
+                                                      {FinishReason::kCancelled, "cancelled"},
+                                                      {FinishReason::kFailed, "failed"}};
+  return NameOf(r, kNames, "");
 }
 
 Sequence::Sequence(SequenceParams params, KvHandle kv, int32_t vocab,

@@ -26,6 +26,7 @@
 #include "runtime/parity.h"
 #include "runtime/recorder.h"
 #include "runtime/runner.h"
+#include "support/cases.h"
 #include "support/fixture.h"
 #include "support/golden.h"
 #include "support/harness.h"
@@ -33,6 +34,9 @@
 
 namespace ocular {
 namespace {
+
+using testing_support::Ids;
+using testing_support::Split;
 
 namespace fs = std::filesystem;
 
@@ -95,43 +99,16 @@ std::string ToGguf(const std::string& dir, const std::string& name, bool bf16) {
 }
 
 // Any registered family below the public API (tests/support/harness.h is PaliGemma's).
-struct Loaded {
-  LoadedModel m;
-  ThreadPool pool{2};
-  Backend backend{pool};
-  std::unique_ptr<KvPool> kv;
-  std::unique_ptr<Runner> runner;
-};
+using Loaded = testing_support::LoadedRunner;
 
 StatusOr<std::unique_ptr<Loaded>> Load(const std::string& path, const char* mmproj = nullptr) {
-  auto l = std::make_unique<Loaded>();
-  OCULAR_ASSIGN_OR_RETURN(l->m, LoadModel(path, mmproj ? mmproj : ""));
-  const bool bf16 = l->m.model->spec().weight_dtype == DType::kBF16;
-  const Precision p = bf16 ? Precision::kBF16 : Precision::kF32;
-  l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, bf16 ? KvDType::kBF16 : KvDType::kF32);
-  l->runner = std::make_unique<Runner>(*l->m.model, l->backend, p,
-                                       RunnerLimits{.max_batch = 1, .max_images = 8});
-  return l;
-}
-
-std::vector<int32_t> Ids(const TensorView& t) {
-  std::vector<int32_t> ids(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) ids[i] = static_cast<int32_t>(t.as<int64_t>()[i]);
-  return ids;
+  return testing_support::LoadRunner(path, RunnerLimits{.max_batch = 1, .max_images = 8},
+                                     mmproj ? mmproj : "");
 }
 
 Tensor ToTensor(const TensorView& t) {
   Tensor out(t.shape);
   std::copy_n(t.as<float>(), t.numel(), out.data.data());
-  return out;
-}
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
   return out;
 }
 

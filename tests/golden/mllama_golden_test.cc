@@ -29,6 +29,7 @@
 #include "runtime/parity.h"
 #include "runtime/recorder.h"
 #include "runtime/runner.h"
+#include "support/cases.h"
 #include "support/fixture.h"
 #include "support/golden.h"
 #include "support/harness.h"
@@ -36,6 +37,9 @@
 
 namespace ocular {
 namespace {
+
+using testing_support::Ids;
+using testing_support::Split;
 
 namespace fs = std::filesystem;
 
@@ -102,21 +106,6 @@ std::unique_ptr<Loaded> Load(const std::string& path) {
       std::make_unique<Runner>(*l->m.model, l->backend, bf16 ? Precision::kBF16 : Precision::kF32,
                                RunnerLimits{.max_batch = 2, .max_images = 3});
   return l;
-}
-
-std::vector<int32_t> Ids(const TensorView& t) {
-  std::vector<int32_t> ids(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) ids[i] = static_cast<int32_t>(t.as<int64_t>()[i]);
-  return ids;
-}
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
 }
 
 // make_mllama.py synthetic(): the pattern of the images that are not PNG files.

@@ -1,7 +1,6 @@
-// Qwen2-VL (qwen2_vl) and Qwen2.5-VL (qwen2_5_vl) against transformers 4.57, tap by tap (fixtures:
-// tools/reference/make_qwen2vl.py): the processor's pixels, image_grid_thw, ids, get_rope_index
-// positions and rope_deltas exactly; then the vision tower, every decoder layer, the logits
-// and 32 greedy tokens from the prompt the processor built.
+// Qwen2-VL (qwen2_vl) and Qwen2.5-VL (qwen2_5_vl): the processor (smart_resize, pixels and
+// grids against Qwen2VLImageProcessor, configs) and the prompt rules. The tap-by-tap goldens
+// of every Qwen checkpoint are qwen_golden_test.cc's table.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,48 +25,16 @@
 #include "support/fixture.h"
 #include "support/golden.h"
 #include "support/harness.h"
+#include "support/qwen_golden.h"
 
 namespace ocular {
 namespace {
 
-namespace fs = std::filesystem;
+using qwen_golden::CasePrompt;
+using qwen_golden::Differ;
+using qwen_golden::I64;
 
 constexpr char kTiny[] = "testdata/tiny/qwen2vl";
-
-std::vector<std::string> Cases(const std::string& checkpoint) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator("testdata/golden/" + checkpoint)) {
-    if (e.path().extension() == ".safetensors") out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::vector<int64_t> I64(const TensorView& t) {
-  return std::vector<int64_t>(t.as<int64_t>(), t.as<int64_t>() + t.numel());
-}
-
-std::vector<int32_t> Ids(const TensorView& t) {
-  std::vector<int32_t> ids(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) ids[i] = static_cast<int32_t>(t.as<int64_t>()[i]);
-  return ids;
-}
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-int64_t Differ(const std::vector<float>& mine, const TensorView& ref) {
-  if (static_cast<int64_t>(mine.size()) != ref.numel()) return -1;
-  int64_t n = 0;
-  for (size_t k = 0; k < mine.size(); ++k) n += mine[k] != ref.as<float>()[k];
-  return n;
-}
 
 // smart_resize's branches on sizes worked out by hand from image_processing_qwen2_vl.py.
 TEST(Qwen2VLProcessorTest, SmartResizeRoundsScalesAndRefuses) {
@@ -114,7 +81,7 @@ TEST(Qwen2VLProcessorTest, PixelsAndGridsMatchQwen2VLImageProcessor) {
     const std::string key = name.substr(0, name.find('/'));
     SCOPED_TRACE(key);
     const std::string stem = "testdata/golden/qwen2vl-pixels/" + key;
-    auto image = LoadImage(fs::exists(stem + ".png") ? stem + ".png" : stem + ".jpg");
+    auto image = LoadImage(std::filesystem::exists(stem + ".png") ? stem + ".png" : stem + ".jpg");
     ASSERT_TRUE(image.ok()) << image.status().ToString();
     auto patches = qwen2vl::Patchify(*image, c);
     ASSERT_TRUE(patches.ok()) << patches.status().ToString();
@@ -228,161 +195,6 @@ TEST(Qwen2VLConfigTest, ReleasedConfigsParse) {
   EXPECT_EQ(q25->vision.window_merged(), 4);
 }
 
-struct Loaded {
-  LoadedModel m;
-  ThreadPool pool{2};
-  Backend backend{pool};
-  std::unique_ptr<KvPool> kv;
-  std::unique_ptr<Runner> runner;
-};
-
-std::unique_ptr<Loaded> LoadTiny(const std::string& checkpoint) {
-  auto l = std::make_unique<Loaded>();
-  auto m = LoadModel("testdata/tiny/" + checkpoint);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  if (!m.ok()) return nullptr;
-  l->m = std::move(*m);
-  const bool bf16 = l->m.model->spec().weight_dtype == DType::kBF16;  // run as torch runs it
-  l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, bf16 ? KvDType::kBF16 : KvDType::kF32);
-  l->runner =
-      std::make_unique<Runner>(*l->m.model, l->backend, bf16 ? Precision::kBF16 : Precision::kF32,
-                               RunnerLimits{.max_batch = 2, .max_images = 4});
-  return l;
-}
-
-// The processor's prompt for a case: its images through AddImage, then MakePrompt.
-// chat: the text is one user turn of a chat (`ocular run --chat`), rendered with the
-// checkpoint's chat template.
-StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images, const std::string& text,
-                            bool chat = false) {
-  Prompt with_images;
-  const std::vector<std::string> names = Split(images);
-  for (size_t i = 0; i < names.size(); ++i) {
-    // make_qwen2vl.py input_images: inputs/<name>.png, or a path under testdata/golden.
-    const std::string dir = names[i].find('/') != std::string::npos ? "" : "inputs/";
-    OCULAR_ASSIGN_OR_RETURN(Image im, LoadImage("testdata/golden/" + dir + names[i] + ".png"));
-    OCULAR_RETURN_IF_ERROR(p.AddImage(im, false, static_cast<int32_t>(i), &with_images));
-  }
-  PromptOptions o;
-  o.chat = chat;
-  return p.MakePrompt(std::move(with_images), static_cast<int>(names.size()), text, nullptr, o);
-}
-
-// Qwen2-VL: LayerNorm + QuickGELU ViT, untied lm_head. Qwen2.5-VL: RMSNorm + SwiGLU ViT with
-// window attention (uneven windows), tied embeddings. qwen2vl-bf16: Qwen2-VL's weights in
-// bfloat16, against torch's bf16 run (two cases).
-struct Checkpoint {
-  const char* name;
-  double tolerance;  // relative error per tap
-  size_t cases;
-};
-
-class Qwen2VLGoldenTest : public testing::TestWithParam<Checkpoint> {};
-
-TEST_P(Qwen2VLGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
-  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
-  auto m = LoadTiny(GetParam().name);
-  ASSERT_NE(m, nullptr);
-  const std::vector<std::string> cases = Cases(GetParam().name);
-  ASSERT_EQ(cases.size(), GetParam().cases);
-  for (const std::string& file : cases) {
-    SCOPED_TRACE(file);
-    auto taps = fixture::GoldenTaps::Open(file);
-    ASSERT_TRUE(taps.ok()) << taps.status().ToString();
-    const SafetensorsFile& g = taps->file();
-    const auto& meta = g.metadata();
-    auto prompt =
-        CasePrompt(*m->m.processor, meta.at("images"), meta.at("prompt"), meta.contains("chat"));
-    ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
-    // Processor: ids, pixel values, grids, get_rope_index's positions and rope_deltas.
-    ASSERT_EQ(prompt->ids, Ids(*g.Find("input_ids")));
-    const std::vector<int64_t> want_pos = I64(*g.Find("position_ids"));
-    const int64_t T = prompt->size();
-    for (int a = 0; a < 3; ++a) {
-      for (int64_t t = 0; t < T; ++t) {
-        ASSERT_EQ(prompt->positions.At(a, t, T), want_pos[a * T + t])
-            << "axis " << a << " row " << t;
-      }
-    }
-    EXPECT_EQ(prompt->positions.decode_offset, g.Find("rope_deltas")->as<int64_t>()[0]);
-    if (const TensorView* pv = g.Find("pixel_values")) {
-      EXPECT_EQ(Differ(prompt->pixels, *pv), 0) << "pixel values differ";
-      const std::vector<int64_t> grids = I64(*g.Find("image_grid_thw"));
-      ASSERT_EQ(grids.size(), 3 * prompt->images.size());
-      for (size_t i = 0; i < prompt->images.size(); ++i) {
-        for (int k = 0; k < 3; ++k) EXPECT_EQ(prompt->images[i].grid[k], grids[3 * i + k]);
-      }
-    } else {
-      EXPECT_TRUE(prompt->images.empty());
-    }
-    // Model: every tap, the logits and the greedy continuation.
-    const TensorView* gen = g.Find("generated_ids");
-    GenerationRequest req;
-    req.prompt = std::make_shared<Prompt>(std::move(*prompt));
-    req.max_new_tokens = static_cast<int>(gen->numel());
-    req.record_prompt_logits = true;
-    req.record_decode_logits = true;
-    RecordingTracer tracer;
-    auto out = Generate(*m->runner, *m->kv, req, &tracer);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    tracer.Add("decode_logits", out->decode_logits);
-    const int compared = testing_support::ExpectEveryTapWithin(*taps, tracer, GetParam().tolerance);
-    EXPECT_GE(compared, 7);
-    EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, Qwen2VLGoldenTest,
-                         testing::Values(Checkpoint{"qwen2vl", 1e-5, 8},
-                                         Checkpoint{"qwen25vl", 1e-5, 8},
-                                         Checkpoint{"qwen2vl-bf16", 1e-2, 2},
-                                         Checkpoint{"qwen25vl-bf16", 1e-2, 2}),
-                         [](const auto& info) {
-                           std::string n = info.param.name;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
-
-// Sequences at different rope_deltas decode together in one [B, H] pass: an image prompt
-// (delta -6) and a text-only one (delta 0) give transformers' tokens as when alone.
-TEST(Qwen2VLBatchTest, SequencesOfOtherRopeDeltasDecodeTogether) {
-  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
-  auto m = LoadTiny("qwen25vl");
-  ASSERT_NE(m, nullptr);
-  std::vector<std::unique_ptr<Sequence>> seqs;
-  std::vector<std::vector<int32_t>> want;
-  std::vector<std::vector<float>> features;
-  for (const char* c : {"two", "text_only"}) {
-    auto taps =
-        fixture::GoldenTaps::Open(std::string("testdata/golden/qwen25vl/") + c + ".safetensors");
-    ASSERT_TRUE(taps.ok()) << taps.status().ToString();
-    const auto& meta = taps->file().metadata();
-    auto prompt = CasePrompt(*m->m.processor, meta.at("images"), meta.at("prompt"));
-    ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
-    want.push_back(Ids(*taps->file().Find("generated_ids")));
-    SequenceParams p;
-    p.prompt = std::make_shared<const Prompt>(std::move(*prompt));
-    p.max_new_tokens = static_cast<int>(want.back().size());
-    const ModelSpec& spec = m->m.model->spec();
-    features.emplace_back(p.prompt->feature_rows() * spec.feature_floats());
-    if (!p.prompt->images.empty()) {
-      m->runner->EncodeImages(*p.prompt, 0, p.prompt->images.size(), features.back().data(),
-                              nullptr);
-    }
-    auto cache = m->kv->Acquire(p.prompt->size() + p.max_new_tokens, 0);
-    ASSERT_TRUE(cache.ok());
-    const bool images = !p.prompt->images.empty();
-    seqs.push_back(std::make_unique<Sequence>(std::move(p), std::move(*cache), spec.vocab_size,
-                                              m->m.model->NewState()));
-    ASSERT_TRUE(
-        m->runner->Prefill(*seqs.back(), images ? features.back().data() : nullptr, nullptr).ok());
-  }
-  std::vector<Sequence*> batch = {seqs[0].get(), seqs[1].get()};
-  while (!seqs[0]->done() || !seqs[1]->done()) m->runner->DecodeStep(batch);
-  EXPECT_EQ(seqs[0]->generated(), want[0]);
-  EXPECT_EQ(seqs[1]->generated(), want[1]);
-}
-
 TEST(Qwen2VLPromptTest, PromptsWithTheWrongTagsAreRefused) {
   auto m = LoadModel(kTiny);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -397,27 +209,6 @@ TEST(Qwen2VLPromptTest, PromptsWithTheWrongTagsAreRefused) {
   ASSERT_TRUE(first.ok() && tagged.ok());
   EXPECT_EQ(first->ids, tagged->ids);
   EXPECT_EQ(first->positions.ids, tagged->positions.ids);
-}
-
-// As `ocular run -m testdata/tiny/qwen25vl -i photo.png -i gray.png -p "..."` runs it: files ->
-// processor -> scheduler -> model, transformers' tokens (the runtime's own prompt path).
-TEST(Qwen2VLEngineTest, TwoImagesFromFilesGiveTransformersTokens) {
-  auto engine = Engine::Load("testdata/tiny/qwen25vl", EngineOptions{.threads = 2});
-  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  auto taps = fixture::GoldenTaps::Open("testdata/golden/qwen25vl/two.safetensors");
-  ASSERT_TRUE(taps.ok()) << taps.status().ToString();
-  const auto& meta = taps->file().metadata();
-  std::vector<ImageInput> images;
-  for (const std::string& name : Split(meta.at("images"))) {
-    images.emplace_back("testdata/golden/inputs/" + name + ".png");
-  }
-  GenerateOptions o;
-  o.max_tokens = 32;
-  o.stop_at_eos = false;
-  auto r = (*engine)->Generate(images, meta.at("prompt"), o);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->prompt_ids, Ids(*taps->file().Find("input_ids")));
-  EXPECT_EQ(r->output_ids, Ids(*taps->file().Find("generated_ids")));
 }
 
 }  // namespace

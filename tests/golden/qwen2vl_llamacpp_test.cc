@@ -29,6 +29,7 @@
 #include "support/fixture.h"
 #include "support/golden.h"
 #include "support/harness.h"
+#include "support/qwen_golden.h"
 
 namespace ocular {
 namespace {
@@ -46,64 +47,11 @@ struct Pair {
   }
 };
 
-std::vector<int64_t> I64(const TensorView& t) {
-  return std::vector<int64_t>(t.as<int64_t>(), t.as<int64_t>() + t.numel());
-}
-
-std::vector<int32_t> Ids(const TensorView& t) {
-  std::vector<int32_t> ids(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) ids[i] = static_cast<int32_t>(t.as<int64_t>()[i]);
-  return ids;
-}
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-// The processor's prompt for a case (make_llamacpp_qwen_pair.py: inputs/<name>.png, or a path
-// under testdata/golden).
-StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images,
-                            const std::string& text) {
-  Prompt with_images;
-  const std::vector<std::string> names = Split(images);
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::string dir = names[i].find('/') != std::string::npos ? "" : "inputs/";
-    OCULAR_ASSIGN_OR_RETURN(Image im, LoadImage("testdata/golden/" + dir + names[i] + ".png"));
-    OCULAR_RETURN_IF_ERROR(p.AddImage(im, false, static_cast<int32_t>(i), &with_images));
-  }
-  return p.MakePrompt(std::move(with_images), static_cast<int>(names.size()), text, nullptr, {});
-}
-
-// The processor's ids, pixels, grids, positions and rope_deltas against the case's.
-void ExpectProcessorMatches(const Prompt& prompt, const SafetensorsFile& g) {
-  ASSERT_EQ(prompt.ids, Ids(*g.Find("input_ids")));
-  const std::vector<int64_t> want_pos = I64(*g.Find("position_ids"));
-  const int64_t T = prompt.size();
-  for (int a = 0; a < 3; ++a) {
-    for (int64_t t = 0; t < T; ++t) {
-      ASSERT_EQ(prompt.positions.At(a, t, T), want_pos[a * T + t]) << "axis " << a << " row " << t;
-    }
-  }
-  EXPECT_EQ(prompt.positions.decode_offset, g.Find("rope_deltas")->as<int64_t>()[0]);
-  const TensorView* pv = g.Find("pixel_values");
-  if (pv == nullptr) {
-    EXPECT_TRUE(prompt.images.empty());
-    return;
-  }
-  ASSERT_EQ(static_cast<int64_t>(prompt.pixels.size()), pv->numel());
-  EXPECT_TRUE(std::equal(prompt.pixels.begin(), prompt.pixels.end(), pv->as<float>()))
-      << "pixel values differ";
-  const std::vector<int64_t> grids = I64(*g.Find("image_grid_thw"));
-  ASSERT_EQ(grids.size(), 3 * prompt.images.size());
-  for (size_t i = 0; i < prompt.images.size(); ++i) {
-    for (int k = 0; k < 3; ++k) EXPECT_EQ(prompt.images[i].grid[k], grids[3 * i + k]);
-  }
-}
+using qwen_golden::CasePrompt;
+using qwen_golden::ExpectProcessorMatches;
+using qwen_golden::I64;
+using qwen_golden::Ids;
+using qwen_golden::Split;
 
 class Qwen2VLLlamaCppGoldenTest : public testing::TestWithParam<Pair> {};
 
@@ -116,31 +64,12 @@ TEST_P(Qwen2VLLlamaCppGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers
   Backend backend(pool);
   KvPool kv(m->model->spec().kv, KvDType::kF32);
   Runner runner(*m->model, backend, Precision::kF32, RunnerLimits{.max_batch = 1, .max_images = 4});
-  int cases = 0;
-  for (const auto& e : fs::directory_iterator(std::string("testdata/golden/") + pair.checkpoint)) {
-    if (e.path().extension() != ".safetensors") continue;
-    SCOPED_TRACE(e.path().string());
-    ++cases;
-    auto taps = fixture::GoldenTaps::Open(e.path().string());
-    ASSERT_TRUE(taps.ok()) << taps.status().ToString();
-    const SafetensorsFile& g = taps->file();
-    auto prompt = CasePrompt(*m->processor, g.metadata().at("images"), g.metadata().at("prompt"));
-    ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
-    ExpectProcessorMatches(*prompt, g);
-    const TensorView* gen = g.Find("generated_ids");
-    GenerationRequest req;
-    req.prompt = std::make_shared<Prompt>(std::move(*prompt));
-    req.max_new_tokens = static_cast<int>(gen->numel());
-    req.record_prompt_logits = true;
-    req.record_decode_logits = true;
-    RecordingTracer tracer;
-    auto out = Generate(runner, kv, req, &tracer);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    tracer.Add("decode_logits", out->decode_logits);
-    EXPECT_GE(testing_support::ExpectEveryTapWithin(*taps, tracer, 1e-5), 7);
-    EXPECT_EQ(out->generated, Ids(*gen)) << "greedy continuation differs";
+  const std::vector<std::string> cases = qwen_golden::Cases(pair.checkpoint);
+  for (const std::string& file : cases) {
+    SCOPED_TRACE(file);
+    qwen_golden::ExpectCaseMatches(*m->processor, runner, kv, file, 1e-5);
   }
-  EXPECT_EQ(cases, 2);
+  EXPECT_EQ(cases.size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(ConvertedPairs, Qwen2VLLlamaCppGoldenTest,

@@ -33,6 +33,12 @@ struct Gemma3Weights {
 // order (loading, shape checks and the GGUF name table are driven by it).
 Status ForEachTensor(const Gemma3Config& cfg, Gemma3Weights* w, const TensorVisitor& fn);
 
+// EncodeImages: features = Gemma3Model.get_image_features(pixels); taps vision.*, projector.
+// Embed: text rows embed_tokens(ids) * embed_scale (Gemma3TextScaledWordEmbedding), image
+// rows the features, unscaled (masked_scatter after the embedding); tap decoder.embed_scaled.
+// ForwardLayers taps decoder.layers.{i}, decoder.norm. Logits: gemma3_text applies
+// final_logit_softcapping when set (Gemma3ForCausalLM.forward); gemma3 none
+// (Gemma3ForConditionalGeneration.forward applies none).
 class Gemma3 final : public FamilyModel<Gemma3Config, Gemma3Weights> {
  public:
   // An HF directory (either model_type) or a GGUF file written by `ocular quantize`. Every
@@ -41,22 +47,7 @@ class Gemma3 final : public FamilyModel<Gemma3Config, Gemma3Weights> {
   static StatusOr<std::unique_ptr<Gemma3>> Load(Gemma3Config config,
                                                 std::unique_ptr<TensorSource> source);
 
-  size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
-
-  // features = Gemma3Model.get_image_features(pixels). Taps: vision.*, projector.
-  void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
-                    float* features, Tracer* tracer) const override;
-  // Text rows: embed_tokens(ids) * embed_scale (Gemma3TextScaledWordEmbedding); image rows:
-  // the features, unscaled (masked_scatter after the embedding). Tap: decoder.embed_scaled.
-  Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
-               int64_t feature_rows, float* x, Tracer* tracer) const override;
-  // Taps: decoder.layers.{i}, decoder.norm.
-  void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
-                     int end) const override;
-  // gemma3_text: final_logit_softcapping when set (Gemma3ForCausalLM.forward); gemma3: none
-  // (Gemma3ForConditionalGeneration.forward applies none).
-  void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
-  Status ForEachWeight(const WeightVisitor& fn) const override;
+  OCULAR_FAMILY_MODEL_METHODS();
 
  private:
   Gemma3() = default;

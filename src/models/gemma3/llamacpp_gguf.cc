@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "io/gguf_meta.h"
 #include "io/gguf_vocab.h"
 #include "io/mmproj.h"
 #include "io/model_files.h"
@@ -13,74 +14,38 @@ namespace ocular::gemma3 {
 
 namespace {
 
-// The gemma3.* keys llama.cpp writes for Gemma3ForCausalLM (gguf-py constants, Keys.LLM /
-// Keys.Attention / Keys.Rope), all read below.
-const std::set<std::string, std::less<>>& KnownKeys() {
-  static const std::set<std::string, std::less<>> keys = {
-      "gemma3.context_length",
-      "gemma3.embedding_length",
-      "gemma3.block_count",
-      "gemma3.feed_forward_length",
-      "gemma3.attention.head_count",
-      "gemma3.attention.head_count_kv",
-      "gemma3.attention.key_length",
-      "gemma3.attention.value_length",
-      "gemma3.attention.layer_norm_rms_epsilon",
-      "gemma3.attention.sliding_window",
-      "gemma3.attention.sliding_window_pattern",
-      "gemma3.rope.freq_base",
-      "gemma3.rope.freq_base_swa",
-      "gemma3.rope.scaling.type",
-      "gemma3.rope.scaling.factor",
-      "gemma3.final_logit_softcapping",
-  };
-  return keys;
-}
-
-Status Refuse(const GgufFile& g, const auto&... what) {
-  return Error(StatusCode::kUnimplemented, "gguf", g.origin(), ": ", what...);
-}
-
-StatusOr<int64_t> Required(const GgufFile& g, const char* key) {
-  OCULAR_ASSIGN_OR_RETURN(uint64_t v, g.GetUint(key));
-  if (v == 0 || v > (uint64_t{1} << 31)) {
-    return Error(StatusCode::kDataLoss, "gguf", g.origin(), ": metadata '", key, "' = ", v,
-                 " is out of range");
-  }
-  return static_cast<int64_t>(v);
-}
-
-StatusOr<double> OptionalFloat(const GgufFile& g, const char* key, double fallback) {
-  if (g.Find(key) == nullptr) return fallback;
-  return g.GetFloat(key);
-}
-
-// The architecture, and no key this file does not read (general.* is descriptive).
-Status CheckKeys(const GgufFile& g) {
-  OCULAR_ASSIGN_OR_RETURN(std::string_view arch, g.GetString("general.architecture"));
-  if (arch != "gemma3") return Refuse(g, "architecture '", arch, "' is not Gemma 3");
-  for (const auto& [key, value] : g.metadata()) {
-    if (key.starts_with("general.") || key.starts_with("tokenizer.")) continue;
-    if (!KnownKeys().contains(key)) {
-      return Refuse(g, "metadata '", key, "' is not implemented for llama.cpp's Gemma 3 files");
-    }
-  }
-  return Status::Ok();
+// The architecture, and no key this file does not read (general.* is descriptive; the
+// vocabulary's reader checks tokenizer.*).
+Status CheckKeys(const GgufMeta& g) {
+  OCULAR_ASSIGN_OR_RETURN(std::string_view arch, g.file().GetString("general.architecture"));
+  if (arch != "gemma3") return g.Refuse("architecture '", arch, "' is not Gemma 3");
+  // The gemma3.* keys llama.cpp writes for Gemma3ForCausalLM (gguf-py constants, Keys.LLM /
+  // Keys.Attention / Keys.Rope), all read below.
+  static const GgufKeys keys = LlmKeys(
+      "gemma3", {"attention.key_length", "attention.value_length", "attention.sliding_window",
+                 "attention.sliding_window_pattern", "rope.freq_base_swa", "rope.scaling.type",
+                 "rope.scaling.factor", "final_logit_softcapping"});
+  return g.CheckKeys(
+      keys,
+      [](std::string_view key) {
+        return !key.starts_with("general.") && !key.starts_with("tokenizer.");
+      },
+      "llama.cpp's Gemma 3 files");
 }
 
 // "sliding_window" and "layer_types". Sliding layers: llama.cpp's set_swa_pattern(n) makes
 // layer i sliding iff i % n < n - 1 (the HF rule (i + 1) % n != 0); no sliding_window key
 // means every layer is global.
-Status SetLayerTypes(const GgufFile& g, int64_t layers, nlohmann::ordered_json* c) {
+Status SetLayerTypes(const GgufMeta& g, int64_t layers, nlohmann::ordered_json* c) {
   nlohmann::ordered_json types = nlohmann::ordered_json::array();
-  if (g.Find("gemma3.attention.sliding_window") != nullptr) {
-    OCULAR_ASSIGN_OR_RETURN((*c)["sliding_window"], Required(g, "gemma3.attention.sliding_window"));
+  if (g.file().Find("gemma3.attention.sliding_window") != nullptr) {
+    OCULAR_ASSIGN_OR_RETURN((*c)["sliding_window"], g.Required("gemma3.attention.sliding_window"));
     int64_t pattern = 6;
-    if (const GgufValue* p = g.Find("gemma3.attention.sliding_window_pattern")) {
+    if (const GgufValue* p = g.file().Find("gemma3.attention.sliding_window_pattern")) {
       if (p->type == GgufType::kArray) {
-        return Refuse(g, "a per-layer sliding_window_pattern array is not implemented");
+        return g.Refuse("a per-layer sliding_window_pattern array is not implemented");
       }
-      OCULAR_ASSIGN_OR_RETURN(pattern, Required(g, "gemma3.attention.sliding_window_pattern"));
+      OCULAR_ASSIGN_OR_RETURN(pattern, g.Required("gemma3.attention.sliding_window_pattern"));
     }
     for (int64_t i = 0; i < layers; ++i) {
       types.push_back(i % pattern < pattern - 1 ? "sliding_attention" : "full_attention");
@@ -93,71 +58,59 @@ Status SetLayerTypes(const GgufFile& g, int64_t layers, nlohmann::ordered_json* 
 }
 
 // "rope_scaling": null, or linear with its factor.
-Status SetRopeScaling(const GgufFile& g, nlohmann::ordered_json* c) {
+Status SetRopeScaling(const GgufMeta& g, nlohmann::ordered_json* c) {
   (*c)["rope_scaling"] = nullptr;
-  if (g.Find("gemma3.rope.scaling.type") != nullptr) {
-    OCULAR_ASSIGN_OR_RETURN(std::string_view type, g.GetString("gemma3.rope.scaling.type"));
+  if (g.file().Find("gemma3.rope.scaling.type") != nullptr) {
+    OCULAR_ASSIGN_OR_RETURN(std::string_view type, g.file().GetString("gemma3.rope.scaling.type"));
     OCULAR_ASSIGN_OR_RETURN(const double factor,
-                            OptionalFloat(g, "gemma3.rope.scaling.factor", 1.0));
+                            g.OptionalFloat("gemma3.rope.scaling.factor", 1.0));
     if (type == "linear") {
       (*c)["rope_scaling"] = {{"rope_type", "linear"}, {"factor", factor}};
     } else if (type != "none") {
-      return Refuse(g, "rope.scaling.type '", type, "' is not implemented (none, linear)");
+      return g.Refuse("rope.scaling.type '", type, "' is not implemented (none, linear)");
     }
-  } else if (g.Find("gemma3.rope.scaling.factor") != nullptr) {
-    return Refuse(g, "rope.scaling.factor without rope.scaling.type");
+  } else if (g.file().Find("gemma3.rope.scaling.factor") != nullptr) {
+    return g.Refuse("rope.scaling.factor without rope.scaling.type");
   }
   return Status::Ok();
 }
 
 }  // namespace
 
-StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& g, const GgufVocab& vocab) {
+StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& file, const GgufVocab& vocab) {
+  const GgufMeta g(file);
   OCULAR_RETURN_IF_ERROR(CheckKeys(g));
+  if (file.FindTensor("output.weight") != nullptr) {
+    return g.Refuse("an untied output projection (output.weight) is not implemented");
+  }
   nlohmann::ordered_json c;
   c["architectures"] = {"Gemma3ForCausalLM"};
   c["model_type"] = "gemma3_text";
-  OCULAR_ASSIGN_OR_RETURN(const int64_t hidden, Required(g, "gemma3.embedding_length"));
-  OCULAR_ASSIGN_OR_RETURN(const int64_t layers, Required(g, "gemma3.block_count"));
-  OCULAR_ASSIGN_OR_RETURN(const int64_t heads, Required(g, "gemma3.attention.head_count"));
-  OCULAR_ASSIGN_OR_RETURN(const int64_t kv_heads, Required(g, "gemma3.attention.head_count_kv"));
-  OCULAR_ASSIGN_OR_RETURN(const int64_t head_dim, Required(g, "gemma3.attention.key_length"));
-  OCULAR_ASSIGN_OR_RETURN(const int64_t v_dim, Required(g, "gemma3.attention.value_length"));
+  OCULAR_RETURN_IF_ERROR(SetLlmConfig(g, "gemma3", 1e6, &c));
+  OCULAR_ASSIGN_OR_RETURN(const int64_t head_dim, g.Required("gemma3.attention.key_length"));
+  OCULAR_ASSIGN_OR_RETURN(const int64_t v_dim, g.Required("gemma3.attention.value_length"));
   if (v_dim != head_dim) {
-    return Refuse(g, "attention.value_length ", v_dim, " != key_length ", head_dim);
+    return g.Refuse("attention.value_length ", v_dim, " != key_length ", head_dim);
   }
-  const GgufTensor* embed = g.FindTensor("token_embd.weight");
-  if (embed == nullptr || embed->ne.size() != 2) {
-    return Error(StatusCode::kDataLoss, "gguf", g.origin(), ": no 2-D tensor token_embd.weight");
-  }
-  if (g.FindTensor("output.weight") != nullptr) {
-    return Refuse(g, "an untied output projection (output.weight) is not implemented");
-  }
-  c["vocab_size"] = embed->ne[1];
-  c["hidden_size"] = hidden;
-  OCULAR_ASSIGN_OR_RETURN(c["intermediate_size"], Required(g, "gemma3.feed_forward_length"));
-  c["num_hidden_layers"] = layers;
-  c["num_attention_heads"] = heads;
-  c["num_key_value_heads"] = kv_heads;
   c["head_dim"] = head_dim;
-  OCULAR_ASSIGN_OR_RETURN(c["max_position_embeddings"], Required(g, "gemma3.context_length"));
-  OCULAR_ASSIGN_OR_RETURN(c["rms_norm_eps"], g.GetFloat("gemma3.attention.layer_norm_rms_epsilon"));
-  OCULAR_ASSIGN_OR_RETURN(c["rope_theta"], OptionalFloat(g, "gemma3.rope.freq_base", 1e6));
   OCULAR_ASSIGN_OR_RETURN(c["rope_local_base_freq"],
-                          OptionalFloat(g, "gemma3.rope.freq_base_swa", 10000.0));
+                          g.OptionalFloat("gemma3.rope.freq_base_swa", 10000.0));
+  const int64_t hidden = c["hidden_size"].get<int64_t>(),
+                layers = c["num_hidden_layers"].get<int64_t>();
+  const int64_t heads = c["num_attention_heads"].get<int64_t>();
   // llama.cpp (gemma3.cpp load_arch_hparams): Q is scaled by 1/sqrt(hidden/heads) for the
   // 62-layer 27B, else 1/sqrt(head_dim): the checkpoints' query_pre_attn_scalar.
   c["query_pre_attn_scalar"] = layers == 62 ? hidden / heads : head_dim;
   c["hidden_activation"] = "gelu_pytorch_tanh";
   c["attn_logit_softcapping"] = nullptr;
   OCULAR_ASSIGN_OR_RETURN(const double softcap,
-                          OptionalFloat(g, "gemma3.final_logit_softcapping", 0));
+                          g.OptionalFloat("gemma3.final_logit_softcapping", 0));
   c["final_logit_softcapping"] = softcap > 0 ? nlohmann::ordered_json(softcap) : nullptr;
 
   OCULAR_RETURN_IF_ERROR(SetLayerTypes(g, layers, &c));
   OCULAR_RETURN_IF_ERROR(SetRopeScaling(g, &c));
   if (vocab.bos_id < 0 || vocab.eos_id < 0) {
-    return Refuse(g, "a vocabulary without bos and eos tokens");
+    return g.Refuse("a vocabulary without bos and eos tokens");
   }
   c["bos_token_id"] = vocab.bos_id;
   nlohmann::ordered_json eos = nlohmann::ordered_json::array({vocab.eos_id});
@@ -169,27 +122,12 @@ StatusOr<std::string> ConfigJsonFromLlamaCpp(const GgufFile& g, const GgufVocab&
 
 namespace {
 
-// The id of `piece` in the text file's vocabulary (tokenizer.ggml.tokens); -1 if absent.
-int64_t TokenId(const GgufFile& g, std::string_view piece) {
-  const GgufValue* tokens = g.Find("tokenizer.ggml.tokens");
-  if (tokens == nullptr) return -1;
-  for (size_t i = 0; i < tokens->strings.size(); ++i) {
-    if (tokens->strings[i] == piece) return static_cast<int64_t>(i);
-  }
-  return -1;
-}
-
 // Gemma3Config (model_type gemma3) for the pair: `text_config` is the text file's config.
 StatusOr<nlohmann::ordered_json> PairConfig(const GgufFile& text, const GgufFile& mmproj,
                                             const MmprojVision& v,
                                             nlohmann::ordered_json text_config) {
   const int64_t hidden = text_config["hidden_size"].get<int64_t>();
-  if (v.projection_dim != hidden) {
-    return Error(StatusCode::kUnimplemented, "mmproj", mmproj.origin(),
-                 ": clip.vision.projection_dim = ", v.projection_dim, " but the text model ",
-                 text.origin(), " has gemma3.embedding_length = ", hidden,
-                 ": this mmproj file belongs to another model");
-  }
+  OCULAR_RETURN_IF_ERROR(CheckPair(text, mmproj, v, hidden, "gemma3"));
   // clip.cpp (PROJECTOR_TYPE_GEMMA3): patches are average-pooled n_merge x n_merge, n_merge =
   // clip.vision.projector.scale_factor, 4 when absent (every Gemma 3 size).
   const int64_t merge = v.scale_factor > 0 ? v.scale_factor : 4;
@@ -224,17 +162,10 @@ StatusOr<nlohmann::ordered_json> PairConfig(const GgufFile& text, const GgufFile
   c["mm_tokens_per_image"] = (side / merge) * (side / merge);
   // llama.cpp's mtmd wraps the image embeddings in <start_of_image> ... <end_of_image> by
   // text; transformers' processor writes <image_soft_token> placeholders between them.
-  for (auto [key, piece] : {std::pair{"boi_token_index", "<start_of_image>"},
-                            std::pair{"eoi_token_index", "<end_of_image>"},
-                            std::pair{"image_token_index", "<image_soft_token>"}}) {
-    const int64_t id = TokenId(text, piece);
-    if (id < 0) {
-      return Error(StatusCode::kUnimplemented, "gguf", text.origin(),
-                   ": the vocabulary (tokenizer.ggml.tokens) has no ", piece,
-                   ", which Gemma 3's image prompt needs");
-    }
-    c[key] = id;
-  }
+  OCULAR_RETURN_IF_ERROR(GgufMeta(text).SetTokenIds({{"boi_token_index", "<start_of_image>"},
+                                                     {"eoi_token_index", "<end_of_image>"},
+                                                     {"image_token_index", "<image_soft_token>"}},
+                                                    "Gemma 3", &c));
   return c;
 }
 
@@ -247,12 +178,7 @@ std::string PreprocessorJson(const MmprojVision& v) {
   p["do_resize"] = true;
   p["size"] = {{"height", v.image_size}, {"width", v.image_size}};
   p["resample"] = 2;  // PIL BILINEAR
-  p["do_rescale"] = true;
-  p["rescale_factor"] = 1.0 / 255.0;
-  p["do_normalize"] = true;
-  p["image_mean"] = v.image_mean;
-  p["image_std"] = v.image_std;
-  p["do_convert_rgb"] = true;
+  SetMmprojNormalization(v, &p);
   p["do_pan_and_scan"] = false;
   return p.dump(2);
 }
@@ -260,7 +186,7 @@ std::string PreprocessorJson(const MmprojVision& v) {
 }  // namespace
 
 StatusOr<std::unique_ptr<FileSet>> LlamaCppFiles(const GgufFile& g, const GgufFile* mmproj) {
-  OCULAR_RETURN_IF_ERROR(CheckKeys(g));
+  OCULAR_RETURN_IF_ERROR(CheckKeys(GgufMeta(g)));
   OCULAR_ASSIGN_OR_RETURN(GgufVocab vocab, ReadGgufVocab(g));
   OCULAR_ASSIGN_OR_RETURN(std::string config, ConfigJsonFromLlamaCpp(g, vocab));
   std::map<std::string, std::string, std::less<>> files;

@@ -38,16 +38,10 @@ struct VisionConfig {
 };
 
 // MllamaTextConfig (text_config).
-struct TextConfig {
-  int vocab_size = 128256;  // rows of lm_head; embed_tokens has vocab_size + 8
-  int hidden_size = 4096;
-  int num_hidden_layers = 40;
-  int num_attention_heads = 32;
-  int num_key_value_heads = 8;
-  int intermediate_size = 14336;
-  float rope_theta = 500000.0f;
-  float rms_norm_eps = 1e-5f;
-  int max_position_embeddings = 131072;
+// vocab_size: rows of lm_head; embed_tokens has vocab_size + 8.
+struct TextConfig : DecoderSizes {
+  TextConfig() : DecoderSizes{128256, 4096, 14336, 40, 32, 8, 131072, 1e-5f, 500000.0f} {}
+
   std::vector<int> cross_attention_layers = {3, 8, 13, 18, 23, 28, 33, 38};
   // rope_scaling {"rope_type": "llama3", ...}; factor 0 = no scaling (null / "default").
   float rope_factor = 0, low_freq_factor = 1, high_freq_factor = 4;

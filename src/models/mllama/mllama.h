@@ -19,6 +19,13 @@
 
 namespace ocular::mllama {
 
+// EncodeImages: pixels are the images' processor.h PixelFloats each, their grid {1, tiles
+// high, tiles wide} -> features [n * ImageFeatureRows, H] (vision.h). Embed: x =
+// embed_tokens(ids) (the image token has its own row); the features are not placed in x: the
+// decoder reads them through SeqChunk::features. Errors: an id outside the embedding table;
+// image tokens != images of the features. ForwardLayers taps decoder.layers.{i} (a cross
+// layer only when some sequence has images: HF skips it for text-only prompts),
+// decoder.norm. ForEachWeight: every tensor under its GGUF name (gguf_names.h).
 class Mllama final : public FamilyModel<MllamaConfig, Weights> {
  public:
   // An HF directory, or a GGUF file written by `ocular quantize` (models/mllama/gguf_names.h).
@@ -26,26 +33,9 @@ class Mllama final : public FamilyModel<MllamaConfig, Weights> {
   // (kUnimplemented).
   static StatusOr<std::unique_ptr<Mllama>> Load(const ModelFiles& files);
 
-  size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
-
-  // pixels: the images' processor.h PixelFloats each, their grid {1, tiles high, tiles wide}
-  // -> features [n * ImageFeatureRows, H] (vision.h).
-  void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
-                    float* features, Tracer* tracer) const override;
+  OCULAR_FAMILY_MODEL_METHODS();
   // A CrossState (decoder.h): the cross layers' keys and a decode step's key range.
   std::unique_ptr<SequenceState> NewState() const override;
-  // x = embed_tokens(ids) (the image token has its own row). The features are not placed
-  // in x: the decoder reads them through SeqChunk::features. Errors: an id outside the
-  // embedding table; image tokens != images of the features.
-  Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
-               int64_t feature_rows, float* x, Tracer* tracer) const override;
-  // Taps: decoder.layers.{i} (a cross layer only when some sequence has images: HF skips it
-  // for text-only prompts), decoder.norm.
-  void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
-                     int end) const override;
-  void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
-  // Every tensor under its GGUF name (gguf_names.h), for `ocular quantize`.
-  Status ForEachWeight(const WeightVisitor& fn) const override;
 
   // Images whose cross-attention K/V were computed, summed over the cross layers (one per
   // image and layer per request when the cache works as it should). For tests.

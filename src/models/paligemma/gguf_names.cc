@@ -13,22 +13,6 @@ namespace {
 using gguf_rename::Rename;
 using gguf_rename::RenameLayer;
 
-// Within a decoder layer: llama.cpp's llm_tensor names (gguf-py's TensorNameMap).
-constexpr Rename kGemmaLayer[] = {
-    {"input_layernorm.weight", "attn_norm.weight"},    {"self_attn.q_proj.weight", "attn_q.weight"},
-    {"self_attn.k_proj.weight", "attn_k.weight"},      {"self_attn.v_proj.weight", "attn_v.weight"},
-    {"self_attn.o_proj.weight", "attn_output.weight"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
-    {"mlp.up_proj.weight", "ffn_up.weight"},           {"mlp.down_proj.weight", "ffn_down.weight"},
-};
-// Gemma's post_attention_layernorm is the norm before the MLP (llama.cpp: ffn_norm); Gemma 2
-// has four norms per layer.
-constexpr Rename kGemma1Norms[] = {{"post_attention_layernorm.weight", "ffn_norm.weight"}};
-constexpr Rename kGemma2Norms[] = {
-    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
-    {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
-    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
-};
-// Within a SigLIP encoder layer (ocular's names, after llama.cpp's clip conventions).
 constexpr Rename kSiglipLayer[] = {
     {"layer_norm1.", "ln1."},         {"layer_norm2.", "ln2."},
     {"self_attn.q_proj.", "attn_q."}, {"self_attn.k_proj.", "attn_k."},
@@ -36,8 +20,6 @@ constexpr Rename kSiglipLayer[] = {
     {"mlp.fc1.", "ffn_up."},          {"mlp.fc2.", "ffn_down."},
 };
 constexpr Rename kWhole[] = {
-    {"language_model.model.embed_tokens.weight", "token_embd.weight"},
-    {"language_model.model.norm.weight", "output_norm.weight"},
     {"language_model.lm_head.weight", "output.weight"},
     {"vision_tower.vision_model.embeddings.patch_embedding.", "v.patch_embd."},
     {"vision_tower.vision_model.embeddings.position_embedding.", "v.position_embd."},
@@ -49,9 +31,12 @@ constexpr Rename kWhole[] = {
 
 std::string GgufTensorName(const std::string& hf, bool gemma2) {
   if (std::string out = gguf_rename::RenamePrefix(hf, kWhole); !out.empty()) return out;
-  const std::span<const Rename> norms =
-      gemma2 ? std::span<const Rename>(kGemma2Norms) : std::span<const Rename>(kGemma1Norms);
-  if (std::string out = RenameLayer(hf, "language_model.model.layers.", "blk.", kGemmaLayer, norms);
+  // Gemma's post_attention_layernorm is the norm before the MLP (llama.cpp: ffn_norm); Gemma 2
+  // has four norms per layer.
+  const std::span<const Rename> norms = gemma2
+                                            ? std::span<const Rename>(gguf_rename::kSandwichNorms)
+                                            : std::span<const Rename>(gguf_rename::kPreMlpNorm);
+  if (std::string out = gguf_rename::RenameDecoder(hf, {"language_model.model."}, norms);
       !out.empty()) {
     return out;
   }

@@ -14,6 +14,11 @@
 
 namespace ocular::paligemma {
 
+// EncodeImages: features = projector(SigLIP(pixels)) / sqrt(H)
+// (PaliGemmaModel.get_image_features); taps vision.*, projector. Embed: embeddings multiplied
+// by the normalizer sqrt(H) (HF scales text AND image rows); taps decoder.inputs_embeds
+// (before the normalizer), decoder.embed_scaled. ForwardLayers taps decoder.layers.{i},
+// decoder.norm. Logits: no final softcap unless set_apply_final_softcap, as HF's PaliGemma.
 class PaliGemma final : public FamilyModel<PaliGemmaConfig, PaliGemmaWeights> {
  public:
   // Loads config.json and the safetensors weights of an HF PaliGemma directory. Weights stay
@@ -27,23 +32,7 @@ class PaliGemma final : public FamilyModel<PaliGemmaConfig, PaliGemmaWeights> {
   static StatusOr<std::unique_ptr<PaliGemma>> Load(PaliGemmaConfig config,
                                                    std::unique_ptr<TensorSource> source);
 
-  size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
-
-  // features = projector(SigLIP(pixels)) / sqrt(H) (PaliGemmaModel.get_image_features).
-  // Taps: vision.*, projector.
-  void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
-                    float* features, Tracer* tracer) const override;
-  // Embeddings multiplied by the normalizer sqrt(H) (HF scales text AND image rows).
-  // Taps: decoder.inputs_embeds (before the normalizer), decoder.embed_scaled.
-  Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
-               int64_t feature_rows, float* x, Tracer* tracer) const override;
-  // Taps: decoder.layers.{i}, decoder.norm.
-  void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
-                     int end) const override;
-  // No final softcap unless enabled below, as HF's PaliGemma.
-  void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
-
-  Status ForEachWeight(const WeightVisitor& fn) const override;
+  OCULAR_FAMILY_MODEL_METHODS();
 
   // Gemma 2's final_logit_softcapping, which HF's PaliGemma does not apply. Default off.
   void set_apply_final_softcap(bool on) { apply_final_softcap_ = on; }

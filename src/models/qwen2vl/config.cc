@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "models/config_section.h"
+#include "models/qwen2vl/config_shared.h"
 
 namespace ocular::qwen2vl {
 
@@ -32,35 +32,13 @@ Status ParseVision(const Section& s, VisionConfig* c) {
     OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
     OCULAR_RETURN_IF_ERROR(s.Float("mlp_ratio", 0, true, 64, &c->mlp_ratio));
   }
-  OCULAR_RETURN_IF_ERROR(s.Int("num_heads", 1, kMaxHeads, &c->num_heads));
-  OCULAR_RETURN_IF_ERROR(s.Int("in_channels", 1, 16, &c->in_channels));
-  OCULAR_RETURN_IF_ERROR(s.Int("patch_size", 1, 1024, &c->patch_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("spatial_merge_size", 1, 64, &c->spatial_merge_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("temporal_patch_size", 1, 64, &c->temporal_patch_size));
-  return Status::Ok();
+  return config_shared::ParsePatchGrid(s, c);
 }
 
 // The text fields: under text_config (transformers >= 4.53's save_pretrained) or at the top
 // level (the released checkpoints; Qwen2VLConfig builds its text config from them).
 Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
-  OCULAR_RETURN_IF_ERROR(
-      s.RequireDefault("hidden_act", "silu", "the MLP is SwiGLU: silu(gate) * up"));
-  // Qwen2VLDecoderLayer: sliding windows are not implemented for eager attention; transformers
-  // warns and then masks sliding layers anyway. Refused rather than guessed.
-  OCULAR_RETURN_IF_ERROR(
-      s.RequireDefault("use_sliding_window", false, "every layer attends to the whole context"));
-  OCULAR_RETURN_IF_ERROR(s.RequireDefault("attention_dropout", 0.0, "inference has no dropout"));
-  // num_key_value_heads: the class default is num_attention_heads.
-  OCULAR_RETURN_IF_ERROR(ParseDecoderSizes(s, c, /*kv_heads_default_heads=*/true));
-  OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id));
-  if (const Json* lt = s.Find("layer_types")) {
-    for (const Json& t : lt->is_array() ? *lt : Json::array({*lt})) {
-      if (t != "full_attention") {
-        return s.Fail(StatusCode::kUnimplemented, s.Key("layer_types"), " = ", Shown(*lt),
-                      " is not supported (full_attention layers only)");
-      }
-    }
-  }
+  OCULAR_RETURN_IF_ERROR(config_shared::ParseText(s, c));
   OCULAR_ASSIGN_OR_RETURN(const Json* rs, s.Object("rope_scaling"));
   if (rs == nullptr) {
     // Qwen2VLAttention reads rope_scaling["mrope_section"]: transformers fails without it.
@@ -76,20 +54,49 @@ Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
     return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), " = ", Shown(*rs),
                   " is not supported (M-RoPE with default frequencies)");
   }
+  OCULAR_RETURN_IF_ERROR(config_shared::ParseMropeSection(s, r, 1, true, &c->mrope_section));
+  return config_shared::KnownRopeKeys(s, *rs, {"type", "rope_type", "mrope_section"});
+}
+
+}  // namespace
+
+namespace config_shared {
+
+Status FullAttentionOnly(const Section& s) {
+  const Json* lt = s.Find("layer_types");
+  if (lt == nullptr) return Status::Ok();
+  for (const Json& t : lt->is_array() ? *lt : Json::array({*lt})) {
+    if (t != "full_attention") {
+      return s.Fail(StatusCode::kUnimplemented, s.Key("layer_types"), " = ",
+                    config_internal::Shown(*lt), " is not supported (full_attention layers only)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParseMropeSection(const Section& s, const Section& r, int min, bool required,
+                         std::array<int, 3>* out) {
   const Json* sec = r.Find("mrope_section");
+  if (sec == nullptr && !required) return Status::Ok();
   bool ok = sec != nullptr && sec->is_array() && sec->size() == 3;
+  std::array<int, 3> v = *out;
   for (size_t i = 0; ok && i < 3; ++i) {
-    ok = (*sec)[i].is_number_integer() && (*sec)[i].get<int64_t>() >= 1 &&
+    ok = (*sec)[i].is_number_integer() && (*sec)[i].get<int64_t>() >= min &&
          (*sec)[i].get<int64_t>() <= 4096;
-    if (ok) c->mrope_section[i] = (*sec)[i].get<int>();
+    if (ok) v[i] = (*sec)[i].get<int>();
   }
   if (!ok) {
     return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling.mrope_section"), " = ",
-                  sec ? Shown(*sec) : std::string("(missing)"),
-                  " must list 3 positive integers (temporal, height, width)");
+                  sec ? config_internal::Shown(*sec) : std::string("(missing)"), " must list 3 ",
+                  min == 1 ? "positive integers" : "integers >= 0", " (temporal, height, width)");
   }
-  for (const auto& [key, value] : rs->items()) {
-    if (key != "type" && key != "rope_type" && key != "mrope_section") {
+  *out = v;
+  return Status::Ok();
+}
+
+Status KnownRopeKeys(const Section& s, const Json& rs, std::initializer_list<const char*> known) {
+  for (const auto& [key, value] : rs.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
       return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), ".", key.substr(0, 40),
                     " is not supported (M-RoPE takes mrope_section only)");
     }
@@ -97,7 +104,7 @@ Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
   return Status::Ok();
 }
 
-}  // namespace
+}  // namespace config_shared
 
 bool VisionConfig::full_attention(int block) const {
   return !qwen25 || std::find(fullatt_block_indexes.begin(), fullatt_block_indexes.end(), block) !=
@@ -140,12 +147,7 @@ Status TextConfig::Validate() const {
 Status Qwen2VLConfig::Validate() const {
   OCULAR_RETURN_IF_ERROR(vision.Validate());
   OCULAR_RETURN_IF_ERROR(text.Validate());
-  for (int id : {image_token_id, video_token_id, vision_start_token_id, vision_end_token_id}) {
-    if (id >= text.vocab_size) {
-      return Error(StatusCode::kDataLoss, "config", "the vision token id ", id,
-                   " is past the vocabulary (", text.vocab_size, ")");
-    }
-  }
+  OCULAR_RETURN_IF_ERROR(config_shared::CheckTokenIds(*this));
   if (vision.hidden_size != text.hidden_size) {
     return Error(StatusCode::kDataLoss, "config", "vision_config.hidden_size (", vision.hidden_size,
                  ") must be the text hidden_size (", text.hidden_size,
@@ -165,12 +167,7 @@ StatusOr<Qwen2VLConfig> ParseQwen2VLConfig(const std::string& json_text,
                     "' is not supported (qwen2_vl, qwen2_5_vl)");
   }
   c.vision.qwen25 = c.model_type == "qwen2_5_vl";
-  OCULAR_RETURN_IF_ERROR(top.String("torch_dtype", &c.torch_dtype));
-  OCULAR_RETURN_IF_ERROR(top.String("dtype", &c.torch_dtype));
-  OCULAR_RETURN_IF_ERROR(TokenId(top, "image_token_id", &c.image_token_id));
-  OCULAR_RETURN_IF_ERROR(TokenId(top, "video_token_id", &c.video_token_id));
-  OCULAR_RETURN_IF_ERROR(TokenId(top, "vision_start_token_id", &c.vision_start_token_id));
-  OCULAR_RETURN_IF_ERROR(TokenId(top, "vision_end_token_id", &c.vision_end_token_id));
+  OCULAR_RETURN_IF_ERROR(config_shared::ParseTop(top, &c));
   OCULAR_RETURN_IF_ERROR(top.Bool("tie_word_embeddings", &c.tie_word_embeddings));
   const Json empty = Json::object();
   OCULAR_ASSIGN_OR_RETURN(const Json* vc, top.Object("vision_config"));

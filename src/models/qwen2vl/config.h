@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/file_set.h"
+#include "models/config.h"
 #include "ocular/status.h"
 
 namespace ocular::qwen2vl {
@@ -45,16 +46,10 @@ struct VisionConfig {
 };
 
 // Qwen2VLTextConfig (text_config, or the top level of older config.json files).
-struct TextConfig {
-  int vocab_size = 152064;  // rows of embed_tokens and lm_head (past the tokenizer's ids)
-  int hidden_size = 8192;
-  int intermediate_size = 29568;
-  int num_hidden_layers = 80;
-  int num_attention_heads = 64;
-  int num_key_value_heads = 8;
-  int max_position_embeddings = 32768;
-  float rms_norm_eps = 1e-5f;
-  float rope_theta = 1000000.0f;
+// vocab_size: rows of embed_tokens and lm_head (past the tokenizer's ids).
+struct TextConfig : DecoderSizes {
+  TextConfig() : DecoderSizes{152064, 8192, 29568, 80, 64, 8, 32768, 1e-5f, 1000000.0f} {}
+
   std::array<int, 3> mrope_section = {16, 24, 24};  // rope_scaling.mrope_section (required)
   int eos_token_id = -1;
 
@@ -62,16 +57,23 @@ struct TextConfig {
   Status Validate() const;
 };
 
-struct Qwen2VLConfig {
-  std::string model_type;   // "qwen2_vl" or "qwen2_5_vl"
+// The top level every Qwen-VL config.json shares: the two sub-configs, the tying, the vision
+// token ids (the released checkpoints' values as defaults).
+template <typename Vision, typename Text>
+struct QwenVLConfigBase {
+  std::string model_type;
   std::string torch_dtype;  // informational
-  VisionConfig vision;
-  TextConfig text;
+  Vision vision;
+  Text text;
   bool tie_word_embeddings = false;
   int image_token_id = 151655;
   int video_token_id = 151656;
   int vision_start_token_id = 151652;
   int vision_end_token_id = 151653;
+};
+
+// model_type "qwen2_vl" or "qwen2_5_vl".
+struct Qwen2VLConfig : QwenVLConfigBase<VisionConfig, TextConfig> {
   bool qwen25() const { return vision.qwen25; }
   Status Validate() const;
 };

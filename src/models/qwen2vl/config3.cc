@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "models/config_section.h"
+#include "models/qwen2vl/config_shared.h"
 
 namespace ocular::qwen2vl {
 
@@ -11,35 +11,12 @@ namespace {
 
 using config_internal::Json;
 using config_internal::kMaxHeadDim;
-using config_internal::kMaxHeads;
 using config_internal::kMaxHidden;
 using config_internal::kMaxIntermediate;
 using config_internal::kMaxLayers;
 using config_internal::kMaxPositions;
-using config_internal::kMaxScalar;
-using config_internal::kMaxVocab;
 using config_internal::Section;
 using config_internal::Shown;
-using config_internal::TokenId;
-
-// deepstack_visual_indexes: a list of block indexes.
-Status IndexList(const Section& s, const char* key, std::vector<int>* out) {
-  const Json* v = s.Find(key);
-  if (v == nullptr) return Status::Ok();
-  bool ok = v->is_array() && v->size() <= static_cast<size_t>(kMaxLayers);
-  std::vector<int> list;
-  for (size_t i = 0; ok && i < v->size(); ++i) {
-    const Json& e = (*v)[i];
-    ok = e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() < kMaxLayers;
-    if (ok) list.push_back(e.get<int>());
-  }
-  if (!ok) {
-    return s.Fail(StatusCode::kDataLoss, s.Key(key), " = ", Shown(*v),
-                  " must be a list of block indexes");
-  }
-  *out = std::move(list);
-  return Status::Ok();
-}
 
 Status ParseVision(const Section& s, Vision3Config* c) {
   // Qwen3VLVisionMLP: linear_fc2(ACT2FN[hidden_act](linear_fc1(x))); released: gelu_pytorch_tanh.
@@ -48,15 +25,11 @@ Status ParseVision(const Section& s, Vision3Config* c) {
   OCULAR_RETURN_IF_ERROR(s.Int("depth", 1, kMaxLayers, &c->depth));
   OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
   OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &c->intermediate_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_heads", 1, kMaxHeads, &c->num_heads));
-  OCULAR_RETURN_IF_ERROR(s.Int("in_channels", 1, 16, &c->in_channels));
-  OCULAR_RETURN_IF_ERROR(s.Int("patch_size", 1, 1024, &c->patch_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("spatial_merge_size", 1, 64, &c->spatial_merge_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("temporal_patch_size", 1, 64, &c->temporal_patch_size));
+  OCULAR_RETURN_IF_ERROR(config_shared::ParsePatchGrid(s, c));
   OCULAR_RETURN_IF_ERROR(s.Int("out_hidden_size", 1, kMaxHidden, &c->out_hidden_size));
   OCULAR_RETURN_IF_ERROR(
       s.Int("num_position_embeddings", 1, kMaxPositions, &c->num_position_embeddings));
-  return IndexList(s, "deepstack_visual_indexes", &c->deepstack_visual_indexes);
+  return s.IntList("deepstack_visual_indexes", 0, kMaxLayers - 1, &c->deepstack_visual_indexes);
 }
 
 // rope_scaling of Qwen3VLTextConfig: {"rope_type": "default", "mrope_section": [t, h, w],
@@ -82,55 +55,15 @@ Status ParseRope(const Section& s, const std::string& source, Text3Config* c) {
     return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), " = ", Shown(*rs),
                   " is not supported (M-RoPE with default frequencies)");
   }
-  const Json* sec = r.Find("mrope_section");
-  bool ok = sec == nullptr || (sec->is_array() && sec->size() == 3);
-  for (size_t i = 0; ok && sec != nullptr && i < 3; ++i) {
-    ok = (*sec)[i].is_number_integer() && (*sec)[i].get<int64_t>() >= 0 &&
-         (*sec)[i].get<int64_t>() <= 4096;
-    if (ok) c->mrope_section[i] = (*sec)[i].get<int>();
-  }
-  if (!ok) {
-    return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling.mrope_section"), " = ", Shown(*sec),
-                  " must list 3 integers >= 0 (temporal, height, width)");
-  }
-  for (const auto& [key, value] : rs->items()) {
-    if (key != "type" && key != "rope_type" && key != "mrope_section" &&
-        key != "mrope_interleaved") {
-      return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), ".", key.substr(0, 40),
-                    " is not supported (M-RoPE takes mrope_section only)");
-    }
-  }
-  return Status::Ok();
+  OCULAR_RETURN_IF_ERROR(config_shared::ParseMropeSection(s, r, 0, false, &c->mrope_section));
+  return config_shared::KnownRopeKeys(s, *rs,
+                                      {"type", "rope_type", "mrope_section", "mrope_interleaved"});
 }
 
 Status ParseText(const Section& s, const std::string& source, Text3Config* c) {
-  OCULAR_RETURN_IF_ERROR(
-      s.RequireDefault("hidden_act", "silu", "the MLP is SwiGLU: silu(gate) * up"));
-  OCULAR_RETURN_IF_ERROR(
-      s.RequireDefault("use_sliding_window", false, "every layer attends to the whole context"));
-  OCULAR_RETURN_IF_ERROR(s.RequireDefault("attention_dropout", 0.0, "inference has no dropout"));
-  OCULAR_RETURN_IF_ERROR(s.Int("vocab_size", 1, kMaxVocab, &c->vocab_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("hidden_size", 1, kMaxHidden, &c->hidden_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("intermediate_size", 1, kMaxIntermediate, &c->intermediate_size));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_hidden_layers", 1, kMaxLayers, &c->num_hidden_layers));
-  OCULAR_RETURN_IF_ERROR(s.Int("num_attention_heads", 1, kMaxHeads, &c->num_attention_heads));
-  c->num_key_value_heads = c->num_attention_heads;
-  OCULAR_RETURN_IF_ERROR(s.Int("num_key_value_heads", 1, kMaxHeads, &c->num_key_value_heads));
+  OCULAR_RETURN_IF_ERROR(config_shared::ParseText(s, c));
   OCULAR_RETURN_IF_ERROR(s.Int("head_dim", 2, kMaxHeadDim, &c->head_dim));
-  OCULAR_RETURN_IF_ERROR(
-      s.Int("max_position_embeddings", 1, kMaxPositions, &c->max_position_embeddings));
-  OCULAR_RETURN_IF_ERROR(s.Float("rms_norm_eps", 0, true, 1, &c->rms_norm_eps));
-  OCULAR_RETURN_IF_ERROR(s.Float("rope_theta", 1, true, kMaxScalar, &c->rope_theta));
   OCULAR_RETURN_IF_ERROR(s.Bool("attention_bias", &c->attention_bias));
-  OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id));
-  if (const Json* lt = s.Find("layer_types")) {
-    for (const Json& t : lt->is_array() ? *lt : Json::array({*lt})) {
-      if (t != "full_attention") {
-        return s.Fail(StatusCode::kUnimplemented, s.Key("layer_types"), " = ", Shown(*lt),
-                      " is not supported (full_attention layers only)");
-      }
-    }
-  }
   return ParseRope(s, source, c);
 }
 
@@ -184,12 +117,7 @@ Status Text3Config::Validate() const {
 Status Qwen3VLConfig::Validate() const {
   OCULAR_RETURN_IF_ERROR(vision.Validate());
   OCULAR_RETURN_IF_ERROR(text.Validate());
-  for (int id : {image_token_id, video_token_id, vision_start_token_id, vision_end_token_id}) {
-    if (id >= text.vocab_size) {
-      return Error(StatusCode::kDataLoss, "config", "the vision token id ", id,
-                   " is past the vocabulary (", text.vocab_size, ")");
-    }
-  }
+  OCULAR_RETURN_IF_ERROR(config_shared::CheckTokenIds(*this));
   if (vision.out_hidden_size != text.hidden_size) {
     return Error(StatusCode::kDataLoss, "config", "vision_config.out_hidden_size (",
                  vision.out_hidden_size, ") must be the text hidden_size (", text.hidden_size,
@@ -227,12 +155,7 @@ StatusOr<Qwen3VLConfig> ParseQwen3VLConfig(const std::string& json_text,
     return top.Fail(StatusCode::kUnimplemented, "model_type '", c.model_type.substr(0, 40),
                     "' is not supported (qwen3_vl; the MoE qwen3_vl_moe is not implemented)");
   }
-  OCULAR_RETURN_IF_ERROR(top.String("torch_dtype", &c.torch_dtype));
-  OCULAR_RETURN_IF_ERROR(top.String("dtype", &c.torch_dtype));
-  OCULAR_RETURN_IF_ERROR(TokenId(top, "image_token_id", &c.image_token_id));
-  OCULAR_RETURN_IF_ERROR(TokenId(top, "video_token_id", &c.video_token_id));
-  OCULAR_RETURN_IF_ERROR(TokenId(top, "vision_start_token_id", &c.vision_start_token_id));
-  OCULAR_RETURN_IF_ERROR(TokenId(top, "vision_end_token_id", &c.vision_end_token_id));
+  OCULAR_RETURN_IF_ERROR(config_shared::ParseTop(top, &c));
   const Json empty = Json::object();
   OCULAR_ASSIGN_OR_RETURN(const Json* vc, top.Object("vision_config"));
   OCULAR_RETURN_IF_ERROR(

@@ -40,17 +40,10 @@ struct Vision3Config {
 
 // Qwen3VLTextConfig: the Qwen3 decoder (q/k RMSNorm per head, explicit head_dim,
 // attention_bias) with interleaved M-RoPE.
-struct Text3Config {
-  int vocab_size = 151936;
-  int hidden_size = 4096;
-  int intermediate_size = 22016;
-  int num_hidden_layers = 32;
-  int num_attention_heads = 32;
-  int num_key_value_heads = 32;
+struct Text3Config : DecoderSizes {
+  Text3Config() : DecoderSizes{151936, 4096, 22016, 32, 32, 32, 128000, 1e-6f, 5000000.0f} {}
+
   int head_dim = 128;
-  int max_position_embeddings = 128000;
-  float rms_norm_eps = 1e-6f;
-  float rope_theta = 5000000.0f;
   bool attention_bias = false;
   std::array<int, 3> mrope_section = {24, 20, 20};  // rope_scaling.mrope_section
   int eos_token_id = -1;
@@ -58,16 +51,8 @@ struct Text3Config {
   Status Validate() const;
 };
 
-struct Qwen3VLConfig {
-  std::string model_type = "qwen3_vl";
-  std::string torch_dtype;  // informational
-  Vision3Config vision;
-  Text3Config text;
-  bool tie_word_embeddings = false;
-  int image_token_id = 151655;
-  int video_token_id = 151656;
-  int vision_start_token_id = 151652;
-  int vision_end_token_id = 151653;
+struct Qwen3VLConfig : QwenVLConfigBase<Vision3Config, Text3Config> {
+  Qwen3VLConfig() { model_type = "qwen3_vl"; }
 
   Status Validate() const;
   // The fields Qwen2VLProcessor reads (token ids, patch geometry), as a Qwen2-VL config.

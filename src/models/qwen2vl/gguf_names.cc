@@ -11,17 +11,6 @@ namespace {
 using gguf_rename::Rename;
 using gguf_rename::StartsWith;
 
-// Within a decoder layer (gguf-py TensorNameMap, MODEL_ARCH.QWEN2VL / QWEN3VL); weights and
-// biases alike.
-constexpr Rename kLayer[] = {
-    {"input_layernorm.", "attn_norm."},    {"self_attn.q_proj.", "attn_q."},
-    {"self_attn.k_proj.", "attn_k."},      {"self_attn.v_proj.", "attn_v."},
-    {"self_attn.o_proj.", "attn_output."}, {"self_attn.q_norm.", "attn_q_norm."},
-    {"self_attn.k_norm.", "attn_k_norm."}, {"post_attention_layernorm.", "ffn_norm."},
-    {"mlp.gate_proj.", "ffn_gate."},       {"mlp.up_proj.", "ffn_up."},
-    {"mlp.down_proj.", "ffn_down."},
-};
-
 // The image path: the mergers (projectors) under "mm.", the rest of the tower under "v.".
 constexpr Rename kVision[] = {
     {"merger.", "mm.merger."},
@@ -57,16 +46,8 @@ std::string GgufTensorName(const std::string& hf) {
     if (StartsWith(hf, prefix))
       return gguf_rename::RenamePrefix(hf.substr(std::strlen(prefix)), kVision);
   }
-  std::string rest;
-  for (const char* prefix : {"model.language_model.", "model."}) {
-    if (StartsWith(hf, prefix)) {
-      rest = hf.substr(std::strlen(prefix));
-      break;
-    }
-  }
-  if (rest == "embed_tokens.weight") return "token_embd.weight";
-  if (rest == "norm.weight") return "output_norm.weight";
-  return gguf_rename::RenameLayer(rest, "layers.", "blk.", kLayer);
+  return gguf_rename::RenameDecoder(hf, {"model.language_model.", "model."},
+                                    gguf_rename::kPreMlpNorm);
 }
 
 std::vector<GgufName> GgufNames(const TensorWalk& walk) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "io/gguf_bpe_vocab.h"
+#include "io/gguf_meta.h"
 #include "io/mmproj.h"
 
 namespace ocular::qwen2vl {
@@ -14,101 +15,47 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// The qwen2vl.* keys convert_hf_to_gguf.py writes (TextModel.set_gguf_parameters for
-// MODEL_ARCH.QWEN2VL, gguf-py Keys.LLM / Attention / Rope), all read below.
-const std::set<std::string, std::less<>>& KnownKeys() {
-  static const std::set<std::string, std::less<>> keys = {
-      "qwen2vl.context_length",
-      "qwen2vl.embedding_length",
-      "qwen2vl.block_count",
-      "qwen2vl.feed_forward_length",
-      "qwen2vl.attention.head_count",
-      "qwen2vl.attention.head_count_kv",
-      "qwen2vl.attention.layer_norm_rms_epsilon",
-      "qwen2vl.rope.dimension_sections",
-      "qwen2vl.rope.freq_base",
-  };
-  return keys;
+// Any key but general.* and tokenizer.* (the vocabulary's reader checks those).
+bool ModelKey(std::string_view key) {
+  return !key.starts_with("general.") && !key.starts_with("tokenizer.");
 }
 
-Status Refuse(const GgufFile& g, const auto&... what) {
-  return Error(StatusCode::kUnimplemented, "gguf", g.origin(), ": ", what...);
-}
-
-StatusOr<int64_t> Required(const GgufFile& g, const char* key) {
-  OCULAR_ASSIGN_OR_RETURN(uint64_t v, g.GetUint(key));
-  if (v == 0 || v > (uint64_t{1} << 31)) {
-    return Error(StatusCode::kDataLoss, "gguf", g.origin(), ": metadata '", key, "' = ", v,
-                 " is out of range");
-  }
-  return static_cast<int64_t>(v);
-}
-
-Status CheckKeys(const GgufFile& g) {
-  for (const auto& [key, value] : g.metadata()) {
-    if (key.starts_with("general.") || key.starts_with("tokenizer.")) continue;
-    if (!KnownKeys().contains(key)) {
-      return Refuse(g, "metadata '", key, "' is not implemented for llama.cpp's Qwen2-VL files");
-    }
-  }
-  return Status::Ok();
+Status CheckKeys(const GgufMeta& g) {
+  // The qwen2vl.* keys convert_hf_to_gguf.py writes (TextModel.set_gguf_parameters for
+  // MODEL_ARCH.QWEN2VL), all read below.
+  static const GgufKeys keys = LlmKeys("qwen2vl", {"rope.dimension_sections"});
+  return g.CheckKeys(keys, ModelKey, "llama.cpp's Qwen2-VL files");
 }
 
 // rope.dimension_sections: four i32, llama.cpp's M-RoPE sections (t, h, w, and a fourth that
 // Qwen2-VL leaves 0); HF's mrope_section is the first three.
-StatusOr<json> MropeSection(const GgufFile& g) {
+StatusOr<json> MropeSection(const GgufMeta& g) {
   const char* key = "qwen2vl.rope.dimension_sections";
-  const GgufValue* v = g.Find(key);
+  const GgufValue* v = g.file().Find(key);
   if (v == nullptr || v->type != GgufType::kArray || v->elem_type != GgufType::kI32 ||
       v->count != 4) {
-    return Error(StatusCode::kDataLoss, "gguf", g.origin(), ": metadata '", key,
-                 "' must be an array of 4 i32");
+    return g.Corrupt("metadata '", key, "' must be an array of 4 i32");
   }
   int32_t s[4];
   std::memcpy(s, v->elems, sizeof(s));
-  if (s[3] != 0) return Refuse(g, key, "[3] = ", s[3], ": a fourth section is not implemented");
+  if (s[3] != 0) return g.Refuse(key, "[3] = ", s[3], ": a fourth section is not implemented");
   return json::array({s[0], s[1], s[2]});
 }
 
 // Qwen2VLTextConfig from the text file.
-StatusOr<json> TextConfigJson(const GgufFile& g, const GgufVocab& vocab) {
+StatusOr<json> TextConfigJson(const GgufMeta& g, const GgufVocab& vocab) {
   json c;
-  const GgufTensor* embed = g.FindTensor("token_embd.weight");
-  if (embed == nullptr || embed->ne.size() != 2) {
-    return Error(StatusCode::kDataLoss, "gguf", g.origin(), ": no 2-D tensor token_embd.weight");
-  }
-  c["vocab_size"] = embed->ne[1];
-  OCULAR_ASSIGN_OR_RETURN(c["hidden_size"], Required(g, "qwen2vl.embedding_length"));
-  OCULAR_ASSIGN_OR_RETURN(c["intermediate_size"], Required(g, "qwen2vl.feed_forward_length"));
-  OCULAR_ASSIGN_OR_RETURN(c["num_hidden_layers"], Required(g, "qwen2vl.block_count"));
-  OCULAR_ASSIGN_OR_RETURN(c["num_attention_heads"], Required(g, "qwen2vl.attention.head_count"));
-  OCULAR_ASSIGN_OR_RETURN(c["num_key_value_heads"], Required(g, "qwen2vl.attention.head_count_kv"));
-  OCULAR_ASSIGN_OR_RETURN(c["max_position_embeddings"], Required(g, "qwen2vl.context_length"));
-  OCULAR_ASSIGN_OR_RETURN(c["rms_norm_eps"],
-                          g.GetFloat("qwen2vl.attention.layer_norm_rms_epsilon"));
-  c["rope_theta"] = 10000.0;  // llama.cpp's default freq_base when the file has none
-  if (g.Find("qwen2vl.rope.freq_base") != nullptr) {
-    OCULAR_ASSIGN_OR_RETURN(c["rope_theta"], g.GetFloat("qwen2vl.rope.freq_base"));
-  }
+  // llama.cpp's default freq_base when the file has none: 10000
+  OCULAR_RETURN_IF_ERROR(SetLlmConfig(g, "qwen2vl", 10000.0, &c));
   OCULAR_ASSIGN_OR_RETURN(json section, MropeSection(g));
   c["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", std::move(section)}};
   c["hidden_act"] = "silu";
-  if (vocab.eos_id < 0) return Refuse(g, "a vocabulary without an eos token");
+  if (vocab.eos_id < 0) return g.Refuse("a vocabulary without an eos token");
   c["eos_token_id"] = vocab.eos_id;
   if (vocab.bos_id >= 0) c["bos_token_id"] = vocab.bos_id;
   // llama.cpp ties the output to token_embd when the file has no output.weight.
-  c["tie_word_embeddings"] = g.FindTensor("output.weight") == nullptr;
+  c["tie_word_embeddings"] = g.file().FindTensor("output.weight") == nullptr;
   return c;
-}
-
-// The id of `piece` in the text file's vocabulary; -1 if absent.
-int64_t TokenId(const GgufFile& g, std::string_view piece) {
-  const GgufValue* tokens = g.Find("tokenizer.ggml.tokens");
-  if (tokens == nullptr) return -1;
-  for (size_t i = 0; i < tokens->strings.size(); ++i) {
-    if (tokens->strings[i] == piece) return static_cast<int64_t>(i);
-  }
-  return -1;
 }
 
 // The vision tower's common fields; `mlp` the MLP width from v.blk.0.ffn_up.
@@ -168,12 +115,7 @@ StatusOr<json> VisionConfigJson(const GgufFile& mmproj, const MmprojVision& v, b
 StatusOr<json> PairConfig(const GgufFile& text, const GgufFile& mmproj, const MmprojVision& v,
                           json text_config) {
   const int64_t hidden = text_config["hidden_size"].get<int64_t>();
-  if (v.projection_dim != hidden) {
-    return Error(StatusCode::kUnimplemented, "mmproj", mmproj.origin(),
-                 ": clip.vision.projection_dim = ", v.projection_dim, " but the text model ",
-                 text.origin(), " has qwen2vl.embedding_length = ", hidden,
-                 ": this mmproj file belongs to another model");
-  }
+  OCULAR_RETURN_IF_ERROR(CheckPair(text, mmproj, v, hidden, "qwen2vl"));
   const bool qwen25 = v.projector_type == "qwen2.5vl_merger";
   json c;
   c["architectures"] = {qwen25 ? "Qwen2_5_VLForConditionalGeneration"
@@ -182,17 +124,11 @@ StatusOr<json> PairConfig(const GgufFile& text, const GgufFile& mmproj, const Mm
   c["tie_word_embeddings"] = text_config["tie_word_embeddings"];
   c["text_config"] = std::move(text_config);
   OCULAR_ASSIGN_OR_RETURN(c["vision_config"], VisionConfigJson(mmproj, v, qwen25));
-  for (auto [key, piece] :
-       {std::pair{"image_token_id", "<|image_pad|>"}, std::pair{"video_token_id", "<|video_pad|>"},
-        std::pair{"vision_start_token_id", "<|vision_start|>"},
-        std::pair{"vision_end_token_id", "<|vision_end|>"}}) {
-    const int64_t id = TokenId(text, piece);
-    if (id < 0) {
-      return Refuse(text, "the vocabulary (tokenizer.ggml.tokens) has no ", piece,
-                    ", which Qwen-VL's image prompt needs");
-    }
-    c[key] = id;
-  }
+  OCULAR_RETURN_IF_ERROR(GgufMeta(text).SetTokenIds({{"image_token_id", "<|image_pad|>"},
+                                                     {"video_token_id", "<|video_pad|>"},
+                                                     {"vision_start_token_id", "<|vision_start|>"},
+                                                     {"vision_end_token_id", "<|vision_end|>"}},
+                                                    "Qwen-VL", &c));
   return c;
 }
 
@@ -208,25 +144,20 @@ std::string PreprocessorJson(const MmprojVision& v) {
   p["merge_size"] = v.spatial_merge_size > 0 ? v.spatial_merge_size : 2;
   p["temporal_patch_size"] = 2;
   p["resample"] = 3;  // PIL BICUBIC
-  p["do_rescale"] = true;
-  p["rescale_factor"] = 1.0 / 255.0;
-  p["do_normalize"] = true;
-  p["image_mean"] = v.image_mean;
-  p["image_std"] = v.image_std;
-  p["do_convert_rgb"] = true;
+  SetMmprojNormalization(v, &p);
   return p.dump(2);
 }
 
 }  // namespace
 
 StatusOr<std::unique_ptr<FileSet>> LlamaCppFiles(const GgufFile& g, const GgufFile* mmproj) {
-  OCULAR_RETURN_IF_ERROR(CheckKeys(g));
+  OCULAR_RETURN_IF_ERROR(CheckKeys(GgufMeta(g)));
   if (mmproj == nullptr) {
-    return Refuse(g, "a Qwen2-VL text file runs with its vision encoder: give its mmproj file ",
-                  "(--mmproj)");
+    return GgufMeta(g).Refuse(
+        "a Qwen2-VL text file runs with its vision encoder: give its mmproj file ", "(--mmproj)");
   }
   OCULAR_ASSIGN_OR_RETURN(GgufVocab vocab, ReadGgufBpeVocab(g));
-  OCULAR_ASSIGN_OR_RETURN(json text_config, TextConfigJson(g, vocab));
+  OCULAR_ASSIGN_OR_RETURN(json text_config, TextConfigJson(GgufMeta(g), vocab));
   OCULAR_ASSIGN_OR_RETURN(MmprojVision v, ReadMmproj(*mmproj, "qwen2vl"));
   OCULAR_ASSIGN_OR_RETURN(json config, PairConfig(g, *mmproj, v, std::move(text_config)));
   std::map<std::string, std::string, std::less<>> files;

@@ -15,9 +15,10 @@
 #include "io/model_files.h"
 #include "io/tensor_source.h"
 #include "models/blocks/rope.h"
-#include "models/family.h"
 #include "models/qwen2vl/config.h"
 #include "models/qwen2vl/processor.h"
+#include "models/qwen2vl/qwen_vl.h"
+#include "models/qwen2vl/text.h"
 #include "models/qwen2vl/weights.h"
 
 namespace ocular::qwen2vl {
@@ -26,37 +27,22 @@ namespace ocular::qwen2vl {
 // order (the legacy names of the released checkpoints).
 Status ForEachTensor(const Qwen2VLConfig& cfg, Weights* w, const TensorVisitor& fn);
 
-class Qwen2VL final : public FamilyModel<Qwen2VLConfig, Weights> {
+// WorkspaceBytes plans encoding for images of the processor's largest size (max_pixels).
+class Qwen2VL final : public QwenVlModel<Qwen2VLConfig, Weights> {
  public:
   // An HF directory, or llama.cpp's text GGUF with its mmproj (llamacpp_gguf.h). Every
   // tensor's presence and shape is checked; an unused tensor is an error (kUnimplemented).
   static StatusOr<std::unique_ptr<Qwen2VL>> Load(const ModelFiles& files);
 
-  // Encoding is planned for images of the processor's largest size (max_pixels).
-  size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
-
+  // The vision tower (vision.h). Taps: vision.embeddings, vision.layers.{i}, projector.
   void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
                     float* features, Tracer* tracer) const override;
-  // x = embed_tokens(ids), each <|image_pad|> row replaced by the next feature row
-  // (masked_scatter; without features, e.g. a decode step that sampled a pad, each row is the
-  // pad's embedding, as transformers). Errors: an id outside the vocabulary; with features,
-  // pads != feature rows. Tap: decoder.inputs_embeds.
-  Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
-               int64_t feature_rows, float* x, Tracer* tracer) const override;
-  // Taps: decoder.layers.{i} (and their sub-taps), decoder.norm.
-  void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
-                     int end) const override;
-  void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
-  // Not yet: `ocular quantize` has no GGUF names for Qwen2-VL (kUnimplemented).
-  Status ForEachWeight(const WeightVisitor& fn) const override;
 
  private:
   Qwen2VL() = default;
   Status BindWeights() override;  // and the qkv thirds' views, the RoPE tables
   void BuildSpec() override;
-
-  ImageConfig image_;
-  blocks::AxesRope text_rope_, vision_rope_;
+  size_t EncodeBytes(int64_t rows, int threads) const override;
 };
 
 }  // namespace ocular::qwen2vl

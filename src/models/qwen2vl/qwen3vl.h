@@ -15,9 +15,10 @@
 #include "io/model_files.h"
 #include "io/tensor_source.h"
 #include "models/blocks/rope.h"
-#include "models/model.h"
 #include "models/qwen2vl/config3.h"
 #include "models/qwen2vl/processor.h"
+#include "models/qwen2vl/qwen_vl.h"
+#include "models/qwen2vl/text.h"
 #include "models/qwen2vl/weights3.h"
 
 namespace ocular::qwen2vl {
@@ -28,42 +29,31 @@ namespace ocular::qwen2vl {
 blocks::AxesRope InterleavedMrope(int64_t head_dim, float theta,
                                   const std::array<int, 3>& mrope_section);
 
-class Qwen3VL final : public VlModel {
+// Calls fn(hf_name, expected_shape, slot, required) for every tensor of the model in module
+// order.
+Status ForEachTensor(const Qwen3VLConfig& cfg, Weights3* w, const TensorVisitor& fn);
+
+// Each feature row holds the merger's output, then DeepStack merger k's
+// (ModelSpec::feature_width); Embed places the first, AfterLayer adds the others.
+class Qwen3VL final : public QwenVlModel<Qwen3VLConfig, Weights3> {
  public:
-  // An HF directory. Every tensor's presence and shape is checked; an unused tensor is an
-  // error (kUnimplemented).
+  // An HF directory, or a GGUF written by `ocular quantize`. Every tensor's presence and shape
+  // is checked; an unused tensor is an error (kUnimplemented).
   static StatusOr<std::unique_ptr<Qwen3VL>> Load(const ModelFiles& files);
 
-  const Qwen3VLConfig& config() const { return cfg_; }
-  const ModelSpec& spec() const override { return spec_; }
-  size_t WorkspaceBytes(const WorkspaceShape& shape) const override;
-
+  // The vision tower (vision3.h). Taps: vision.embeddings, vision.layers.{i},
+  // vision.deepstack.{k}, projector.
   void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,
                     float* features, Tracer* tracer) const override;
-  // x = embed_tokens(ids), each <|image_pad|> row replaced by the next feature row's merger
-  // output (masked_scatter). Errors: an id outside the vocabulary; pads != feature rows.
-  Status Embed(const Exec& ex, std::span<const int32_t> ids, const float* features,
-               int64_t feature_rows, float* x, Tracer* tracer) const override;
-  // Taps: decoder.layers.{i} (before DeepStack's addition, as the layer's output), decoder.norm.
-  void ForwardLayers(const Exec& ex, const Batch& batch, float* x, Tracer* tracer, int begin,
-                     int end) const override;
-  void Logits(const Exec& ex, const float* hidden, int64_t rows, float* logits) const override;
-  // Not yet: `ocular quantize` has no GGUF names for Qwen3-VL (kUnimplemented).
-  Status ForEachWeight(const WeightVisitor& fn) const override;
 
  private:
   Qwen3VL() = default;
-  Status BindWeights();
-  void BuildSpec();
-  // x[image rows of each prefill] += DeepStack feature k (_deepstack_process).
-  void AddDeepstack(const Exec& ex, const Batch& batch, int k, float* x) const;
-
-  Qwen3VLConfig cfg_;
-  ImageConfig image_;
-  std::unique_ptr<TensorSource> source_;
-  Weights3 w_;
-  blocks::AxesRope text_rope_, vision_rope_;
-  ModelSpec spec_;
+  Status BindWeights() override;  // and the qkv thirds' views, the RoPE tables
+  void BuildSpec() override;
+  size_t EncodeBytes(int64_t rows, int threads) const override;
+  // Qwen3VLTextModel.forward: after decoder layer k < deepstack, x[image rows of each
+  // prefill] += DeepStack feature k (_deepstack_process).
+  void AfterLayer(const Exec& ex, const Batch& batch, int k, float* x) const override;
 };
 
 }  // namespace ocular::qwen2vl

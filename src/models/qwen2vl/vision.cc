@@ -116,16 +116,39 @@ void GatherUnits(const T* src, const int32_t* windex, int64_t units, int64_t uni
 
 }  // namespace
 
+size_t TowerBytes(size_t buffers, const blocks::EncoderLayerSpec& block, int64_t K, int64_t Dm,
+                  int64_t rows, int threads) {
+  return blocks::Nested(buffers,
+                        {FloatBytes(ops::MatMulArenaFloats(threads, rows, std::max(K, Dm))),
+                         blocks::EncoderLayerBytes(block, rows, /*key_order=*/false, threads)});
+}
+
+int64_t PatchRows(std::span<const VisionInput> images, int64_t K, int m) {
+  int64_t rows = 0;
+  for (const VisionInput& in : images) {
+    const int64_t n = int64_t{in.grid[0]} * in.grid[1] * in.grid[2];
+    OCULAR_CHECK(in.pixel_count == n * K && in.grid[1] % m == 0 && in.grid[2] % m == 0 &&
+                     in.feature_rows * m * m == n,
+                 "HINT: images must come from Qwen2VLProcessor::AddImage");
+    rows += n;
+  }
+  return rows;
+}
+
+void PatchEmbed(const Exec& ex, const float* pixels, int64_t rows, int64_t K, const Matrix& w,
+                const TensorView* bias, float* px, float* x, int64_t D, Tracer* tracer) {
+  // hidden_states = self.proj(pixel_values.view(-1, C, tp, p, p).to(proj.weight.dtype)): one
+  // row per patch.
+  std::copy_n(pixels, rows * K, px);
+  ops::CastToActivation(ex, px, rows * K);
+  ops::MatMul(ex, px, rows, K, K, w, bias, x, D);
+  Tap(tracer, "vision.embeddings", x, {rows, D});
+}
+
 size_t EncodeBytes(const Qwen2VLConfig& cfg, int64_t rows, int threads) {
   const VisionConfig& v = cfg.vision;
-  const blocks::RopeSpec rope{0, 1, nullptr, nullptr, 2};  // sizes only
-  blocks::EncoderLayerSpec spec = BlockSpec(v, rope);
-  spec.attn.rope.theta = 1;  // enabled: counts RoPE's scratch
-  const int64_t K = v.patch_floats(), Dm = int64_t{v.embed_dim} * v.merge_rows();
-  return blocks::Nested(
-      blocks::BuffersBytes<EncodeBuffers>(cfg, rows),
-      {FloatBytes(ops::MatMulArenaFloats(threads, rows, std::max<int64_t>(K, Dm))),
-       blocks::EncoderLayerBytes(spec, rows, /*key_order=*/false, threads)});
+  return TowerBytes(blocks::BuffersBytes<EncodeBuffers>(cfg, rows), BlockSpec(v, kSizingRope),
+                    v.patch_floats(), int64_t{v.embed_dim} * v.merge_rows(), rows, threads);
 }
 
 void EncodeImages(const Exec& ex, const Qwen2VLConfig& cfg, const VisionWeights& w,
@@ -134,21 +157,10 @@ void EncodeImages(const Exec& ex, const Qwen2VLConfig& cfg, const VisionWeights&
   const VisionConfig& v = cfg.vision;
   const int64_t D = v.embed_dim, K = v.patch_floats(), H = cfg.text.hidden_size;
   const int m = v.spatial_merge_size;
-  int64_t rows = 0;
-  for (const VisionInput& in : images) {
-    const int64_t n = int64_t{in.grid[0]} * in.grid[1] * in.grid[2];
-    OCULAR_CHECK(in.pixel_count == n * K && in.grid[1] % m == 0 && in.grid[2] % m == 0 &&
-                     in.feature_rows * v.merge_rows() == n,
-                 "HINT: images must come from Qwen2VLProcessor::AddImage");
-    rows += n;
-  }
+  const int64_t rows = PatchRows(images, K, m);
   Scratch scratch(ex.arena);
   EncodeBuffers b(scratch, cfg, rows);
-  // hidden_states = self.proj(pixel_values.view(-1, C, tp, p, p)): one row per patch.
-  std::copy_n(pixels, rows * K, b.px);
-  ops::CastToActivation(ex, b.px, rows * K);  // get_image_features: pixel_values.type(dtype)
-  ops::MatMul(ex, b.px, rows, K, K, w.patch_w, nullptr, b.x, D);
-  Tap(tracer, "vision.embeddings", b.x, {rows, D});
+  PatchEmbed(ex, pixels, rows, K, w.patch_w, nullptr, b.px, b.x, D, tracer);
   // rot_pos_emb: each image's patch rows in (block row, block column, row, column) order, t
   // times; cu_seqlens: the rows of one frame attend among themselves.
   int64_t r = 0;

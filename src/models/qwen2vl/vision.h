@@ -20,6 +20,7 @@
 #include <span>
 
 #include "kernels/exec.h"
+#include "models/blocks/encoder_layer.h"
 #include "models/blocks/rope.h"
 #include "models/model.h"
 #include "models/qwen2vl/config.h"
@@ -27,6 +28,21 @@
 #include "models/tracer.h"
 
 namespace ocular::qwen2vl {
+
+// What both Qwen ViTs (this one and vision3.h's) share.
+// The rotary of BlockSpec when only sizes are asked for (WorkspaceBytes): enabled, no tables.
+inline constexpr blocks::RopeSpec kSizingRope{1, 1, nullptr, nullptr, 2};
+// Arena bytes of a tower over `rows` patch rows: its `buffers`, then the patch embedding or
+// merger matmuls (K-wide patches, Dm-wide merge windows) or one `block`.
+size_t TowerBytes(size_t buffers, const blocks::EncoderLayerSpec& block, int64_t K, int64_t Dm,
+                  int64_t rows, int threads);
+// The patch rows of `images`, each checked to be what Qwen2VLProcessor::AddImage makes
+// (K floats per patch, a grid of whole merge windows of m x m, feature_rows per window).
+int64_t PatchRows(std::span<const VisionInput> images, int64_t K, int m);
+// x[rows, D] = patch_embed(pixels) (Conv3d as a matmul, `bias` nullable) at the activation
+// precision, via px[rows, K]. Tap: vision.embeddings.
+void PatchEmbed(const Exec& ex, const float* pixels, int64_t rows, int64_t K, const Matrix& w,
+                const TensorView* bias, float* px, float* x, int64_t D, Tracer* tracer);
 
 // Arena bytes EncodeImages takes for images of `rows` patch rows in all.
 size_t EncodeBytes(const Qwen2VLConfig& cfg, int64_t rows, int threads);

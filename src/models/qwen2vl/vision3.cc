@@ -10,6 +10,7 @@
 #include "models/blocks/mlp.h"
 #include "models/blocks/norm.h"
 #include "models/blocks/scratch.h"
+#include "models/qwen2vl/vision.h"
 
 namespace ocular::qwen2vl {
 
@@ -168,14 +169,8 @@ void Merge(const Exec& ex, const Vision3Config& v, const Merger3Weights& w, bool
 
 size_t Encode3Bytes(const Qwen3VLConfig& cfg, int64_t rows, int threads) {
   const Vision3Config& v = cfg.vision;
-  const blocks::RopeSpec rope{0, 1, nullptr, nullptr, 2};  // sizes only
-  blocks::EncoderLayerSpec spec = BlockSpec(v, rope);
-  spec.attn.rope.theta = 1;  // enabled: counts RoPE's scratch
-  const int64_t K = v.patch_floats(), Dm = int64_t{v.hidden_size} * v.merge_rows();
-  return blocks::Nested(
-      blocks::BuffersBytes<Encode3Buffers>(cfg, rows),
-      {FloatBytes(ops::MatMulArenaFloats(threads, rows, std::max<int64_t>(K, Dm))),
-       blocks::EncoderLayerBytes(spec, rows, /*key_order=*/false, threads)});
+  return TowerBytes(blocks::BuffersBytes<Encode3Buffers>(cfg, rows), BlockSpec(v, kSizingRope),
+                    v.patch_floats(), int64_t{v.hidden_size} * v.merge_rows(), rows, threads);
 }
 
 void Encode3(const Exec& ex, const Qwen3VLConfig& cfg, const Vision3Weights& w,
@@ -184,22 +179,10 @@ void Encode3(const Exec& ex, const Qwen3VLConfig& cfg, const Vision3Weights& w,
   const Vision3Config& v = cfg.vision;
   const int64_t D = v.hidden_size, K = v.patch_floats(), H = cfg.text.hidden_size;
   const int64_t W = H * (1 + v.deepstack());  // floats per feature row
-  const int m = v.spatial_merge_size;
-  int64_t rows = 0;
-  for (const VisionInput& in : images) {
-    const int64_t n = int64_t{in.grid[0]} * in.grid[1] * in.grid[2];
-    OCULAR_CHECK(in.pixel_count == n * K && in.grid[1] % m == 0 && in.grid[2] % m == 0 &&
-                     in.feature_rows * v.merge_rows() == n,
-                 "HINT: images must come from Qwen2VLProcessor::AddImage");
-    rows += n;
-  }
+  const int64_t rows = PatchRows(images, K, v.spatial_merge_size);
   Scratch scratch(ex.arena);
   Encode3Buffers b(scratch, cfg, rows);
-  // patch_embed: self.proj(pixel_values.view(-1, C, tp, p, p).to(proj.weight.dtype))
-  std::copy_n(pixels, rows * K, b.px);
-  ops::CastToActivation(ex, b.px, rows * K);
-  ops::MatMul(ex, b.px, rows, K, K, w.patch_w, &w.patch_b, b.x, D);
-  Tap(tracer, "vision.embeddings", b.x, {rows, D});
+  PatchEmbed(ex, pixels, rows, K, w.patch_w, &w.patch_b, b.px, b.x, D, tracer);
   // hidden_states = hidden_states + fast_pos_embed_interpolate(grid_thw)
   AddPositions(ex, cfg, w.pos_embed, images, rows, b);
   const blocks::EncoderLayerSpec spec = BlockSpec(v, rope);

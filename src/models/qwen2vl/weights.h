@@ -7,6 +7,7 @@
 
 #include "core/matrix.h"
 #include "core/tensor.h"
+#include "models/qwen2vl/text.h"
 
 namespace ocular::qwen2vl {
 
@@ -28,6 +29,19 @@ struct VisionBlockWeights {
   TensorView q_b, k_b, v_b;
 };
 
+// Sets each block's q/k/v views to the thirds of its qkv_w / qkv_b rows, D each:
+// qkv(x).reshape(seq, 3, heads, -1).
+inline void SplitQkv(int64_t D, std::vector<VisionBlockWeights>* blocks) {
+  for (VisionBlockWeights& b : *blocks) {
+    b.q_w = Rows(b.qkv_w, 0, D);
+    b.k_w = Rows(b.qkv_w, D, D);
+    b.v_w = Rows(b.qkv_w, 2 * D, D);
+    b.q_b = Slice(b.qkv_b, 0, D);
+    b.k_b = Slice(b.qkv_b, D, D);
+    b.v_b = Slice(b.qkv_b, 2 * D, D);
+  }
+}
+
 struct VisionWeights {
   Matrix patch_w;  // [D, 3, tp, p, p] (Conv3d, no bias) as the matrix [D, K]
   std::vector<VisionBlockWeights> blocks;
@@ -38,24 +52,9 @@ struct VisionWeights {
   TensorView mlp2_b;          // [H]
 };
 
-struct TextLayerWeights {
-  TensorView input_norm;      // [H]
-  Matrix q_w;                 // [Hq*d, H]
-  TensorView q_b;             // [Hq*d]
-  Matrix k_w, v_w;            // [Hkv*d, H]
-  TensorView k_b, v_b;        // [Hkv*d]
-  Matrix o_w;                 // [H, Hq*d] (no bias)
-  TensorView post_attn_norm;  // [H] the pre-MLP norm
-  Matrix gate_w, up_w;        // [I, H]
-  Matrix down_w;              // [H, I]
-};
-
-struct Weights {
+// The decoder's weights (text.h) and the vision tower's.
+struct Weights : TextWeights {
   VisionWeights vision;
-  Matrix embed;    // [V, H]
-  Matrix lm_head;  // [V, H]; == embed when tie_word_embeddings
-  std::vector<TextLayerWeights> layers;
-  TensorView final_norm;  // [H]
 };
 
 }  // namespace ocular::qwen2vl

@@ -32,24 +32,9 @@ struct Vision3Weights {
   std::vector<Merger3Weights> deepstack;  // deepstack_merger_list
 };
 
-struct Text3LayerWeights {
-  TensorView input_norm;          // [H]
-  Matrix q_w;                     // [Hq*d, H]
-  Matrix k_w, v_w;                // [Hkv*d, H]
-  Matrix o_w;                     // [H, Hq*d]
-  TensorView q_b, k_b, v_b, o_b;  // attention_bias only
-  TensorView q_norm, k_norm;      // [d]
-  TensorView post_attn_norm;      // [H]
-  Matrix gate_w, up_w;            // [I, H]
-  Matrix down_w;                  // [H, I]
-};
-
-struct Weights3 {
+// The decoder's weights (text.h) and the vision tower's.
+struct Weights3 : TextWeights {
   Vision3Weights vision;
-  Matrix embed;    // [V, H]
-  Matrix lm_head;  // [V, H]; == embed when tied
-  std::vector<Text3LayerWeights> layers;
-  TensorView final_norm;  // [H]
 };
 
 }  // namespace ocular::qwen2vl
