@@ -64,12 +64,16 @@ class Runner {
   // computes the last position's logits and samples the first token. The pieces run exactly
   // the computation of Prefill (same calls, same rows, paused between layers: each layer reads
   // only the rows' activations and its own K/V), so the results are identical, taps and
-  // prompt_logits included. The task keeps its activations [T, H]; `features` must stay valid
-  // until FinishPrefill.
+  // prompt_logits included. The task keeps its activations [rows, H]; `features` must stay
+  // valid until FinishPrefill.
+  // A sequence whose cache already holds the K/V of its first rows (a prefix cache's copy:
+  // seq.position() > 0) prefills the rest: rows [position, T) over the cached ones. Those rows
+  // hold no image token (features: null) and the prompt logits are not asked for.
   struct PrefillTask {
     Sequence* seq = nullptr;
     const float* features = nullptr;
-    int64_t rows = 0;    // the prompt's length
+    int64_t start = 0;   // the first row prefilled (rows before it were cached)
+    int64_t rows = 0;    // rows prefilled: the prompt's length - start
     int next_layer = 0;  // layers [0, next_layer) have run
     std::vector<float> x;
   };
@@ -97,7 +101,7 @@ class Runner {
   void Plan(int64_t rows, int64_t context, int64_t images);
 
  private:
-  void SampleFirst(Sequence& seq, const float* x, Tracer* tracer,
+  void SampleFirst(Sequence& seq, const float* x, int64_t rows, Tracer* tracer,
                    std::vector<float>* prompt_logits);
   const VlModel& model_;
   const int32_t vocab_;

@@ -52,6 +52,7 @@ struct Scheduler::Job {
   std::vector<float> prompt_logits;  // [T, V] when recorded
   std::vector<float> decode_logits;  // [tokens, V] when recorded
   Runner::PrefillTask task;          // the prefill in progress (seq set once started)
+  bool prefix_missed = false;        // looked up in the prefix cache, not found (then encoded)
 
   // Shared with the calling thread, guarded by mu.
   std::mutex mu;
@@ -84,11 +85,12 @@ struct Scheduler::StepTimes {
 };
 
 Scheduler::Scheduler(Runner& runner, KvPool& kv, std::mutex& runner_mu, FeatureCache* cache,
-                     int max_batch, int prefill_chunk)
+                     int max_batch, int prefill_chunk, PrefixCache* prefix)
     : runner_(runner),
       kv_(kv),
       runner_mu_(runner_mu),
       cache_(cache),
+      prefix_(prefix),
       max_batch_(max_batch),
       prefill_chunk_(prefill_chunk),
       steps_by_batch_(static_cast<size_t>(max_batch) + 1, 0) {
@@ -316,7 +318,12 @@ bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
   const GenerationRequest& g = job.req.gen;
   const Prompt& prompt = *g.prompt;
   const bool images = !prompt.images.empty();
-  if (images && job.features.empty()) {
+  // Cached K/V of the prompt's first rows hold every image token: no features are needed.
+  const PrefixCache::Match reuse = Cacheable(job) && !job.prefix_missed
+                                       ? prefix_->Find(prompt, job.req.image_keys)
+                                       : PrefixCache::Match{};
+  job.prefix_missed = reuse.tokens == 0;
+  if (images && job.features.empty() && reuse.tokens == 0) {
     const Clock::time_point t0 = Clock::now();
     const int64_t misses = Features(job);
     if (misses > 0) {
@@ -342,7 +349,13 @@ bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
     Finish(job, cache.status(), FinishReason::kNone);
     return false;
   }
-  job.seq.emplace(std::move(p), std::move(*cache), runner_.vocab(), runner_.model().NewState());
+  if (reuse.tokens > 0) {
+    std::unique_ptr<SequenceState> state = prefix_->Apply(reuse, cache->cache());
+    job.seq.emplace(std::move(p), std::move(*cache), runner_.vocab(), std::move(state));
+    job.seq->Advance(reuse.tokens);
+  } else {
+    job.seq.emplace(std::move(p), std::move(*cache), runner_.vocab(), runner_.model().NewState());
+  }
   job.Event(kPrefillBegin, 2);
   ++t->prefills;
   Status s =
@@ -355,12 +368,24 @@ bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
   return true;
 }
 
+// Whether a job's prompt may start from (and go to) the prefix cache: not traced (its taps
+// are a whole prefill's), its images keyed.
+bool Scheduler::Cacheable(const Job& job) const {
+  const GenerationRequest& g = job.req.gen;
+  return prefix_ != nullptr && g.tracer == nullptr && !g.record_prompt_logits &&
+         g.features == nullptr && job.req.image_keys.size() == g.prompt->images.size();
+}
+
 // Ends a job's prefill (every layer ran): samples its first token and adds it to the batch,
 // or finishes it. Returns whether it joined. REQUIRES: runner_mu_ held.
 bool Scheduler::Join(const std::shared_ptr<Job>& job) {
   const GenerationRequest& g = job->req.gen;
   runner_.FinishPrefill(job->task, g.tracer,
                         g.record_prompt_logits ? &job->prompt_logits : nullptr);
+  // The cache holds the prompt's K/V (no decode step ran yet): kept for a later prompt.
+  if (Cacheable(*job)) {
+    prefix_->Put(*g.prompt, job->req.image_keys, *job->seq->cache(), job->seq->state());
+  }
   job->features = {};  // the prefill has copied them into the cache's K/V
   if (g.record_decode_logits && !job->seq->generated().empty()) RecordLogits(*job, 0);
   {

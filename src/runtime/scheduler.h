@@ -42,12 +42,14 @@
 
 #include "runtime/feature_cache.h"
 #include "runtime/generator.h"
+#include "runtime/prefix_cache.h"
 
 namespace ocular {
 
 struct ScheduledRequest {
   GenerationRequest gen;
-  // One key per image of gen.prompt->images to look its features up in the cache, or empty.
+  // One key per image of gen.prompt->images to look its features up in the cache (and its
+  // prompt's K/V in the prefix cache), or empty: neither cache is used for its images.
   std::vector<FeatureKey> image_keys;
 };
 
@@ -71,10 +73,11 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  // REQUIRES: runner, kv, runner_mu (and cache, if not null) outlive the Scheduler;
-  // max_batch >= 1; prefill_chunk >= 1.
+  // REQUIRES: runner, kv, runner_mu (and cache and prefix, if not null) outlive the Scheduler;
+  // max_batch >= 1; prefill_chunk >= 1. prefix: the prompts' K/V kept for later prompts that
+  // begin alike (a chat's next turn prefills only its new rows), or null.
   Scheduler(Runner& runner, KvPool& kv, std::mutex& runner_mu, FeatureCache* cache, int max_batch,
-            int prefill_chunk = kDefaultPrefillChunk);
+            int prefill_chunk = kDefaultPrefillChunk, PrefixCache* prefix = nullptr);
   ~Scheduler();  // REQUIRES: no Generate in progress
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -95,6 +98,7 @@ class Scheduler {
   void Loop();
   int64_t Features(Job& job);
   bool Start(Job& job, bool* encoded, StepTimes* t);
+  bool Cacheable(const Job& job) const;
   void RecordLogits(Job& job, size_t i);
   // What Generate hands back once the job is done: the tokens consumed, timings, logits.
   GenerationOutput Output(Job& job, size_t consumed, bool cancelled) const;
@@ -107,6 +111,7 @@ class Scheduler {
   KvPool& kv_;
   std::mutex& runner_mu_;
   FeatureCache* const cache_;
+  PrefixCache* const prefix_;
   const int max_batch_;
   const int prefill_chunk_;
 

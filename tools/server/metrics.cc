@@ -160,6 +160,22 @@ std::string RenderEngineStats(const EngineStats& s) {
          s.image_cache_entries);
   Metric(&out, "ocular_image_cache_max_bytes", "gauge", "The feature cache's budget.",
          s.image_cache_max_bytes);
+  Metric(&out, "ocular_prefix_cache_hits_total", "counter",
+         "Prefills that started from a cached prompt's K/V.", s.prefix_cache_hits);
+  Metric(&out, "ocular_prefix_cache_misses_total", "counter",
+         "Prefills looked up in the prefix cache that found nothing to reuse.",
+         s.prefix_cache_misses);
+  Metric(&out, "ocular_prefix_cache_tokens_reused_total", "counter",
+         "Prompt tokens whose K/V came from the prefix cache instead of a prefill.",
+         s.prefix_cache_tokens_reused);
+  Metric(&out, "ocular_prefix_cache_evictions_total", "counter",
+         "Cached prompts dropped to make room.", s.prefix_cache_evictions);
+  Metric(&out, "ocular_prefix_cache_bytes", "gauge", "Bytes of prompt K/V cached.",
+         s.prefix_cache_bytes);
+  Metric(&out, "ocular_prefix_cache_entries", "gauge", "Prompts whose K/V are cached.",
+         s.prefix_cache_entries);
+  Metric(&out, "ocular_prefix_cache_max_bytes", "gauge", "The prefix cache's budget.",
+         s.prefix_cache_max_bytes);
   Metric(&out, "ocular_kv_cache_bytes_in_use", "gauge", "KV cache bytes of running sequences.",
          s.kv_bytes_in_use);
   Metric(&out, "ocular_kv_cache_bytes_pooled", "gauge", "Released KV cache bytes kept for reuse.",

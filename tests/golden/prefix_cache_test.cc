@@ -1,0 +1,140 @@
+// The prompt K/V cache (EngineOptions::prefix_cache_bytes, runtime/prefix_cache.h) on the tiny
+// checkpoints of the causal families: a chat's next turn prefills only its new rows over the
+// last turn's cached K/V and gets the answer the cache-off engine gives; two different images
+// behind the same image placeholder ids never share K/V.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ocular/chat.h"
+#include "ocular/engine.h"
+#include "support/pattern_image.h"
+
+namespace ocular {
+namespace {
+
+ImageInput Image(int seed) {
+  return ImageInput::FromBytes(testing_support::PatternBmp(60, 40, seed),
+                               "seed" + std::to_string(seed) + ".bmp");
+}
+
+// The conversation up to the user's `turns`-th turn: the first turn shows the image, the
+// assistant's answers are fixed text.
+std::vector<ChatMessage> Chat(int turns, const std::string& marker) {
+  const char* questions[] = {"What is in the image?", "What colour is it?", "Is it large?",
+                             "Describe it once more."};
+  const char* answers[] = {"A small square.", "Mostly green.", "No, it is tiny."};
+  std::vector<ChatMessage> m;
+  for (int t = 0; t < turns; ++t) {
+    m.push_back(UserTurn(questions[t], t == 0 ? 1 : 0, marker));
+    if (t + 1 < turns) m.push_back(ChatMessage::Text("assistant", answers[t]));
+  }
+  return m;
+}
+
+GenerateOptions Greedy() {
+  GenerateOptions o;
+  o.max_tokens = 6;
+  o.stop_at_eos = false;
+  return o;
+}
+
+class PrefixCacheTest : public testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    auto off = Engine::Load(GetParam(), {});
+    ASSERT_TRUE(off.ok()) << off.status().ToString();
+    off_ = std::move(*off);
+    EngineOptions o;
+    o.prefix_cache_bytes = size_t{64} << 20;
+    auto on = Engine::Load(GetParam(), o);
+    ASSERT_TRUE(on.ok()) << on.status().ToString();
+    on_ = std::move(*on);
+    marker_ = on_->Info().image_marker;
+  }
+  GenerateResult Run(Engine& e, const ImageInput& image, int turns) {
+    auto r = e.GenerateChat({image}, Chat(turns, marker_), Greedy());
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : GenerateResult{};
+  }
+  std::unique_ptr<Engine> off_, on_;
+  std::string marker_;
+};
+
+// Turns 2-4 start from the previous turn's cached K/V (the image is not even encoded again) and
+// give the cache-off answer.
+TEST_P(PrefixCacheTest, FourTurnChatWithAnImageGivesTheCacheOffAnswers) {
+  const ImageInput image = Image(1);
+  for (int turns = 1; turns <= 4; ++turns) {
+    SCOPED_TRACE(turns);
+    const GenerateResult want = Run(*off_, image, turns);
+    const GenerateResult got = Run(*on_, image, turns);
+    ASSERT_EQ(got.prompt_ids, want.prompt_ids);
+    EXPECT_EQ(got.output_ids, want.output_ids);
+  }
+  const EngineStats s = on_->Stats();
+  EXPECT_EQ(s.prefix_cache_hits, 3u);
+  EXPECT_EQ(s.prefix_cache_misses, 1u);
+  EXPECT_GT(s.prefix_cache_tokens_reused, 0u);
+  EXPECT_EQ(s.images_encoded, 1u) << "a reused turn needs no image features";
+  EXPECT_EQ(s.prefix_cache_entries, 4u);
+  EXPECT_GT(s.prefix_cache_bytes, 0u);
+  EXPECT_EQ(s.prefix_cache_max_bytes, size_t{64} << 20);
+}
+
+// The same conversation with another image of the same size: the same ids, placeholders
+// included, yet the second image's turns never reuse the first one's K/V.
+TEST_P(PrefixCacheTest, TwoImagesBehindTheSamePlaceholdersNeverShareKv) {
+  const ImageInput a = Image(1), b = Image(2);
+  const GenerateResult want_a = Run(*off_, a, 2);
+  const GenerateResult want_b = Run(*off_, b, 2);
+  ASSERT_EQ(want_a.prompt_ids, want_b.prompt_ids) << "HINT: the images must give the same ids";
+  Run(*on_, a, 1);  // cached: turn 1 with image a
+  const GenerateResult got_a = Run(*on_, a, 2);
+  EXPECT_EQ(got_a.output_ids, want_a.output_ids);
+  const EngineStats before = on_->Stats();
+  EXPECT_EQ(before.prefix_cache_hits, 1u) << "the same image's next turn reuses its K/V";
+  const GenerateResult got_b1 = Run(*on_, b, 1);
+  const GenerateResult got_b = Run(*on_, b, 2);
+  EXPECT_EQ(got_b.output_ids, want_b.output_ids);
+  EXPECT_EQ(got_b1.output_ids, Run(*off_, b, 1).output_ids);
+  const EngineStats after = on_->Stats();
+  // b's first turn found nothing (a's entries hold another image); its second turn reused b's.
+  EXPECT_EQ(after.prefix_cache_hits, before.prefix_cache_hits + 1);
+  EXPECT_EQ(after.images_encoded, before.images_encoded + 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(CausalFamilies, PrefixCacheTest,
+                         testing::Values("testdata/tiny/gemma3", "testdata/tiny/mllama",
+                                         "testdata/tiny/qwen2vl", "testdata/tiny/qwen25vl",
+                                         "testdata/tiny/qwen3vl"),
+                         [](const testing::TestParamInfo<const char*>& i) {
+                           std::string n = std::string(i.param).substr(14);
+                           for (char& c : n) {
+                             if (c == '-') c = '_';
+                           }
+                           return n;
+                         });
+
+// PaliGemma's prompt is one bidirectional block: nothing is cached, every answer as before.
+TEST(PrefixCache, PaliGemmaNeverReuses) {
+  EngineOptions o;
+  o.prefix_cache_bytes = size_t{64} << 20;
+  auto on = Engine::Load("testdata/tiny/pg2", o);
+  auto off = Engine::Load("testdata/tiny/pg2", {});
+  ASSERT_TRUE(on.ok() && off.ok());
+  for (int i = 0; i < 2; ++i) {
+    auto got = (*on)->Generate({Image(1)}, "caption en", Greedy());
+    auto want = (*off)->Generate({Image(1)}, "caption en", Greedy());
+    ASSERT_TRUE(got.ok() && want.ok());
+    EXPECT_EQ(got->output_ids, want->output_ids);
+  }
+  const EngineStats s = (*on)->Stats();
+  EXPECT_EQ(s.prefix_cache_hits, 0u);
+  EXPECT_EQ(s.prefix_cache_entries, 0u);
+}
+
+}  // namespace
+}  // namespace ocular
