@@ -209,6 +209,7 @@ struct EngineStats {
   int waiting = 0;               // Generate calls waiting for a place in the batch
   uint64_t prefills = 0;         // prompts run (one per Generate that reached the model)
   uint64_t prefill_chunks = 0;   // pieces the prefills ran in (chunked prefill)
+  uint64_t merged_prefills = 0;  // prefill pieces run in one pass with other prompts', per prompt
   uint64_t images_encoded = 0;   // images that went through the vision encoder
   uint64_t scheduler_steps = 0;  // scheduler iterations that ran the model
   // Seconds the model spent in the vision encoder, prefills and decode steps.

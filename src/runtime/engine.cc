@@ -127,6 +127,7 @@ class EngineImpl : public Engine {
     e.waiting = s.waiting;
     e.prefills = s.prefills;
     e.prefill_chunks = s.prefill_chunks;
+    e.merged_prefills = s.merged_prefills;
     e.images_encoded = s.images_encoded;
     e.scheduler_steps = s.steps;
     e.encode_seconds = s.encode_seconds;

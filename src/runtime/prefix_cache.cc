@@ -19,7 +19,6 @@ struct PrefixCache::Entry {
   KvCache kv;
   std::unique_ptr<SequenceState> state;
   size_t bytes = 0;
-  bool wrapped = false;  // a sliding-window layer holds only its last `window` rows
 
   int64_t size() const { return static_cast<int64_t>(ids.size()); }
 };
@@ -65,13 +64,20 @@ int64_t CommonRows(const PrefixCache::Entry& e, const Prompt& p, int64_t n) {
 PrefixCache::PrefixCache(KvLayout layout, KvDType dtype, size_t max_bytes, int32_t image_token)
     : layout_(std::move(layout)), dtype_(dtype), max_bytes_(max_bytes), image_token_(image_token) {
   stats_.max_bytes = max_bytes;
+  for (size_t l = 0; l < layout_.window.size(); ++l) {
+    const int w = layout_.window[l];
+    if (!layout_.IsCross(l) && w > 0 && (min_window_ == 0 || w < min_window_)) min_window_ = w;
+  }
 }
 
 // The most rows of `prompt` any entry may give: all but the last (its logits), and at least
-// every image token (the rows after a reuse are text). 0: none.
+// every image token (the rows after a reuse are text). 0: none — also for a prompt longer than
+// a sliding window: a prefill over cached rows reads its keys from the window's ring, which
+// its own rows would overwrite (a whole prefill reads its fresh K/V instead).
 int64_t PrefixCache::Limit(const Prompt& prompt) const {
   const int64_t T = prompt.size();
   if (T < 2 || prompt.prefix_len() > 0) return 0;  // a prefix-LM block: KV of the whole prefix
+  if (min_window_ > 0 && T > min_window_) return 0;
   int64_t last_image = -1;
   for (int64_t t = T - 1; t >= 0 && last_image < 0; --t) {
     if (prompt.ids[t] == image_token_) last_image = t;
@@ -87,7 +93,7 @@ int64_t PrefixCache::Reusable(const Entry& e, const Prompt& prompt,
     return 0;
   }
   const int64_t n = CommonRows(e, prompt, limit);
-  if (n == 0 || (e.wrapped && n != e.size())) return 0;
+  if (n == 0) return 0;
   // Every image token before n (the same images, all of the prompt's: the suffix is text).
   if (std::find(prompt.ids.begin() + n, prompt.ids.end(), image_token_) != prompt.ids.end()) {
     return 0;
@@ -158,9 +164,6 @@ void PrefixCache::Put(const Prompt& prompt, std::span<const FeatureKey> image_ke
   e->positions = PromptPositions(prompt, T);
   e->spans = prompt.bidirectional;
   e->image_keys.assign(image_keys.begin(), image_keys.end());
-  for (size_t l = 0; l < layout_.window.size(); ++l) {
-    if (!layout_.IsCross(l) && layout_.window[l] > 0 && layout_.window[l] < T) e->wrapped = true;
-  }
   std::lock_guard<std::mutex> lock(mu_);
   Evict(e->bytes);
   stats_.bytes += e->bytes;

@@ -17,8 +17,9 @@
 // features and no bidirectional image span), must not cut a bidirectional span, and keeps at
 // least one row to prefill (the first token's logits). So PaliGemma, whose whole prompt is one
 // bidirectional prefix block (every K/V row depends on the whole prefix), never reuses and is not
-// stored. An entry whose sliding-window layers wrapped (more tokens than the window) holds only
-// their last `window` rows: it is reused whole or not at all.
+// stored. With sliding-window layers (Gemma 3) only prompts within the smallest window are
+// cached and reuse: a longer prompt's rows after the reused ones would overwrite, in the window's
+// ring, keys that its first rows still read.
 #pragma once
 
 #include <cstddef>
@@ -79,6 +80,7 @@ class PrefixCache {
   const KvDType dtype_;
   const size_t max_bytes_;
   const int32_t image_token_;
+  int64_t min_window_ = 0;  // the smallest sliding window (0: none)
   mutable std::mutex mu_;
   std::list<std::shared_ptr<const Entry>> lru_;  // most recently used first
   PrefixCacheStats stats_;

@@ -114,6 +114,36 @@ int Runner::PrefillLayers(PrefillTask& task, int layers, Tracer* tracer) {
   return num_layers() - end;
 }
 
+int Runner::PrefillLayers(std::span<PrefillTask* const> tasks, int layers) {
+  OCULAR_CHECK(!tasks.empty() && layers >= 1);
+  if (tasks.size() == 1) return PrefillLayers(*tasks[0], layers);
+  const int begin = tasks[0]->next_layer;
+  const int end = std::min(num_layers(), begin + layers);
+  int64_t rows = 0, context = 0;
+  prefill_chunks_.clear();
+  for (PrefillTask* t : tasks) {
+    OCULAR_CHECK(t->seq != nullptr && t->next_layer == begin, "HINT: merged tasks at one layer");
+    prefill_chunks_.push_back(t->seq->Chunk(t->start, t->rows, t->features));
+    rows += t->rows;
+    context = std::max(context, t->seq->cache()->capacity());
+  }
+  Plan(rows, context, 0);
+  // The tasks' rows one after the other, as Batch lays them out, and back.
+  int64_t r = 0;
+  for (PrefillTask* t : tasks) {
+    std::copy(t->x.begin(), t->x.end(), x_.begin() + r * hidden_);
+    r += t->rows;
+  }
+  model_.ForwardLayers(ex_, Batch{prefill_chunks_, rows}, x_.data(), nullptr, begin, end);
+  r = 0;
+  for (PrefillTask* t : tasks) {
+    std::copy_n(x_.begin() + r * hidden_, t->rows * hidden_, t->x.begin());
+    r += t->rows;
+    t->next_layer = end;
+  }
+  return num_layers() - end;
+}
+
 void Runner::FinishPrefill(PrefillTask& task, Tracer* tracer, std::vector<float>* prompt_logits) {
   OCULAR_CHECK(task.seq != nullptr && task.next_layer == num_layers());
   Sequence& seq = *task.seq;

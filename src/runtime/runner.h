@@ -81,6 +81,16 @@ class Runner {
                       Tracer* tracer = nullptr);
   // Runs up to `layers` more layers (>= 1); returns the layers left.
   int PrefillLayers(PrefillTask& task, int layers, Tracer* tracer = nullptr);
+  // A merged prefill: the next `layers` layers of several prompts in one pass (each layer's
+  // matmuls read the weights once for every task's rows; attention stays per sequence). Each
+  // task's rows get exactly what they get alone when every task has more than kMergeMinRows - 1
+  // rows (MergeInvariant). REQUIRES: the tasks at one layer, none traced. Returns the layers left.
+  int PrefillLayers(std::span<PrefillTask* const> tasks, int layers);
+  // Whether a prefill of `rows` rows computes the same merged with others as alone: the
+  // kernels' prefill matmuls (more than 8 rows: the packed GEMMs) sum each row in an order that
+  // K alone fixes (src/kernels/README.md), while 1-8 rows take the decode kernels.
+  static constexpr int64_t kMergeMinRows = 9;
+  static bool MergeInvariant(int64_t rows) { return rows >= kMergeMinRows; }
   // REQUIRES: PrefillLayers returned 0.
   void FinishPrefill(PrefillTask& task, Tracer* tracer = nullptr,
                      std::vector<float>* prompt_logits = nullptr);
@@ -112,6 +122,7 @@ class Runner {
   std::vector<float> x_;       // [rows, H] activations of one pass
   std::vector<float> logits_;  // [batch, V]
   std::vector<SeqChunk> chunks_;
+  std::vector<SeqChunk> prefill_chunks_;  // a merged prefill's
   std::vector<Sequence*> active_;
 };
 

@@ -81,7 +81,7 @@ struct Scheduler::Job {
 
 struct Scheduler::StepTimes {
   double encode_s = 0, prefill_s = 0, decode_s = 0;
-  uint64_t prefills = 0, chunks = 0;
+  uint64_t prefills = 0, chunks = 0, merged = 0;
 };
 
 Scheduler::Scheduler(Runner& runner, KvPool& kv, std::mutex& runner_mu, FeatureCache* cache,
@@ -119,6 +119,7 @@ SchedulerStats Scheduler::stats() const {
   s.images_encoded = images_encoded_;
   s.prefills = prefills_;
   s.prefill_chunks = prefill_chunks_;
+  s.merged_prefills = merged_prefills_;
   s.steps = steps_;
   s.encode_seconds = encode_s_;
   s.prefill_seconds = prefill_s_;
@@ -182,6 +183,7 @@ void Scheduler::Loop() {
     decode_s_ += t.decode_s;
     prefills_ += t.prefills;
     prefill_chunks_ += t.chunks;
+    merged_prefills_ += t.merged;
   }
   // Shutting down: nothing may be left waiting (the Engine is destroyed with no Generate in
   // progress, so this only guards against misuse).
@@ -240,7 +242,10 @@ void Scheduler::RunPrefills(StepTimes* t) {
         continue;
       }
     }
-    const int64_t per_layer = std::max<int64_t>(job->task.rows, kPrefillMinRows);
+    Gather(job, t);  // the prefills that run with this one, in merge_
+    int64_t rows = 0;
+    for (const auto& m : merge_) rows += m->task.rows;
+    const int64_t per_layer = std::max<int64_t>(rows, kPrefillMinRows);
     int run = layers - job->task.next_layer;
     if (!unbounded && job->req.gen.tracer == nullptr) {
       run = std::min<int64_t>(run, (budget - spent) / per_layer);
@@ -248,15 +253,56 @@ void Scheduler::RunPrefills(StepTimes* t) {
       if (run == 0) break;
     }
     const Clock::time_point t0 = Clock::now();
-    const int left = runner_.PrefillLayers(job->task, run, job->req.gen.tracer);
+    int left = 0;
+    if (merge_.size() == 1) {
+      left = runner_.PrefillLayers(job->task, run, job->req.gen.tracer);
+    } else {
+      merge_tasks_.clear();
+      for (const auto& m : merge_) merge_tasks_.push_back(&m->task);
+      left = runner_.PrefillLayers(merge_tasks_, run);
+      t->merged += merge_.size();
+    }
     t->prefill_s += MsSince(t0) / 1000;
     ++t->chunks;
     spent += run * per_layer;
     if (left > 0) break;
-    prefilling_.pop_front();
     const Clock::time_point t1 = Clock::now();
-    Join(job);
+    for (const auto& m : merge_) {
+      prefilling_.erase(std::find(prefilling_.begin(), prefilling_.end(), m));
+      Join(m);
+    }
     t->prefill_s += MsSince(t1) / 1000;
+  }
+}
+
+// Fills merge_ with `lead` and the prefills that can run in one pass with it: untraced, at its
+// layer, each of rows the merge cannot change (Runner::MergeInvariant); a waiting prompt joins
+// when it needs no encode (started here: its prefix-cache lookup, cache and embedding).
+// REQUIRES: lead started; runner_mu_ held.
+void Scheduler::Gather(const std::shared_ptr<Job>& lead, StepTimes* t) {
+  merge_.assign(1, lead);
+  auto mergeable = [&](const Job& j) {
+    return j.req.gen.tracer == nullptr && !j.cancel &&
+           Runner::MergeInvariant(j.task.seq != nullptr ? j.task.rows : j.req.gen.prompt->size());
+  };
+  if (!mergeable(*lead)) return;
+  for (size_t i = 0; i < prefilling_.size();) {
+    const std::shared_ptr<Job> job = prefilling_[i];
+    Job& j = *job;
+    const bool needs_encode = !j.req.gen.prompt->images.empty() && j.features.empty();
+    if (job == lead || !mergeable(j) || (j.task.seq == nullptr && needs_encode)) {
+      ++i;
+      continue;
+    }
+    bool encoded = false;
+    if (j.task.seq == nullptr && !Start(j, &encoded, t)) {  // failed: finished
+      prefilling_.erase(prefilling_.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    if (!encoded && j.task.next_layer == lead->task.next_layer && mergeable(j)) {
+      merge_.push_back(job);
+    }
+    ++i;
   }
 }
 

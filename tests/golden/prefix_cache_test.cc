@@ -3,13 +3,18 @@
 // last turn's cached K/V and gets the answer the cache-off engine gives; two different images
 // behind the same image placeholder ids never share K/V.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "ocular/chat.h"
 #include "ocular/engine.h"
+#include "support/harness.h"
 #include "support/pattern_image.h"
 
 namespace ocular {
@@ -34,6 +39,33 @@ std::vector<ChatMessage> Chat(int turns, const std::string& marker) {
   return m;
 }
 
+// The tiny Gemma 3 checkpoint with a sliding window of `window` tokens instead of 3 (the cache
+// serves prompts within the window only), in a folder of its own.
+std::string Gemma3WithWindow(int window) {
+  namespace fs = std::filesystem;
+  const fs::path from = "testdata/tiny/gemma3";
+  const fs::path to =
+      fs::temp_directory_path() /
+      ("ocular_prefix_cache_gemma3_" + std::to_string(getpid()) + "_" + std::to_string(window));
+  fs::create_directories(to);
+  for (const auto& f : fs::directory_iterator(from)) {
+    fs::copy_file(f.path(), to / f.path().filename(), fs::copy_options::overwrite_existing);
+  }
+  std::ifstream in(from / "config.json");
+  std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "\"sliding_window\": 3,";
+  const size_t at = config.find(key);
+  if (at == std::string::npos) return "";
+  config.replace(at, key.size(), "\"sliding_window\": " + std::to_string(window) + ",");
+  std::ofstream(to / "config.json") << config;
+  return to.string();
+}
+
+// A checkpoint folder for a test parameter: "gemma3-window512" is made here.
+std::string ModelDir(const std::string& param) {
+  return param == "gemma3-window512" ? Gemma3WithWindow(512) : "testdata/tiny/" + param;
+}
+
 GenerateOptions Greedy() {
   GenerateOptions o;
   o.max_tokens = 6;
@@ -44,12 +76,15 @@ GenerateOptions Greedy() {
 class PrefixCacheTest : public testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    auto off = Engine::Load(GetParam(), {});
+    if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+    dir_ = ModelDir(GetParam());
+    ASSERT_FALSE(dir_.empty());
+    auto off = Engine::Load(dir_, {});
     ASSERT_TRUE(off.ok()) << off.status().ToString();
     off_ = std::move(*off);
     EngineOptions o;
     o.prefix_cache_bytes = size_t{64} << 20;
-    auto on = Engine::Load(GetParam(), o);
+    auto on = Engine::Load(dir_, o);
     ASSERT_TRUE(on.ok()) << on.status().ToString();
     on_ = std::move(*on);
     marker_ = on_->Info().image_marker;
@@ -59,6 +94,7 @@ class PrefixCacheTest : public testing::TestWithParam<const char*> {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : GenerateResult{};
   }
+  std::string dir_;
   std::unique_ptr<Engine> off_, on_;
   std::string marker_;
 };
@@ -107,16 +143,35 @@ TEST_P(PrefixCacheTest, TwoImagesBehindTheSamePlaceholdersNeverShareKv) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CausalFamilies, PrefixCacheTest,
-                         testing::Values("testdata/tiny/gemma3", "testdata/tiny/mllama",
-                                         "testdata/tiny/qwen2vl", "testdata/tiny/qwen25vl",
-                                         "testdata/tiny/qwen3vl"),
+                         testing::Values("gemma3-window512", "mllama", "qwen2vl", "qwen25vl",
+                                         "qwen3vl"),
                          [](const testing::TestParamInfo<const char*>& i) {
-                           std::string n = std::string(i.param).substr(14);
+                           std::string n = i.param;
                            for (char& c : n) {
                              if (c == '-') c = '_';
                            }
                            return n;
                          });
+
+// A prompt longer than a sliding window (the tiny Gemma 3's is 3 tokens) is neither cached nor
+// served from the cache: every turn prefills whole, with the same answers.
+TEST(PrefixCache, PromptsLongerThanTheSlidingWindowPrefillWhole) {
+  EngineOptions o;
+  o.prefix_cache_bytes = size_t{64} << 20;
+  auto on = Engine::Load("testdata/tiny/gemma3", o);
+  auto off = Engine::Load("testdata/tiny/gemma3", {});
+  ASSERT_TRUE(on.ok() && off.ok());
+  const std::string marker = (*on)->Info().image_marker;
+  for (int turns = 1; turns <= 2; ++turns) {
+    auto got = (*on)->GenerateChat({Image(1)}, Chat(turns, marker), Greedy());
+    auto want = (*off)->GenerateChat({Image(1)}, Chat(turns, marker), Greedy());
+    ASSERT_TRUE(got.ok() && want.ok());
+    EXPECT_EQ(got->output_ids, want->output_ids);
+  }
+  const EngineStats s = (*on)->Stats();
+  EXPECT_EQ(s.prefix_cache_hits, 0u);
+  EXPECT_EQ(s.prefix_cache_entries, 0u);
+}
 
 // PaliGemma's prompt is one bidirectional block: nothing is cached, every answer as before.
 TEST(PrefixCache, PaliGemmaNeverReuses) {
