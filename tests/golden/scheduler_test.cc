@@ -295,6 +295,54 @@ TEST_P(SchedulerTest, MergedPrefillsEqualSinglePrefills) {
   }
 }
 
+// Runner level, the prefix cache's path: a causal prompt prefilled over the K/V of its first
+// rows (stored by another prompt's prefill, copied as the cache copies them) gives the
+// bit-identical last-row logits and the same tokens as its whole prefill. The rows after the
+// reused ones: 9+ on pg1 (the GEMM path alone and whole), 1-8 on pg2 (whose 8-token window
+// bounds a cached prompt; the decode kernels' order is the same for 1-8 rows under bf16).
+TEST(PrefixCacheRunner, PrefillOverCachedRowsEqualsWholePrefill) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  for (const char* ck : {"pg1", "pg2", "pg2-bf16"}) {
+    SCOPED_TRACE(ck);
+    std::string dir;
+    const std::vector<Input> inputs = Inputs(ck, &dir);
+    auto h = Harness::Load(dir);
+    ASSERT_TRUE(h.ok());
+    Runner& runner = (*h)->runner;
+    const ModelSpec& spec = (*h)->model->spec();
+    const bool windowed = std::string(ck) != "pg1";
+    const size_t T = windowed ? 8 : 40, L = windowed ? 5 : 20;
+    std::vector<int32_t> ids = inputs[1].ids;
+    ids.erase(std::remove(ids.begin(), ids.end(), spec.image_token_id), ids.end());
+    while (ids.size() < T) ids.push_back(ids[ids.size() % 7]);
+    ids.resize(T);
+    const auto causal = [&](std::vector<int32_t> v) {
+      return testing_support::FixturePrompt(spec, std::move(v), static_cast<Tensor*>(nullptr), 0);
+    };
+    auto whole = NewSequence(**h, causal(ids), 6);
+    ASSERT_TRUE(runner.Prefill(*whole, nullptr, nullptr).ok());
+    const std::vector<float> want(runner.last_logits(0), runner.last_logits(0) + runner.vocab());
+    DecodeAlone(runner, *whole);
+
+    auto first = NewSequence(**h, causal({ids.begin(), ids.begin() + L}), 0);
+    ASSERT_TRUE(runner.Prefill(*first, nullptr, nullptr).ok());
+    auto rest = NewSequence(**h, causal(ids), 6);
+    rest->cache()->CopyFrom(*first->cache(), static_cast<int64_t>(L));
+    rest->Advance(static_cast<int64_t>(L));
+    Runner::PrefillTask task;
+    ASSERT_TRUE(runner.BeginPrefill(*rest, nullptr, &task).ok());
+    EXPECT_EQ(task.rows, static_cast<int64_t>(T - L));
+    while (runner.PrefillLayers(task, runner.num_layers()) > 0) {
+    }
+    runner.FinishPrefill(task);
+    for (int32_t v = 0; v < runner.vocab(); ++v) {
+      ASSERT_EQ(runner.last_logits(0)[v], want[v]) << "logit " << v;
+    }
+    DecodeAlone(runner, *rest);
+    EXPECT_EQ(rest->generated(), whole->generated());
+  }
+}
+
 // While a new request's image is encoded and its prompt prefilled (one layer per step), the
 // running sequence keeps decoding: it gets a step for every piece, where a whole prefill
 // between two steps would let it run at most the one step already under way.
