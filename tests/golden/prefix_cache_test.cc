@@ -90,6 +90,13 @@ class PrefixCacheTest : public testing::TestWithParam<const char*> {
     on_ = std::move(*on);
     marker_ = on_->Info().image_marker;
   }
+  void TearDown() override {
+    off_.reset();
+    on_.reset();
+    if (std::string(GetParam()) == "gemma3-window512" && !dir_.empty()) {
+      std::filesystem::remove_all(dir_);  // the copy ModelDir made
+    }
+  }
   GenerateResult Run(Engine& e, const ImageInput& image, int turns) {
     auto r = e.GenerateChat({image}, Chat(turns, marker_), Greedy());
     EXPECT_TRUE(r.ok()) << r.status().ToString();
