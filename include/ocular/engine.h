@@ -49,6 +49,11 @@ struct EngineOptions {
   // Bytes of vision features kept for reuse (LRU): an image seen before (same decoded pixels
   // and dimensions, same preprocessing, same model) skips the vision encoder. 0: off.
   size_t image_cache_bytes = 0;
+  // Bytes of prompt K/V kept for reuse (LRU): a prompt that begins with the tokens, images and
+  // positions of one run before (a chat's next turn) prefills only its new rows, with the same
+  // answer. Gemma 3, Llama 3.2 Vision and the Qwen family (not PaliGemma: its prompt is one
+  // bidirectional block). 0: off.
+  size_t prefix_cache_bytes = 0;
   // Chunked prefill: prompt rows a scheduler step prefills (through every layer) while other
   // sequences are decoding, so a long image prompt is spread over several decode steps
   // instead of stalling them (the answer is the same). Larger: a new request's first token
@@ -204,6 +209,7 @@ struct EngineStats {
   int waiting = 0;               // Generate calls waiting for a place in the batch
   uint64_t prefills = 0;         // prompts run (one per Generate that reached the model)
   uint64_t prefill_chunks = 0;   // pieces the prefills ran in (chunked prefill)
+  uint64_t merged_prefills = 0;  // prefill pieces run in one pass with other prompts', per prompt
   uint64_t images_encoded = 0;   // images that went through the vision encoder
   uint64_t scheduler_steps = 0;  // scheduler iterations that ran the model
   // Seconds the model spent in the vision encoder, prefills and decode steps.
@@ -211,6 +217,11 @@ struct EngineStats {
   // The image-feature cache (EngineOptions::image_cache_bytes).
   uint64_t image_cache_hits = 0, image_cache_misses = 0, image_cache_evictions = 0;
   size_t image_cache_bytes = 0, image_cache_entries = 0, image_cache_max_bytes = 0;
+  // The prompt K/V cache (EngineOptions::prefix_cache_bytes): prefills that reused cached rows,
+  // those that found none, the prompt rows not prefilled thanks to it.
+  uint64_t prefix_cache_hits = 0, prefix_cache_misses = 0, prefix_cache_tokens_reused = 0;
+  uint64_t prefix_cache_evictions = 0;
+  size_t prefix_cache_bytes = 0, prefix_cache_entries = 0, prefix_cache_max_bytes = 0;
   size_t kv_bytes_in_use = 0;  // KV caches of running sequences
   size_t kv_bytes_pooled = 0;  // released KV memory kept for reuse
 };

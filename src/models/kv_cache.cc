@@ -72,4 +72,30 @@ ops::KvRows KvCache::Rows(size_t layer, int64_t tokens) const {
                      kv_dim_, kv_dim_};
 }
 
+void KvCache::CopyFrom(const KvCache& src, int64_t tokens) {
+  OCULAR_CHECK(src.layers_.size() == layers_.size() && src.kv_dim_ == kv_dim_ &&
+               src.dtype_ == dtype_ && tokens >= 0 && tokens <= capacity_);
+  const size_t row_bytes = static_cast<size_t>(kv_dim_) * ElementBytes(dtype_);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const KvCacheLayer& c = layers_[l];
+    const KvCacheLayer& s = src.layers_[l];
+    OCULAR_CHECK(c.cross == s.cross);
+    if (c.cross) {
+      OCULAR_CHECK(c.rows == s.rows, "HINT: the same images' cross-attention keys");
+      std::memcpy(c.k, s.k, static_cast<size_t>(c.rows) * row_bytes);
+      std::memcpy(c.v, s.v, static_cast<size_t>(c.rows) * row_bytes);
+      continue;
+    }
+    const int64_t first = c.ring ? std::max<int64_t>(0, tokens - c.rows) : 0;
+    OCULAR_CHECK(!s.ring || tokens - first <= s.rows, "HINT: a ring holds its last rows only");
+    OCULAR_CHECK(s.ring || tokens <= src.capacity_);
+    for (int64_t t = first; t < tokens; ++t) {
+      const int64_t from = s.ring ? t % s.rows : t;
+      const int64_t to = c.ring ? t % c.rows : t;
+      std::memcpy(c.k + to * row_bytes, s.k + from * row_bytes, row_bytes);
+      std::memcpy(c.v + to * row_bytes, s.v + from * row_bytes, row_bytes);
+    }
+  }
+}
+
 }  // namespace ocular

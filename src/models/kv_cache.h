@@ -65,6 +65,11 @@ class KvCache {
              int64_t ld);
   // The K/V rows of `layer` holding logical tokens [0, tokens) (a ring: its last `rows`).
   ops::KvRows Rows(size_t layer, int64_t tokens) const;
+  // Copies the K/V of logical tokens [0, tokens) of every layer from `src` (the same layout and
+  // dtype; a cross layer: all its rows), as storing them here would: a ring keeps the last of
+  // them. REQUIRES: tokens <= capacity; src's last stored token is tokens - 1 or, where src's
+  // layer is no ring, any later one (a runtime prefix cache: runtime/prefix_cache.h).
+  void CopyFrom(const KvCache& src, int64_t tokens);
 
  private:
   int64_t capacity_ = 0, kv_dim_ = 0;

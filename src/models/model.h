@@ -70,6 +70,9 @@ struct ModelSpec {
 class SequenceState {
  public:
   virtual ~SequenceState() = default;
+  // A copy, for a sequence that starts from this one's cached prompt K/V (runtime's prefix
+  // cache); null: the state cannot be copied (the prompt is then not cached).
+  virtual std::unique_ptr<SequenceState> Clone() const { return nullptr; }
 };
 
 // One sequence's rows in a batched forward pass. Rows are laid out sequence after sequence.

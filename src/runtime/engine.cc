@@ -73,8 +73,11 @@ class EngineImpl : public Engine {
                             model_->spec().weight_formats, "|", PrecisionName(precision), "|",
                             QuantActivationsName(quant_activations), "|",
                             model_->spec().image_size)),
+        prefix_cache_(model_->spec().kv, kv, opts.prefix_cache_bytes,
+                      model_->spec().image_token_id),
         scheduler_(runner_, kv_, run_mu_, opts.image_cache_bytes > 0 ? &feature_cache_ : nullptr,
-                   opts.max_batch, opts.prefill_chunk) {}
+                   opts.max_batch, opts.prefill_chunk,
+                   opts.prefix_cache_bytes > 0 ? &prefix_cache_ : nullptr) {}
 
   ModelInfo Info() const override {
     const ModelSpec& s = model_->spec();
@@ -119,6 +122,7 @@ class EngineImpl : public Engine {
     e.waiting = s.waiting;
     e.prefills = s.prefills;
     e.prefill_chunks = s.prefill_chunks;
+    e.merged_prefills = s.merged_prefills;
     e.images_encoded = s.images_encoded;
     e.scheduler_steps = s.steps;
     e.encode_seconds = s.encode_seconds;
@@ -131,6 +135,14 @@ class EngineImpl : public Engine {
     e.image_cache_bytes = c.bytes;
     e.image_cache_entries = c.entries;
     e.image_cache_max_bytes = c.max_bytes;
+    const PrefixCacheStats p = prefix_cache_.stats();
+    e.prefix_cache_hits = p.hits;
+    e.prefix_cache_misses = p.misses;
+    e.prefix_cache_tokens_reused = p.tokens_reused;
+    e.prefix_cache_evictions = p.evictions;
+    e.prefix_cache_bytes = p.bytes;
+    e.prefix_cache_entries = p.entries;
+    e.prefix_cache_max_bytes = p.max_bytes;
     e.kv_bytes_in_use = kv_.bytes_in_use();
     e.kv_bytes_pooled = kv_.bytes_cached();
     return e;
@@ -215,7 +227,7 @@ class EngineImpl : public Engine {
     req.progress = o.on_progress ? &o.on_progress : nullptr;
     // One key per image the model encodes (pan-and-scan crops follow their image); a traced
     // request encodes its images itself.
-    if (opts_.image_cache_bytes > 0 && tracer == nullptr) {
+    if ((opts_.image_cache_bytes > 0 || opts_.prefix_cache_bytes > 0) && tracer == nullptr) {
       sr.image_keys = ImageKeys(*req.prompt, fingerprint_, sizes);
     }
     return sr;
@@ -296,7 +308,8 @@ class EngineImpl : public Engine {
   Runner runner_;
   FeatureCache feature_cache_;
   const std::string fingerprint_;  // the feature cache's model identity
-  Scheduler scheduler_;            // last: its thread stops before the members above go
+  PrefixCache prefix_cache_;
+  Scheduler scheduler_;  // last: its thread stops before the members above go
 };
 
 }  // namespace

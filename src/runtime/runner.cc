@@ -46,18 +46,18 @@ void Runner::EncodeImages(const Prompt& prompt, size_t begin, size_t end, float*
   model_.EncodeImages(ex_, images, prompt.image_pixels(begin), features, tracer);
 }
 
-// The logits of the prompt's last row into logits_ (with prompt_logits: of every row, tapped)
-// and the first token.
-void Runner::SampleFirst(Sequence& seq, const float* x, Tracer* tracer,
+// The logits of the last of x's `rows` rows (the prompt's last) into logits_ (with
+// prompt_logits: of every row, tapped) and the first token.
+void Runner::SampleFirst(Sequence& seq, const float* x, int64_t rows, Tracer* tracer,
                          std::vector<float>* prompt_logits) {
-  const int64_t T = seq.prompt().size();
   if (prompt_logits != nullptr) {
-    prompt_logits->resize(static_cast<size_t>(T) * vocab_);
-    model_.Logits(ex_, x, T, prompt_logits->data());
-    Tap(tracer, "logits", prompt_logits->data(), {T, vocab_});
-    std::copy_n(prompt_logits->data() + (T - 1) * vocab_, vocab_, logits_.data());
+    OCULAR_CHECK(rows == seq.prompt().size(), "HINT: prompt logits come from a whole prefill");
+    prompt_logits->resize(static_cast<size_t>(rows) * vocab_);
+    model_.Logits(ex_, x, rows, prompt_logits->data());
+    Tap(tracer, "logits", prompt_logits->data(), {rows, vocab_});
+    std::copy_n(prompt_logits->data() + (rows - 1) * vocab_, vocab_, logits_.data());
   } else {
-    model_.Logits(ex_, x + (T - 1) * hidden_, 1, logits_.data());
+    model_.Logits(ex_, x + (rows - 1) * hidden_, 1, logits_.data());
   }
   if (!seq.done()) seq.SampleAndAppend(logits_.data(), vocab_);
 }
@@ -75,24 +75,27 @@ Status Runner::Prefill(Sequence& seq, const float* features, Tracer* tracer,
   const SeqChunk chunk = seq.Chunk(0, T, features);
   model_.Forward(ex_, Batch{std::span<const SeqChunk>(&chunk, 1), T}, x_.data(), tracer);
   seq.Advance(T);
-  SampleFirst(seq, x_.data(), tracer, prompt_logits);
+  SampleFirst(seq, x_.data(), T, tracer, prompt_logits);
   return Status::Ok();
 }
 
 Status Runner::BeginPrefill(Sequence& seq, const float* features, PrefillTask* task,
                             Tracer* tracer) {
   const Prompt& prompt = seq.prompt();
-  const int64_t T = prompt.size();
+  const int64_t T = prompt.size(), start = seq.position();
   if (T == 0) return Error(StatusCode::kInvalidArgument, "generate", "empty prompt");
-  OCULAR_CHECK(seq.position() == 0, "HINT: a prefill runs a sequence's first pass");
-  Plan(T, seq.cache()->capacity(), 0);
-  task->x.resize(static_cast<size_t>(T * hidden_));
-  OCULAR_RETURN_IF_ERROR(model_.Embed(ex_, prompt.ids, features,
-                                      features != nullptr ? prompt.feature_rows() : 0,
+  OCULAR_CHECK(start < T, "HINT: a prefill runs a sequence's first pass");
+  if (start > 0) features = nullptr;  // the cached rows held every image token
+  const int64_t rows = T - start;
+  Plan(rows, seq.cache()->capacity(), 0);
+  task->x.resize(static_cast<size_t>(rows * hidden_));
+  OCULAR_RETURN_IF_ERROR(model_.Embed(ex_, std::span<const int32_t>(prompt.ids).subspan(start),
+                                      features, features != nullptr ? prompt.feature_rows() : 0,
                                       task->x.data(), tracer));
   task->seq = &seq;
   task->features = features;
-  task->rows = T;
+  task->start = start;
+  task->rows = rows;
   task->next_layer = 0;
   return Status::Ok();
 }
@@ -101,9 +104,9 @@ int Runner::PrefillLayers(PrefillTask& task, int layers, Tracer* tracer) {
   OCULAR_CHECK(task.seq != nullptr && layers >= 1);
   Sequence& seq = *task.seq;
   const int end = std::min(num_layers(), task.next_layer + layers);
-  // Prefill's single chunk: the whole prompt from position 0 (the position advances once every
+  // Prefill's single chunk: the prompt's rows from task.start (the position advances once every
   // layer has stored its K/V).
-  const SeqChunk chunk = seq.Chunk(0, task.rows, task.features);
+  const SeqChunk chunk = seq.Chunk(task.start, task.rows, task.features);
   Plan(task.rows, seq.cache()->capacity(), 0);
   model_.ForwardLayers(ex_, Batch{std::span<const SeqChunk>(&chunk, 1), task.rows}, task.x.data(),
                        tracer, task.next_layer, end);
@@ -111,11 +114,41 @@ int Runner::PrefillLayers(PrefillTask& task, int layers, Tracer* tracer) {
   return num_layers() - end;
 }
 
+int Runner::PrefillLayers(std::span<PrefillTask* const> tasks, int layers) {
+  OCULAR_CHECK(!tasks.empty() && layers >= 1);
+  if (tasks.size() == 1) return PrefillLayers(*tasks[0], layers);
+  const int begin = tasks[0]->next_layer;
+  const int end = std::min(num_layers(), begin + layers);
+  int64_t rows = 0, context = 0;
+  prefill_chunks_.clear();
+  for (PrefillTask* t : tasks) {
+    OCULAR_CHECK(t->seq != nullptr && t->next_layer == begin, "HINT: merged tasks at one layer");
+    prefill_chunks_.push_back(t->seq->Chunk(t->start, t->rows, t->features));
+    rows += t->rows;
+    context = std::max(context, t->seq->cache()->capacity());
+  }
+  Plan(rows, context, 0);
+  // The tasks' rows one after the other, as Batch lays them out, and back.
+  int64_t r = 0;
+  for (PrefillTask* t : tasks) {
+    std::copy(t->x.begin(), t->x.end(), x_.begin() + r * hidden_);
+    r += t->rows;
+  }
+  model_.ForwardLayers(ex_, Batch{prefill_chunks_, rows}, x_.data(), nullptr, begin, end);
+  r = 0;
+  for (PrefillTask* t : tasks) {
+    std::copy_n(x_.begin() + r * hidden_, t->rows * hidden_, t->x.begin());
+    r += t->rows;
+    t->next_layer = end;
+  }
+  return num_layers() - end;
+}
+
 void Runner::FinishPrefill(PrefillTask& task, Tracer* tracer, std::vector<float>* prompt_logits) {
   OCULAR_CHECK(task.seq != nullptr && task.next_layer == num_layers());
   Sequence& seq = *task.seq;
   seq.Advance(task.rows);
-  SampleFirst(seq, task.x.data(), tracer, prompt_logits);
+  SampleFirst(seq, task.x.data(), task.rows, tracer, prompt_logits);
   task.x = {};
   task.seq = nullptr;
 }

@@ -64,12 +64,16 @@ class Runner {
   // computes the last position's logits and samples the first token. The pieces run exactly
   // the computation of Prefill (same calls, same rows, paused between layers: each layer reads
   // only the rows' activations and its own K/V), so the results are identical, taps and
-  // prompt_logits included. The task keeps its activations [T, H]; `features` must stay valid
-  // until FinishPrefill.
+  // prompt_logits included. The task keeps its activations [rows, H]; `features` must stay
+  // valid until FinishPrefill.
+  // A sequence whose cache already holds the K/V of its first rows (a prefix cache's copy:
+  // seq.position() > 0) prefills the rest: rows [position, T) over the cached ones. Those rows
+  // hold no image token (features: null) and the prompt logits are not asked for.
   struct PrefillTask {
     Sequence* seq = nullptr;
     const float* features = nullptr;
-    int64_t rows = 0;    // the prompt's length
+    int64_t start = 0;   // the first row prefilled (rows before it were cached)
+    int64_t rows = 0;    // rows prefilled: the prompt's length - start
     int next_layer = 0;  // layers [0, next_layer) have run
     std::vector<float> x;
   };
@@ -77,6 +81,16 @@ class Runner {
                       Tracer* tracer = nullptr);
   // Runs up to `layers` more layers (>= 1); returns the layers left.
   int PrefillLayers(PrefillTask& task, int layers, Tracer* tracer = nullptr);
+  // A merged prefill: the next `layers` layers of several prompts in one pass (each layer's
+  // matmuls read the weights once for every task's rows; attention stays per sequence). Each
+  // task's rows get exactly what they get alone when every task has more than kMergeMinRows - 1
+  // rows (MergeInvariant). REQUIRES: the tasks at one layer, none traced. Returns the layers left.
+  int PrefillLayers(std::span<PrefillTask* const> tasks, int layers);
+  // Whether a prefill of `rows` rows computes the same merged with others as alone: the
+  // kernels' prefill matmuls (more than 8 rows: the packed GEMMs) sum each row in an order that
+  // K alone fixes (src/kernels/README.md), while 1-8 rows take the decode kernels.
+  static constexpr int64_t kMergeMinRows = 9;
+  static bool MergeInvariant(int64_t rows) { return rows >= kMergeMinRows; }
   // REQUIRES: PrefillLayers returned 0.
   void FinishPrefill(PrefillTask& task, Tracer* tracer = nullptr,
                      std::vector<float>* prompt_logits = nullptr);
@@ -97,7 +111,7 @@ class Runner {
   void Plan(int64_t rows, int64_t context, int64_t images);
 
  private:
-  void SampleFirst(Sequence& seq, const float* x, Tracer* tracer,
+  void SampleFirst(Sequence& seq, const float* x, int64_t rows, Tracer* tracer,
                    std::vector<float>* prompt_logits);
   const VlModel& model_;
   const int32_t vocab_;
@@ -108,6 +122,7 @@ class Runner {
   std::vector<float> x_;       // [rows, H] activations of one pass
   std::vector<float> logits_;  // [batch, V]
   std::vector<SeqChunk> chunks_;
+  std::vector<SeqChunk> prefill_chunks_;  // a merged prefill's
   std::vector<Sequence*> active_;
 };
 

@@ -52,6 +52,7 @@ struct Scheduler::Job {
   std::vector<float> prompt_logits;  // [T, V] when recorded
   std::vector<float> decode_logits;  // [tokens, V] when recorded
   Runner::PrefillTask task;          // the prefill in progress (seq set once started)
+  bool prefix_missed = false;        // looked up in the prefix cache, not found (then encoded)
 
   // Shared with the calling thread, guarded by mu.
   std::mutex mu;
@@ -80,15 +81,16 @@ struct Scheduler::Job {
 
 struct Scheduler::StepTimes {
   double encode_s = 0, prefill_s = 0, decode_s = 0;
-  uint64_t prefills = 0, chunks = 0;
+  uint64_t prefills = 0, chunks = 0, merged = 0;
 };
 
 Scheduler::Scheduler(Runner& runner, KvPool& kv, std::mutex& runner_mu, FeatureCache* cache,
-                     int max_batch, int prefill_chunk)
+                     int max_batch, int prefill_chunk, PrefixCache* prefix)
     : runner_(runner),
       kv_(kv),
       runner_mu_(runner_mu),
       cache_(cache),
+      prefix_(prefix),
       max_batch_(max_batch),
       prefill_chunk_(prefill_chunk),
       steps_by_batch_(static_cast<size_t>(max_batch) + 1, 0) {
@@ -117,6 +119,7 @@ SchedulerStats Scheduler::stats() const {
   s.images_encoded = images_encoded_;
   s.prefills = prefills_;
   s.prefill_chunks = prefill_chunks_;
+  s.merged_prefills = merged_prefills_;
   s.steps = steps_;
   s.encode_seconds = encode_s_;
   s.prefill_seconds = prefill_s_;
@@ -180,6 +183,7 @@ void Scheduler::Loop() {
     decode_s_ += t.decode_s;
     prefills_ += t.prefills;
     prefill_chunks_ += t.chunks;
+    merged_prefills_ += t.merged;
   }
   // Shutting down: nothing may be left waiting (the Engine is destroyed with no Generate in
   // progress, so this only guards against misuse).
@@ -238,7 +242,10 @@ void Scheduler::RunPrefills(StepTimes* t) {
         continue;
       }
     }
-    const int64_t per_layer = std::max<int64_t>(job->task.rows, kPrefillMinRows);
+    Gather(job, t);  // the prefills that run with this one, in merge_
+    int64_t rows = 0;
+    for (const auto& m : merge_) rows += m->task.rows;
+    const int64_t per_layer = std::max<int64_t>(rows, kPrefillMinRows);
     int run = layers - job->task.next_layer;
     if (!unbounded && job->req.gen.tracer == nullptr) {
       run = std::min<int64_t>(run, (budget - spent) / per_layer);
@@ -246,15 +253,56 @@ void Scheduler::RunPrefills(StepTimes* t) {
       if (run == 0) break;
     }
     const Clock::time_point t0 = Clock::now();
-    const int left = runner_.PrefillLayers(job->task, run, job->req.gen.tracer);
+    int left = 0;
+    if (merge_.size() == 1) {
+      left = runner_.PrefillLayers(job->task, run, job->req.gen.tracer);
+    } else {
+      merge_tasks_.clear();
+      for (const auto& m : merge_) merge_tasks_.push_back(&m->task);
+      left = runner_.PrefillLayers(merge_tasks_, run);
+      t->merged += merge_.size();
+    }
     t->prefill_s += MsSince(t0) / 1000;
     ++t->chunks;
     spent += run * per_layer;
     if (left > 0) break;
-    prefilling_.pop_front();
     const Clock::time_point t1 = Clock::now();
-    Join(job);
+    for (const auto& m : merge_) {
+      prefilling_.erase(std::find(prefilling_.begin(), prefilling_.end(), m));
+      Join(m);
+    }
     t->prefill_s += MsSince(t1) / 1000;
+  }
+}
+
+// Fills merge_ with `lead` and the prefills that can run in one pass with it: untraced, at its
+// layer, each of rows the merge cannot change (Runner::MergeInvariant); a waiting prompt joins
+// when it needs no encode (started here: its prefix-cache lookup, cache and embedding).
+// REQUIRES: lead started; runner_mu_ held.
+void Scheduler::Gather(const std::shared_ptr<Job>& lead, StepTimes* t) {
+  merge_.assign(1, lead);
+  auto mergeable = [&](const Job& j) {
+    return j.req.gen.tracer == nullptr && !j.cancel &&
+           Runner::MergeInvariant(j.task.seq != nullptr ? j.task.rows : j.req.gen.prompt->size());
+  };
+  if (!mergeable(*lead)) return;
+  for (size_t i = 0; i < prefilling_.size();) {
+    const std::shared_ptr<Job> job = prefilling_[i];
+    Job& j = *job;
+    const bool needs_encode = !j.req.gen.prompt->images.empty() && j.features.empty();
+    if (job == lead || !mergeable(j) || (j.task.seq == nullptr && needs_encode)) {
+      ++i;
+      continue;
+    }
+    bool encoded = false;
+    if (j.task.seq == nullptr && !Start(j, &encoded, t)) {  // failed: finished
+      prefilling_.erase(prefilling_.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    if (!encoded && j.task.next_layer == lead->task.next_layer && mergeable(j)) {
+      merge_.push_back(job);
+    }
+    ++i;
   }
 }
 
@@ -316,7 +364,12 @@ bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
   const GenerationRequest& g = job.req.gen;
   const Prompt& prompt = *g.prompt;
   const bool images = !prompt.images.empty();
-  if (images && job.features.empty()) {
+  // Cached K/V of the prompt's first rows hold every image token: no features are needed.
+  const PrefixCache::Match reuse = Cacheable(job) && !job.prefix_missed
+                                       ? prefix_->Find(prompt, job.req.image_keys)
+                                       : PrefixCache::Match{};
+  job.prefix_missed = reuse.tokens == 0;
+  if (images && job.features.empty() && reuse.tokens == 0) {
     const Clock::time_point t0 = Clock::now();
     const int64_t misses = Features(job);
     if (misses > 0) {
@@ -342,7 +395,13 @@ bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
     Finish(job, cache.status(), FinishReason::kNone);
     return false;
   }
-  job.seq.emplace(std::move(p), std::move(*cache), runner_.vocab(), runner_.model().NewState());
+  if (reuse.tokens > 0) {
+    std::unique_ptr<SequenceState> state = prefix_->Apply(reuse, cache->cache());
+    job.seq.emplace(std::move(p), std::move(*cache), runner_.vocab(), std::move(state));
+    job.seq->Advance(reuse.tokens);
+  } else {
+    job.seq.emplace(std::move(p), std::move(*cache), runner_.vocab(), runner_.model().NewState());
+  }
   job.Event(kPrefillBegin, 2);
   ++t->prefills;
   Status s =
@@ -355,12 +414,24 @@ bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
   return true;
 }
 
+// Whether a job's prompt may start from (and go to) the prefix cache: not traced (its taps
+// are a whole prefill's), its images keyed.
+bool Scheduler::Cacheable(const Job& job) const {
+  const GenerationRequest& g = job.req.gen;
+  return prefix_ != nullptr && g.tracer == nullptr && !g.record_prompt_logits &&
+         g.features == nullptr && job.req.image_keys.size() == g.prompt->images.size();
+}
+
 // Ends a job's prefill (every layer ran): samples its first token and adds it to the batch,
 // or finishes it. Returns whether it joined. REQUIRES: runner_mu_ held.
 bool Scheduler::Join(const std::shared_ptr<Job>& job) {
   const GenerationRequest& g = job->req.gen;
   runner_.FinishPrefill(job->task, g.tracer,
                         g.record_prompt_logits ? &job->prompt_logits : nullptr);
+  // The cache holds the prompt's K/V (no decode step ran yet): kept for a later prompt.
+  if (Cacheable(*job)) {
+    prefix_->Put(*g.prompt, job->req.image_keys, *job->seq->cache(), job->seq->state());
+  }
   job->features = {};  // the prefill has copied them into the cache's K/V
   if (g.record_decode_logits && !job->seq->generated().empty()) RecordLogits(*job, 0);
   {

@@ -9,6 +9,9 @@
 //     spreads over several steps instead of stalling the running streams;
 //  3. steps every running sequence together in one DecodeStep, whose weight traffic is that of
 //     one sequence.
+// Prefills at the same layer run together, one pass per layer with every prompt's rows in each
+// matmul (a merged prefill: the weights are read once for all), when each prompt has rows that
+// the kernels compute the same whatever else shares the pass (Runner::MergeInvariant).
 // A prompt whose last layer ran samples its first token and joins the batch at the next step.
 // With no sequence decoding there is nobody to stall: the prefills then run without a budget.
 // Each sequence leaves the batch on its own (EOS, max tokens, cancellation) and its KV cache
@@ -42,12 +45,14 @@
 
 #include "runtime/feature_cache.h"
 #include "runtime/generator.h"
+#include "runtime/prefix_cache.h"
 
 namespace ocular {
 
 struct ScheduledRequest {
   GenerationRequest gen;
-  // One key per image of gen.prompt->images to look its features up in the cache, or empty.
+  // One key per image of gen.prompt->images to look its features up in the cache (and its
+  // prompt's K/V in the prefix cache), or empty: neither cache is used for its images.
   std::vector<FeatureKey> image_keys;
 };
 
@@ -64,17 +69,21 @@ struct SchedulerStats {
   uint64_t images_encoded = 0;  // images that went through the vision encoder
   uint64_t prefills = 0;        // prompts whose prefill began
   uint64_t prefill_chunks = 0;  // PrefillLayers calls (a whole prefill in one step: 1)
-  uint64_t steps = 0;           // scheduler iterations that ran the model
+  // Prefill pieces that ran merged with other prompts' in one pass (Runner::PrefillLayers of
+  // several tasks), counted per prompt.
+  uint64_t merged_prefills = 0;
+  uint64_t steps = 0;  // scheduler iterations that ran the model
   // Seconds the scheduler thread spent in the encoder, prefills and decode steps.
   double encode_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
 };
 
 class Scheduler {
  public:
-  // REQUIRES: runner, kv, runner_mu (and cache, if not null) outlive the Scheduler;
-  // max_batch >= 1; prefill_chunk >= 1.
+  // REQUIRES: runner, kv, runner_mu (and cache and prefix, if not null) outlive the Scheduler;
+  // max_batch >= 1; prefill_chunk >= 1. prefix: the prompts' K/V kept for later prompts that
+  // begin alike (a chat's next turn prefills only its new rows), or null.
   Scheduler(Runner& runner, KvPool& kv, std::mutex& runner_mu, FeatureCache* cache, int max_batch,
-            int prefill_chunk = kDefaultPrefillChunk);
+            int prefill_chunk = kDefaultPrefillChunk, PrefixCache* prefix = nullptr);
   ~Scheduler();  // REQUIRES: no Generate in progress
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -95,11 +104,13 @@ class Scheduler {
   void Loop();
   int64_t Features(Job& job);
   bool Start(Job& job, bool* encoded, StepTimes* t);
+  bool Cacheable(const Job& job) const;
   void RecordLogits(Job& job, size_t i);
   // What Generate hands back once the job is done: the tokens consumed, timings, logits.
   GenerationOutput Output(Job& job, size_t consumed, bool cancelled) const;
   bool Join(const std::shared_ptr<Job>& job);
   void RunPrefills(StepTimes* t);
+  void Gather(const std::shared_ptr<Job>& lead, StepTimes* t);
   void Step();
   void Finish(Job& job, Status status, FinishReason finish);
 
@@ -107,6 +118,7 @@ class Scheduler {
   KvPool& kv_;
   std::mutex& runner_mu_;
   FeatureCache* const cache_;
+  PrefixCache* const prefix_;
   const int max_batch_;
   const int prefill_chunk_;
 
@@ -116,6 +128,7 @@ class Scheduler {
   bool stop_ = false;
   std::vector<uint64_t> steps_by_batch_;
   uint64_t images_encoded_ = 0, prefills_ = 0, prefill_chunks_ = 0, steps_ = 0;
+  uint64_t merged_prefills_ = 0;
   double encode_s_ = 0, prefill_s_ = 0, decode_s_ = 0;
   std::atomic<int> running_{0};
   std::atomic<int> prefilling_n_{0};
@@ -123,6 +136,8 @@ class Scheduler {
   std::deque<std::shared_ptr<Job>> prefilling_;  // scheduler thread only
   std::vector<std::shared_ptr<Job>> active_;     // scheduler thread only
   std::vector<Sequence*> batch_;                 // scheduler thread only
+  std::vector<std::shared_ptr<Job>> merge_;      // a merged prefill's jobs (scheduler thread)
+  std::vector<Runner::PrefillTask*> merge_tasks_;
   std::thread thread_;
 };
 

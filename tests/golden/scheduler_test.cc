@@ -78,6 +78,25 @@ void WaitUntilQueued(const Scheduler& s, int n) {
   }
 }
 
+// A sequence of `prompt` on the harness's runner and KV pool (room for its images' cross K/V).
+std::unique_ptr<Sequence> NewSequence(Harness& h, std::shared_ptr<const Prompt> prompt,
+                                      int max_new_tokens) {
+  const int64_t image_rows = h.kv.layout().HasCross() ? prompt->feature_rows() : 0;
+  auto kv = h.kv.Acquire(prompt->size() + max_new_tokens, image_rows);
+  OCULAR_CHECK(kv.ok());
+  SequenceParams p;
+  p.prompt = std::move(prompt);
+  p.max_new_tokens = max_new_tokens;
+  return std::make_unique<Sequence>(std::move(p), std::move(*kv), h.runner.vocab(),
+                                    h.runner.model().NewState());
+}
+
+// Decode steps of `seq` alone until it is done.
+void DecodeAlone(Runner& runner, Sequence& seq) {
+  Sequence* batch[] = {&seq};
+  while (!seq.done()) runner.DecodeStep(batch);
+}
+
 class SchedulerTest : public testing::TestWithParam<const char*> {};
 
 // Nine requests from nine threads, held until all wait, then run through a scheduler with
@@ -173,18 +192,13 @@ TEST_P(SchedulerTest, PrefillInPiecesEqualsWholePrefill) {
   std::vector<float> features(static_cast<size_t>(rows * spec.hidden_size));
   runner.EncodeImages(*image_prompt, 0, image_prompt->images.size(), features.data(), nullptr);
   auto sequence = [&](const std::vector<int32_t>& ids) {
-    SequenceParams p;
-    p.prompt = testing_support::FixturePrompt(spec, ids, static_cast<Tensor*>(nullptr));
-    if (ids == in.ids) p.prompt = image_prompt;
-    p.max_new_tokens = 8;
-    auto kv = (*h)->kv.Acquire(static_cast<int64_t>(ids.size()) + 8);
-    OCULAR_CHECK(kv.ok());
-    return std::make_unique<Sequence>(std::move(p), std::move(*kv), runner.vocab());
+    return NewSequence(
+        **h,
+        ids == in.ids ? image_prompt
+                      : testing_support::FixturePrompt(spec, ids, static_cast<Tensor*>(nullptr)),
+        8);
   };
-  auto decode = [&](Sequence& seq) {
-    Sequence* batch[] = {&seq};
-    while (!seq.done()) runner.DecodeStep(batch);
-  };
+  auto decode = [&](Sequence& seq) { DecodeAlone(runner, seq); };
 
   auto whole = sequence(in.ids);
   ASSERT_TRUE(runner.Prefill(*whole, features.data(), nullptr).ok());
@@ -214,6 +228,119 @@ TEST_P(SchedulerTest, PrefillInPiecesEqualsWholePrefill) {
   }
   decode(*pieces);
   EXPECT_EQ(pieces->generated(), whole->generated());
+}
+
+// Runner level: prefills of different prompts merged into one pass per layer (their rows in
+// each matmul; Runner::PrefillLayers of several tasks) give each prompt bit-identical logits and
+// the same tokens as its prefill alone — for every group of them (2 to all, an image prompt
+// among them), in pieces of a few layers too.
+TEST_P(SchedulerTest, MergedPrefillsEqualSinglePrefills) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  std::string dir;
+  const std::vector<Input> inputs = Inputs(GetParam(), &dir);
+  auto h = Harness::Load(dir, nullptr, 2, 4);
+  ASSERT_TRUE(h.ok());
+  Runner& runner = (*h)->runner;
+  const ModelSpec& spec = (*h)->model->spec();
+  // Prompts: the first case with its image, then text-only ones of several lengths (> 8 rows).
+  std::vector<std::shared_ptr<const Prompt>> prompts;
+  prompts.push_back(testing_support::FixturePrompt(spec, inputs[0].ids, &inputs[0].pixels));
+  for (size_t i = 1; i < inputs.size() && prompts.size() < 5; ++i) {
+    std::vector<int32_t> ids = inputs[i].ids;
+    ids.erase(std::remove(ids.begin(), ids.end(), spec.image_token_id), ids.end());
+    while (!Runner::MergeInvariant(static_cast<int64_t>(ids.size()))) ids.push_back(ids.back());
+    ids.resize(ids.size() + i * 3, ids.back());  // lengths differ
+    prompts.push_back(testing_support::FixturePrompt(spec, ids, static_cast<Tensor*>(nullptr)));
+  }
+  ASSERT_GE(prompts.size(), 3u);
+  const int64_t frows = prompts[0]->feature_rows();
+  std::vector<float> features(static_cast<size_t>(frows * spec.feature_floats()));
+  runner.EncodeImages(*prompts[0], 0, prompts[0]->images.size(), features.data(), nullptr);
+  auto sequence = [&](size_t i) { return NewSequence(**h, prompts[i], 4); };
+  auto decode = [&](Sequence& seq) { DecodeAlone(runner, seq); };
+  const float* no_features = nullptr;
+  std::vector<std::vector<float>> want;
+  std::vector<std::vector<int32_t>> want_tokens;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto seq = sequence(i);
+    ASSERT_TRUE(runner.Prefill(*seq, i == 0 ? features.data() : no_features, nullptr).ok());
+    want.emplace_back(runner.last_logits(0), runner.last_logits(0) + runner.vocab());
+    decode(*seq);
+    want_tokens.push_back(seq->generated());
+  }
+  for (size_t first = 0; first + 1 < prompts.size(); ++first) {
+    for (int layers : {runner.num_layers(), 2}) {
+      SCOPED_TRACE(testing::Message() << "prompts " << first << ".., " << layers << " layers");
+      std::vector<std::unique_ptr<Sequence>> seqs;
+      std::vector<Runner::PrefillTask> tasks(prompts.size() - first);
+      std::vector<Runner::PrefillTask*> ptrs;
+      for (size_t i = first; i < prompts.size(); ++i) {
+        seqs.push_back(sequence(i));
+        Runner::PrefillTask& t = tasks[i - first];
+        ASSERT_TRUE(
+            runner.BeginPrefill(*seqs.back(), i == 0 ? features.data() : no_features, &t).ok());
+        ptrs.push_back(&t);
+      }
+      while (runner.PrefillLayers(ptrs, layers) > 0) {
+      }
+      for (size_t k = 0; k < seqs.size(); ++k) {
+        runner.FinishPrefill(tasks[k]);
+        for (int32_t v = 0; v < runner.vocab(); ++v) {
+          ASSERT_EQ(runner.last_logits(0)[v], want[first + k][v]) << "prompt " << first + k;
+        }
+        decode(*seqs[k]);
+        EXPECT_EQ(seqs[k]->generated(), want_tokens[first + k]);
+      }
+    }
+  }
+}
+
+// Runner level, the prefix cache's path: a causal prompt prefilled over the K/V of its first
+// rows (stored by another prompt's prefill, copied as the cache copies them) gives the
+// bit-identical last-row logits and the same tokens as its whole prefill. The rows after the
+// reused ones: 9+ on pg1 (the GEMM path alone and whole), 1-8 on pg2 (whose 8-token window
+// bounds a cached prompt; the decode kernels' order is the same for 1-8 rows under bf16).
+TEST(PrefixCacheRunner, PrefillOverCachedRowsEqualsWholePrefill) {
+  if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
+  for (const char* ck : {"pg1", "pg2", "pg2-bf16"}) {
+    SCOPED_TRACE(ck);
+    std::string dir;
+    const std::vector<Input> inputs = Inputs(ck, &dir);
+    auto h = Harness::Load(dir);
+    ASSERT_TRUE(h.ok());
+    Runner& runner = (*h)->runner;
+    const ModelSpec& spec = (*h)->model->spec();
+    const bool windowed = std::string(ck) != "pg1";
+    const size_t T = windowed ? 8 : 40, L = windowed ? 5 : 20;
+    std::vector<int32_t> ids = inputs[1].ids;
+    ids.erase(std::remove(ids.begin(), ids.end(), spec.image_token_id), ids.end());
+    while (ids.size() < T) ids.push_back(ids[ids.size() % 7]);
+    ids.resize(T);
+    const auto causal = [&](std::vector<int32_t> v) {
+      return testing_support::FixturePrompt(spec, std::move(v), static_cast<Tensor*>(nullptr), 0);
+    };
+    auto whole = NewSequence(**h, causal(ids), 6);
+    ASSERT_TRUE(runner.Prefill(*whole, nullptr, nullptr).ok());
+    const std::vector<float> want(runner.last_logits(0), runner.last_logits(0) + runner.vocab());
+    DecodeAlone(runner, *whole);
+
+    auto first = NewSequence(**h, causal({ids.begin(), ids.begin() + L}), 0);
+    ASSERT_TRUE(runner.Prefill(*first, nullptr, nullptr).ok());
+    auto rest = NewSequence(**h, causal(ids), 6);
+    rest->cache()->CopyFrom(*first->cache(), static_cast<int64_t>(L));
+    rest->Advance(static_cast<int64_t>(L));
+    Runner::PrefillTask task;
+    ASSERT_TRUE(runner.BeginPrefill(*rest, nullptr, &task).ok());
+    EXPECT_EQ(task.rows, static_cast<int64_t>(T - L));
+    while (runner.PrefillLayers(task, runner.num_layers()) > 0) {
+    }
+    runner.FinishPrefill(task);
+    for (int32_t v = 0; v < runner.vocab(); ++v) {
+      ASSERT_EQ(runner.last_logits(0)[v], want[v]) << "logit " << v;
+    }
+    DecodeAlone(runner, *rest);
+    EXPECT_EQ(rest->generated(), whole->generated());
+  }
 }
 
 // While a new request's image is encoded and its prompt prefilled (one layer per step), the

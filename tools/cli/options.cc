@@ -55,8 +55,10 @@ void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
 }
 
 StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch,
-                                             size_t image_cache_bytes, int prefill_chunk) {
+                                             size_t image_cache_bytes, int prefill_chunk,
+                                             size_t prefix_cache_bytes) {
   EngineOptions o;
+  o.prefix_cache_bytes = prefix_cache_bytes;
   o.max_batch = max_batch;
   o.prefill_chunk = prefill_chunk;
   o.image_cache_bytes = image_cache_bytes;

@@ -40,10 +40,11 @@ void AddPanAndScanFlags(CLI::App* cmd, GenerateOptions* gen);
 void AddChatTemplateOption(CLI::App* cmd, GenerateOptions* gen);
 
 // Loads the model directory with the options given. max_batch: sequences decoded together;
-// prefill_chunk: EngineOptions::prefill_chunk.
+// prefill_chunk: EngineOptions::prefill_chunk; the caches' budgets: EngineOptions'.
 StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch = 8,
                                              size_t image_cache_bytes = 0,
-                                             int prefill_chunk = EngineOptions{}.prefill_chunk);
+                                             int prefill_chunk = EngineOptions{}.prefill_chunk,
+                                             size_t prefix_cache_bytes = 0);
 
 // The images of a request: each path is a file, except "-", which reads the encoded image
 // from stdin (at most once; refused when stdin is a terminal). Errors: kInvalidArgument,

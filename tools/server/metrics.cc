@@ -135,6 +135,9 @@ std::string RenderEngineStats(const EngineStats& s) {
   Metric(&out, "ocular_prefill_chunks_total", "counter",
          "Pieces the prefills ran in (a prefill spread over several decode steps).",
          s.prefill_chunks);
+  Metric(&out, "ocular_prefills_merged_total", "counter",
+         "Prefill pieces run in one pass with other prompts' (merged prefills), per prompt.",
+         s.merged_prefills);
   Metric(&out, "ocular_scheduler_steps_total", "counter",
          "Scheduler iterations that ran the model.", s.scheduler_steps);
   out +=
@@ -146,24 +149,48 @@ std::string RenderEngineStats(const EngineStats& s) {
                 "ocular_model_seconds_total{phase=\"decode\"} %.6f\n",
                 s.encode_seconds, s.prefill_seconds, s.decode_seconds);
   out += line;
-  Metric(&out, "ocular_images_encoded_total", "counter",
-         "Images that went through the vision encoder.", s.images_encoded);
-  Metric(&out, "ocular_image_cache_hits_total", "counter",
-         "Images whose vision features came from the cache.", s.image_cache_hits);
-  Metric(&out, "ocular_image_cache_misses_total", "counter",
-         "Images looked up in the feature cache and not found.", s.image_cache_misses);
-  Metric(&out, "ocular_image_cache_evictions_total", "counter",
-         "Features dropped from the cache to make room.", s.image_cache_evictions);
-  Metric(&out, "ocular_image_cache_bytes", "gauge", "Bytes of vision features cached.",
-         s.image_cache_bytes);
-  Metric(&out, "ocular_image_cache_entries", "gauge", "Images whose features are cached.",
-         s.image_cache_entries);
-  Metric(&out, "ocular_image_cache_max_bytes", "gauge", "The feature cache's budget.",
-         s.image_cache_max_bytes);
-  Metric(&out, "ocular_kv_cache_bytes_in_use", "gauge", "KV cache bytes of running sequences.",
-         s.kv_bytes_in_use);
-  Metric(&out, "ocular_kv_cache_bytes_pooled", "gauge", "Released KV cache bytes kept for reuse.",
-         s.kv_bytes_pooled);
+  // (name, type, help, value) of the caches' and the KV pool's counters and gauges.
+  const struct {
+    const char* name;
+    const char* type;
+    const char* help;
+    unsigned long long value;
+  } metrics[] = {
+      {"ocular_images_encoded_total", "counter", "Images that went through the vision encoder.",
+       s.images_encoded},
+      {"ocular_image_cache_hits_total", "counter",
+       "Images whose vision features came from the cache.", s.image_cache_hits},
+      {"ocular_image_cache_misses_total", "counter",
+       "Images looked up in the feature cache and not found.", s.image_cache_misses},
+      {"ocular_image_cache_evictions_total", "counter",
+       "Features dropped from the cache to make room.", s.image_cache_evictions},
+      {"ocular_image_cache_bytes", "gauge", "Bytes of vision features cached.",
+       s.image_cache_bytes},
+      {"ocular_image_cache_entries", "gauge", "Images whose features are cached.",
+       s.image_cache_entries},
+      {"ocular_image_cache_max_bytes", "gauge", "The feature cache's budget.",
+       s.image_cache_max_bytes},
+      {"ocular_prefix_cache_hits_total", "counter",
+       "Prefills that started from a cached prompt's K/V.", s.prefix_cache_hits},
+      {"ocular_prefix_cache_misses_total", "counter",
+       "Prefills looked up in the prefix cache that found nothing to reuse.",
+       s.prefix_cache_misses},
+      {"ocular_prefix_cache_tokens_reused_total", "counter",
+       "Prompt tokens whose K/V came from the prefix cache instead of a prefill.",
+       s.prefix_cache_tokens_reused},
+      {"ocular_prefix_cache_evictions_total", "counter", "Cached prompts dropped to make room.",
+       s.prefix_cache_evictions},
+      {"ocular_prefix_cache_bytes", "gauge", "Bytes of prompt K/V cached.", s.prefix_cache_bytes},
+      {"ocular_prefix_cache_entries", "gauge", "Prompts whose K/V are cached.",
+       s.prefix_cache_entries},
+      {"ocular_prefix_cache_max_bytes", "gauge", "The prefix cache's budget.",
+       s.prefix_cache_max_bytes},
+      {"ocular_kv_cache_bytes_in_use", "gauge", "KV cache bytes of running sequences.",
+       s.kv_bytes_in_use},
+      {"ocular_kv_cache_bytes_pooled", "gauge", "Released KV cache bytes kept for reuse.",
+       s.kv_bytes_pooled},
+  };
+  for (const auto& m : metrics) Metric(&out, m.name, m.type, m.help, m.value);
   return out;
 }
 

@@ -23,6 +23,10 @@ struct ServeArgs {
   std::string allow_local_files;
   int max_body_mb = 64;
   int image_cache_mb = 256;
+  // Prompt K/V for a chat's next turn: 512 MiB holds the last turn of a few conversations with an
+  // image on a 4B-class model (Gemma 3 4B, bf16: about 0.14 MB per token); older turns are
+  // dropped first (LRU).
+  int prefix_cache_mb = 512;
   int prefill_chunk = EngineOptions{}.prefill_chunk;
   server::ServerOptions server = [] {
     server::ServerOptions o;
@@ -47,6 +51,10 @@ void AddListenOptions(CLI::App* cmd, ServeArgs* a) {
       ->check(IntRange(1, 1 << 20));
   cmd->add_option("--image-cache-mb", a->image_cache_mb,
                   "vision features of recent images kept for reuse (MiB; 0: off)")
+      ->check(IntRange(0, 1 << 20));
+  cmd->add_option("--prefix-cache-mb", a->prefix_cache_mb,
+                  "prompt K/V kept for a later prompt that begins alike, e.g. a chat's next "
+                  "turn (MiB; 0: off)")
       ->check(IntRange(0, 1 << 20));
   cmd->add_option("--max-queue", a->server.max_queue,
                   "requests waiting beyond --parallel; more get 429")
@@ -152,7 +160,7 @@ int RunServe(const ServeArgs* a) {
   }).detach();
   std::thread http([&srv] { srv.Run(); });
   auto engine = LoadEngine(a->model, o.parallel, static_cast<size_t>(a->image_cache_mb) << 20,
-                           a->prefill_chunk);
+                           a->prefill_chunk, static_cast<size_t>(a->prefix_cache_mb) << 20);
   if (!engine.ok()) {
     srv.Stop();
     http.join();

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/arena.h"
@@ -46,6 +47,9 @@ struct CrossState final : SequenceState {
   int64_t keys = 0;
   int32_t decode_begin = 0, decode_end = 0;
   bool decode_sees_image = false;  // false: HF's full_text_row_masked_out_mask is 0
+  std::unique_ptr<SequenceState> Clone() const override {
+    return std::make_unique<CrossState>(*this);
+  }
 };
 
 struct DecoderContext {
