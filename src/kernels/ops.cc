@@ -20,6 +20,7 @@
 #include "kernels/cpu/highway_tables.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/kernel_table.h"
+#include "kernels/quant/activations.h"
 #include "kernels/ref/ref_ops.h"
 
 namespace ocular {
@@ -37,8 +38,12 @@ struct Isa {
 // the bf16 GEMM on AMX tiles (prefill and vision matmuls; decode rows keep `vdpbf16ps`).
 kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512, bool amx = false) {
   kernels::KernelTable t = base;
-  const kernels::MatMulFn quant =
-      avx512 && cpu::QuantVnniSupported() ? cpu::MatMulQuantVnni : cpu::MatMulQuantAvx2;
+  const bool vnni = avx512 && cpu::QuantVnniSupported();
+  const kernels::MatMulFn quant = vnni ? cpu::MatMulQuantVnni : cpu::MatMulQuantAvx2;
+  if (vnni) {
+    t.quantize_act_row = cpu::QuantizeActRowAvx2;
+    t.matmul_quant_rows = cpu::MatMulQuantRowsVnni;
+  }
   const kernels::MatMulFn quant_f32 = avx512 && cpu::QuantF32Avx512Supported()
                                           ? cpu::MatMulQuantF32Avx512
                                           : cpu::MatMulQuantF32Avx2;
@@ -383,6 +388,23 @@ void MatMulParts(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t l
                                               : table.matmul[static_cast<int>(format)];
   OCULAR_CHECK(kernel != nullptr, "HINT: no kernel for this weight format (refused at load)");
   const int64_t per_thread = ThreadScratchFloats(K);
+  if (!f32_act && M > 8 && table.matmul_quant_rows != nullptr && WFormatBlockValues(format) > 1) {
+    // Quantized prefill: the rows quantized once, in parallel, for every thread and part.
+    const int64_t row_bytes = quant::ActRowBytes(format, K);
+    std::byte* act = ex.arena.Alloc<std::byte>(M * row_bytes);
+    ex.pool().ParallelFor(M, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        table.quantize_act_row(format, a + r * lda, K, act + r * row_bytes);
+      }
+    });
+    float* scratch = ex.arena.Floats(per_thread * threads);
+    for_each_thread([&](int64_t t, const MatMulOut& p, int64_t n0, int64_t n1) {
+      table.matmul_quant_rows(act, row_bytes, M, K, *p.w, n0, n1, p.out, p.ldo,
+                              scratch + t * per_thread);
+      finish_columns(p, n0, n1);
+    });
+    return;
+  }
   float* scratch = ex.arena.Floats(per_thread * threads);
   for_each_thread([&](int64_t t, const MatMulOut& p, int64_t n0, int64_t n1) {
     kernel(a, M, K, lda, *p.w, n0, n1, p.out, p.ldo, scratch + t * per_thread);
@@ -411,10 +433,15 @@ void MatMuls(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda,
 }
 
 int64_t MatMulArenaFloats(int threads, int64_t M, int64_t K) {
-  // The larger of the two paths: packed bf16 activations (one buffer), or per-thread scratch.
+  // The larger of the paths: packed bf16 activations (one buffer), or per-thread scratch after
+  // the quantized activation rows (prefill of quantized weights; the K formats' rows are the
+  // smaller ones).
   const int64_t packed = static_cast<int64_t>(
       Arena::Rounded(cpu::PackedBf16Words(M, K + K % 2) * sizeof(uint32_t)) / sizeof(float));
-  return std::max(packed, threads * ThreadScratchFloats(K));
+  const int64_t quantized = static_cast<int64_t>(
+      Arena::Rounded(static_cast<size_t>(M * quant::ActRowBytes(WFormat::kQ8_0, K))) /
+      sizeof(float));
+  return std::max(packed, quantized + threads * ThreadScratchFloats(K));
 }
 
 void RmsNorm(const Exec& ex, const float* x, int64_t rows, int64_t dim, const TensorView& w,
