@@ -208,48 +208,36 @@ bool UsesGemmBf16(const Exec& ex, int64_t M, int64_t K, const Matrix& w) {
          ex.precision != Precision::kF32;
 }
 
+// Each option's names, in the enum's order (exec.h).
+constexpr const char* kPrecisionNames[] = {"f32", "bf16", "bf16-fast"};
+constexpr const char* kQuantActivationsNames[] = {"int8", "f32"};
+
+template <size_t N>
+const char* NameOf(const char* const (&names)[N], size_t value) {
+  return value < N ? names[value] : "?";
+}
+template <class E, size_t N>
+bool ParseName(const char* const (&names)[N], std::string_view name, E* out) {
+  for (size_t i = 0; i < N; ++i) {
+    if (name == names[i]) {
+      *out = static_cast<E>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
-const char* PrecisionName(Precision p) {
-  switch (p) {
-    case Precision::kF32:
-      return "f32";
-    case Precision::kBF16:
-      return "bf16";
-    case Precision::kBF16Fast:
-      return "bf16-fast";
-  }
-  return "?";
-}
-
+const char* PrecisionName(Precision p) { return NameOf(kPrecisionNames, static_cast<size_t>(p)); }
 bool ParsePrecision(std::string_view name, Precision* out) {
-  for (Precision p : {Precision::kF32, Precision::kBF16, Precision::kBF16Fast}) {
-    if (name == PrecisionName(p)) {
-      *out = p;
-      return true;
-    }
-  }
-  return false;
+  return ParseName(kPrecisionNames, name, out);
 }
-
 const char* QuantActivationsName(QuantActivations q) {
-  switch (q) {
-    case QuantActivations::kInt8:
-      return "int8";
-    case QuantActivations::kF32:
-      return "f32";
-  }
-  return "?";
+  return NameOf(kQuantActivationsNames, static_cast<size_t>(q));
 }
-
 bool ParseQuantActivations(std::string_view name, QuantActivations* out) {
-  for (QuantActivations q : {QuantActivations::kInt8, QuantActivations::kF32}) {
-    if (name == QuantActivationsName(q)) {
-      *out = q;
-      return true;
-    }
-  }
-  return false;
+  return ParseName(kQuantActivationsNames, name, out);
 }
 
 Backend::Backend(ThreadPool& pool) : pool_(&pool), table_(&Active()) {}
@@ -609,6 +597,24 @@ int64_t AttentionArenaFloats(int threads, int64_t Tk, int64_t Hkv, int64_t d) {
   return std::max(plain, dot);
 }
 
+namespace {
+
+// fn(begin, end, scratch) over [0, items) in one unit per thread (the split ParallelFor would
+// make), each unit with its own per_thread floats of scratch from the arena.
+template <class Fn>
+void ForItemUnits(const Exec& ex, int64_t threads, int64_t items, int64_t per_thread,
+                  const Fn& fn) {
+  float* scratch = ex.arena.Floats(per_thread * threads);
+  const int64_t units = std::min<int64_t>(threads, items);
+  ex.pool().ParallelFor(units, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      fn(items * u / units, items * (u + 1) / units, scratch + u * per_thread);
+    }
+  });
+}
+
+}  // namespace
+
 void Attention(const Exec& ex, const float* q, int64_t Tq, int64_t Hq, int64_t ldq,
                const KvRows& kv, int64_t Hkv, int64_t d, float scale, float softcap,
                const int32_t* key_begin, const int32_t* key_end, float* out, int64_t ldo) {
@@ -651,29 +657,18 @@ void Attention(const Exec& ex, const float* q, int64_t Tq, int64_t Hq, int64_t l
       }
     });
     const kernels::AttentionDotArgs dot{keys, key_words, values, value_words, value_pairs};
-    const int64_t per_thread = ArenaFloats(kernels::AttentionDotScratchFloats(kv.Tk, d));
-    float* scratch = ex.arena.Floats(per_thread * threads);
-    const int64_t items = kernels::AttentionDotItemCount(Tq, Hq);
-    const int64_t units = std::min<int64_t>(threads, items);
-    ex.pool().ParallelFor(units, [&](int64_t u0, int64_t u1) {
-      for (int64_t u = u0; u < u1; ++u) {
-        table.attention_dot_items(args, dot, items * u / units, items * (u + 1) / units,
-                                  scratch + u * per_thread);
-      }
-    });
+    ForItemUnits(ex, threads, kernels::AttentionDotItemCount(Tq, Hq),
+                 ArenaFloats(kernels::AttentionDotScratchFloats(kv.Tk, d)),
+                 [&](int64_t begin, int64_t end, float* scratch) {
+                   table.attention_dot_items(args, dot, begin, end, scratch);
+                 });
     return;
   }
-  const int64_t per_thread = ArenaFloats(kernels::AttentionScratchFloats(kv.Tk, d));
-  float* scratch = ex.arena.Floats(per_thread * threads);
-  const int64_t items = kernels::AttentionItemCount(Tq, Hq);
-  // One unit per thread (the split ParallelFor would make), each with its own scratch.
-  const int64_t units = std::min<int64_t>(threads, items);
-  ex.pool().ParallelFor(units, [&](int64_t u0, int64_t u1) {
-    for (int64_t u = u0; u < u1; ++u) {
-      table.attention_items(args, items * u / units, items * (u + 1) / units,
-                            scratch + u * per_thread);
-    }
-  });
+  ForItemUnits(ex, threads, kernels::AttentionItemCount(Tq, Hq),
+               ArenaFloats(kernels::AttentionScratchFloats(kv.Tk, d)),
+               [&](int64_t begin, int64_t end, float* scratch) {
+                 table.attention_items(args, begin, end, scratch);
+               });
 }
 
 void EmbedRows(const Exec& ex, const Matrix& table, const int32_t* ids, int64_t n, float* out,
