@@ -269,6 +269,29 @@ TEST(QuantMatMulTest, RowsAreBitIdenticalAtEveryM) {
   ExpectRowsBitIdentical(9472, 19, {1, 4, 5, 8, 9, 17});
 }
 
+// The VNNI kernel called directly on f32 rows (quantizing them itself, 64 at a time after the
+// panel in its scratch) equals ops::MatMul's path, which quantizes every row once per call and
+// runs MatMulQuantRowsVnni: bit for bit, prefill row counts across several chunks.
+TEST(QuantMatMulTest, VnniOnF32RowsEqualsTheOnceQuantizedPath) {
+  if (!cpu::QuantVnniSupported()) GTEST_SKIP() << "no AVX512-VNNI";
+  const int64_t M = 150, K = 2304, N = 37;
+  const std::vector<float> a = MakeActivations(M, K, 21);
+  const std::string saved = ActiveIsa();
+  ASSERT_TRUE(SetIsa("avx512").ok());
+  for (WFormat f : kQuantFormats) {
+    const QuantWeights w = MakeWeights(f, N, K, 22);
+    TestExec t(2);
+    std::vector<float> want(M * N), got(M * N, NAN);
+    ops::MatMul(t.ex, a.data(), M, K, K, w.m, nullptr, want.data(), N);
+    std::vector<float> scratch(kernels::MatMulScratchFloats(K) + 16);
+    float* s = scratch.data() + (16 - (reinterpret_cast<uintptr_t>(scratch.data()) % 64) / 4) % 16;
+    cpu::MatMulQuantVnni(a.data(), M, K, K, w.m, 0, N, got.data(), N, s);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+        << WFormatName(f);
+  }
+  ASSERT_TRUE(SetIsa(saved).ok());
+}
+
 // ops::MatMul's bias and bf16 epilogue apply to quantized weights as to any other.
 TEST(QuantMatMulTest, BiasAndBf16EpilogueApply) {
   const int64_t M = 3, K = 256, N = 37;
