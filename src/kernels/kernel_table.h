@@ -78,6 +78,11 @@ inline int64_t AttentionDotScratchFloats(int64_t Tk, int64_t d) {
 using MatMulFn = void (*)(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
                           int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch);
 inline int64_t MatMulScratchFloats(int64_t K) { return 24 * (K > 0 ? K : 1); }
+// The same product on activation rows quantized once per call (quant/activations.h: M rows of
+// ActRowBytes(w.format, K) = row_bytes bytes at `act`), quantized weights only.
+using MatMulQuantRowsFn = void (*)(const std::byte* act, int64_t row_bytes, int64_t M, int64_t K,
+                                   const Matrix& w, int64_t n0, int64_t n1, float* out, int64_t ldo,
+                                   float* scratch);
 // out[0, cols) = f32(row `r` of w) (embedding lookup, dequantization).
 using RowToF32Fn = void (*)(const Matrix& w, int64_t r, float* out);
 
@@ -133,6 +138,12 @@ struct KernelTable {
   // for bit (Exec::batch_invariant). Null where the CPU has no bf16 dot-product instruction,
   // and under amx (whose GEMM sums in another order).
   MatMulFn matmul_bf16_rows;
+  // Quantized weights, int8 activations, more than 8 rows: the rows quantized once per call by
+  // quantize_act_row (byte-identical to quant::QuantizeActRow) and shared by the threads, then
+  // multiplied by matmul_quant_rows — equal to matmul[] bit for bit. Null where matmul[]
+  // quantizes its own rows (AVX2, scalar).
+  void (*quantize_act_row)(WFormat f, const float* x, int64_t K, std::byte* dst);
+  MatMulQuantRowsFn matmul_quant_rows;
 };
 
 }  // namespace ocular::kernels

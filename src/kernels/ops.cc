@@ -21,6 +21,7 @@
 #include "kernels/cpu/highway_tables.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/kernel_table.h"
+#include "kernels/quant/activations.h"
 #include "kernels/ref/ref_ops.h"
 
 namespace ocular {
@@ -38,8 +39,12 @@ struct Isa {
 // the bf16 GEMM on AMX tiles (prefill and vision matmuls; decode rows keep `vdpbf16ps`).
 kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512, bool amx = false) {
   kernels::KernelTable t = base;
-  const kernels::MatMulFn quant =
-      avx512 && cpu::QuantVnniSupported() ? cpu::MatMulQuantVnni : cpu::MatMulQuantAvx2;
+  const bool vnni = avx512 && cpu::QuantVnniSupported();
+  const kernels::MatMulFn quant = vnni ? cpu::MatMulQuantVnni : cpu::MatMulQuantAvx2;
+  if (vnni) {
+    t.quantize_act_row = cpu::QuantizeActRowAvx2;
+    t.matmul_quant_rows = cpu::MatMulQuantRowsVnni;
+  }
   const kernels::MatMulFn quant_f32 = avx512 && cpu::QuantF32Avx512Supported()
                                           ? cpu::MatMulQuantF32Avx512
                                           : cpu::MatMulQuantF32Avx2;
@@ -216,11 +221,9 @@ const char* PrecisionName(Precision p) { return NameOf(p, kPrecisionNames, "?");
 bool ParsePrecision(std::string_view name, Precision* out) {
   return ParseEnum(name, kPrecisionNames, out);
 }
-
 const char* QuantActivationsName(QuantActivations q) {
   return NameOf(q, kQuantActivationsNames, "?");
 }
-
 bool ParseQuantActivations(std::string_view name, QuantActivations* out) {
   return ParseEnum(name, kQuantActivationsNames, out);
 }
@@ -361,6 +364,23 @@ void MatMulParts(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t l
                                               : table.matmul[static_cast<int>(format)];
   OCULAR_CHECK(kernel != nullptr, "HINT: no kernel for this weight format (refused at load)");
   const int64_t per_thread = ThreadScratchFloats(K);
+  if (!f32_act && M > 8 && table.matmul_quant_rows != nullptr && WFormatBlockValues(format) > 1) {
+    // Quantized prefill: the rows quantized once, in parallel, for every thread and part.
+    const int64_t row_bytes = quant::ActRowBytes(format, K);
+    std::byte* act = ex.arena.Alloc<std::byte>(M * row_bytes);
+    ex.pool().ParallelFor(M, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        table.quantize_act_row(format, a + r * lda, K, act + r * row_bytes);
+      }
+    });
+    float* scratch = ex.arena.Floats(per_thread * threads);
+    for_each_thread([&](int64_t t, const MatMulOut& p, int64_t n0, int64_t n1) {
+      table.matmul_quant_rows(act, row_bytes, M, K, *p.w, n0, n1, p.out, p.ldo,
+                              scratch + t * per_thread);
+      finish_columns(p, n0, n1);
+    });
+    return;
+  }
   float* scratch = ex.arena.Floats(per_thread * threads);
   for_each_thread([&](int64_t t, const MatMulOut& p, int64_t n0, int64_t n1) {
     kernel(a, M, K, lda, *p.w, n0, n1, p.out, p.ldo, scratch + t * per_thread);
@@ -389,10 +409,15 @@ void MatMuls(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda,
 }
 
 int64_t MatMulArenaFloats(int threads, int64_t M, int64_t K) {
-  // The larger of the two paths: packed bf16 activations (one buffer), or per-thread scratch.
+  // The larger of the paths: packed bf16 activations (one buffer), or per-thread scratch after
+  // the quantized activation rows (prefill of quantized weights; the K formats' rows are the
+  // smaller ones).
   const int64_t packed = static_cast<int64_t>(
       Arena::Rounded(cpu::PackedBf16Words(M, K + K % 2) * sizeof(uint32_t)) / sizeof(float));
-  return std::max(packed, threads * ThreadScratchFloats(K));
+  const int64_t quantized = static_cast<int64_t>(
+      Arena::Rounded(static_cast<size_t>(M * quant::ActRowBytes(WFormat::kQ8_0, K))) /
+      sizeof(float));
+  return std::max(packed, quantized + threads * ThreadScratchFloats(K));
 }
 
 void RmsNorm(const Exec& ex, const float* x, int64_t rows, int64_t dim, const TensorView& w,
@@ -560,6 +585,24 @@ int64_t AttentionArenaFloats(int threads, int64_t Tk, int64_t Hkv, int64_t d) {
   return std::max(plain, dot);
 }
 
+namespace {
+
+// fn(begin, end, scratch) over [0, items) in one unit per thread (the split ParallelFor would
+// make), each unit with its own per_thread floats of scratch from the arena.
+template <class Fn>
+void ForItemUnits(const Exec& ex, int64_t threads, int64_t items, int64_t per_thread,
+                  const Fn& fn) {
+  float* scratch = ex.arena.Floats(per_thread * threads);
+  const int64_t units = std::min<int64_t>(threads, items);
+  ex.pool().ParallelFor(units, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      fn(items * u / units, items * (u + 1) / units, scratch + u * per_thread);
+    }
+  });
+}
+
+}  // namespace
+
 void Attention(const Exec& ex, const float* q, int64_t Tq, int64_t Hq, int64_t ldq,
                const KvRows& kv, int64_t Hkv, int64_t d, float scale, float softcap,
                const int32_t* key_begin, const int32_t* key_end, float* out, int64_t ldo) {
@@ -602,29 +645,18 @@ void Attention(const Exec& ex, const float* q, int64_t Tq, int64_t Hq, int64_t l
       }
     });
     const kernels::AttentionDotArgs dot{keys, key_words, values, value_words, value_pairs};
-    const int64_t per_thread = ArenaFloats(kernels::AttentionDotScratchFloats(kv.Tk, d));
-    float* scratch = ex.arena.Floats(per_thread * threads);
-    const int64_t items = kernels::AttentionDotItemCount(Tq, Hq);
-    const int64_t units = std::min<int64_t>(threads, items);
-    ex.pool().ParallelFor(units, [&](int64_t u0, int64_t u1) {
-      for (int64_t u = u0; u < u1; ++u) {
-        table.attention_dot_items(args, dot, items * u / units, items * (u + 1) / units,
-                                  scratch + u * per_thread);
-      }
-    });
+    ForItemUnits(ex, threads, kernels::AttentionDotItemCount(Tq, Hq),
+                 ArenaFloats(kernels::AttentionDotScratchFloats(kv.Tk, d)),
+                 [&](int64_t begin, int64_t end, float* scratch) {
+                   table.attention_dot_items(args, dot, begin, end, scratch);
+                 });
     return;
   }
-  const int64_t per_thread = ArenaFloats(kernels::AttentionScratchFloats(kv.Tk, d));
-  float* scratch = ex.arena.Floats(per_thread * threads);
-  const int64_t items = kernels::AttentionItemCount(Tq, Hq);
-  // One unit per thread (the split ParallelFor would make), each with its own scratch.
-  const int64_t units = std::min<int64_t>(threads, items);
-  ex.pool().ParallelFor(units, [&](int64_t u0, int64_t u1) {
-    for (int64_t u = u0; u < u1; ++u) {
-      table.attention_items(args, items * u / units, items * (u + 1) / units,
-                            scratch + u * per_thread);
-    }
-  });
+  ForItemUnits(ex, threads, kernels::AttentionItemCount(Tq, Hq),
+               ArenaFloats(kernels::AttentionScratchFloats(kv.Tk, d)),
+               [&](int64_t begin, int64_t end, float* scratch) {
+                 table.attention_items(args, begin, end, scratch);
+               });
 }
 
 void EmbedRows(const Exec& ex, const Matrix& table, const int32_t* ids, int64_t n, float* out,

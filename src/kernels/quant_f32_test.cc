@@ -166,11 +166,6 @@ Exact ExactProduct(const std::vector<float>& a, int64_t M, int64_t K, int64_t ld
   return e;
 }
 
-std::string What(WFormat f, int64_t M, int64_t K, int64_t N) {
-  return std::string(WFormatName(f)) + " M=" + std::to_string(M) + " K=" + std::to_string(K) +
-         " N=" + std::to_string(N);
-}
-
 void ExpectNearExact(const std::vector<float>& got, const Exact& want, double rel,
                      const std::string& what) {
   for (size_t i = 0; i < got.size(); ++i) {
@@ -208,36 +203,22 @@ TEST(QuantF32Test, ReferenceIsTheProductWithTheDequantizedRows) {
 // exact product, on the odd shapes each format allows (K an odd number of blocks), decode and
 // prefill row counts: 1e-6 × Σ|terms|, f32 summation order being the only difference.
 TEST(QuantF32Test, EveryIsaIsTheProductWithTheDequantizedRowsOnOddShapes) {
-  struct Case {
-    int64_t K, N;
-    std::vector<int64_t> Ms;
-  };
-  const Case cases[] = {
-      {32, 5, {1, 2, 3, 5, 8, 9, 13, 64, 67}},  // (K formats skip K = 32)
-      {96, 29, {1, 4, 7, 9, 65}},
-      {256, 17, {1, 2, 3, 7, 8, 9, 64, 65, 131}},
-      {2304, 67, {1, 3, 6, 8, 9, 66}},
-      {4352, 21, {1, 5, 8, 10}},
-  };
-  for (WFormat f : kQuantFormats) {
-    for (const Case& c : cases) {
-      if (c.K % WFormatBlockValues(f) != 0) continue;
-      const QuantWeights w = MakeWeights(f, c.N, c.K, static_cast<uint32_t>(c.K + c.N));
-      for (int64_t M : c.Ms) {
-        const int64_t lda = c.K + 3;
-        const std::vector<float> a = MakeActivations(M, lda, static_cast<uint32_t>(M * 13 + c.K));
-        const Exact e = ExactProduct(a, M, c.K, lda, w);
-        ForEachIsa([&](const std::string&) {
-          TestExec t(3);
-          t.ex.quant_activations = QuantActivations::kF32;
-          std::vector<float> got(static_cast<size_t>(M * c.N), NAN);
-          ops::MatMul(t.ex, a.data(), M, c.K, lda, w.m, nullptr, got.data(), c.N);
-          ExpectNearExact(got, e, 1e-6, What(f, M, c.K, c.N));
-        });
-        if (HasFatalFailure()) return;
-      }
-    }
-  }
+  ForEachOddShape({{32, 5, {1, 2, 3, 5, 8, 9, 13, 64, 67}},  // (K formats skip K = 32)
+                   {96, 29, {1, 4, 7, 9, 65}},
+                   {256, 17, {1, 2, 3, 7, 8, 9, 64, 65, 131}},
+                   {2304, 67, {1, 3, 6, 8, 9, 66}},
+                   {4352, 21, {1, 5, 8, 10}}},
+                  [](const std::vector<float>& a, int64_t M, int64_t K, int64_t lda,
+                     const QuantWeights& w, const std::string& what) {
+                    const Exact e = ExactProduct(a, M, K, lda, w);
+                    ForEachIsa([&](const std::string&) {
+                      TestExec t(3);
+                      t.ex.quant_activations = QuantActivations::kF32;
+                      std::vector<float> got(static_cast<size_t>(M * w.m.rows), NAN);
+                      ops::MatMul(t.ex, a.data(), M, K, lda, w.m, nullptr, got.data(), w.m.rows);
+                      ExpectNearExact(got, e, 1e-6, what);
+                    });
+                  });
 }
 
 // A row's result is the same bit for bit whatever the batch (decode sizes 1-8 and prefill

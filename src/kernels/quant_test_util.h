@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "core/matrix.h"
@@ -44,6 +46,35 @@ inline std::vector<float> MakeActivations(int64_t M, int64_t lda, uint32_t seed)
   std::vector<float> a = RandomFloats(static_cast<size_t>(M * lda), seed, -1.0f, 1.0f);
   for (size_t i = 0; i < a.size(); i += 97) a[i] *= 30.0f;
   return a;
+}
+
+inline std::string What(WFormat f, int64_t M, int64_t K, int64_t N) {
+  return std::string(WFormatName(f)) + " M=" + std::to_string(M) + " K=" + std::to_string(K) +
+         " N=" + std::to_string(N);
+}
+
+// An odd shape: K, N and the row counts M to run it at.
+struct OddShape {
+  int64_t K, N;
+  std::vector<int64_t> Ms;
+};
+// For every quantized format, shape its block divides, and M: random weights and activations
+// (padded rows, a misaligned start: lda = K + 3), then check(a, M, K, lda, w, what). Stops at
+// the first fatal failure.
+template <class Check>
+void ForEachOddShape(std::initializer_list<OddShape> shapes, const Check& check) {
+  for (WFormat f : kQuantFormats) {
+    for (const OddShape& c : shapes) {
+      if (c.K % WFormatBlockValues(f) != 0) continue;
+      const QuantWeights w = MakeWeights(f, c.N, c.K, static_cast<uint32_t>(c.K + c.N));
+      for (int64_t M : c.Ms) {
+        const int64_t lda = c.K + 3;
+        const std::vector<float> a = MakeActivations(M, lda, static_cast<uint32_t>(M * 13 + c.K));
+        check(a, M, c.K, lda, w, What(f, M, c.K, c.N));
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
 }
 
 }  // namespace ocular::kernel_test

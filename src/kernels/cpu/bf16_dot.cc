@@ -103,24 +103,11 @@ void MatMulBF16Dot(const float* a, int64_t M, int64_t K, int64_t lda, const Matr
     for (int64_t k = 0; k < K; ++k) ab[m * K + k] = F32ToBF16(a[m * lda + k]);
   }
   const uint16_t* wb = reinterpret_cast<const uint16_t*>(w.data);
-  switch (M) {
-    case 1:
-      return Rows<1>(ab, wb, K, n0, n1, out, ldo);
-    case 2:
-      return Rows<2>(ab, wb, K, n0, n1, out, ldo);
-    case 3:
-      return Rows<3>(ab, wb, K, n0, n1, out, ldo);
-    case 4:
-      return Rows<4>(ab, wb, K, n0, n1, out, ldo);
-    case 5:
-      return Rows<5>(ab, wb, K, n0, n1, out, ldo);
-    case 6:
-      return Rows<6>(ab, wb, K, n0, n1, out, ldo);
-    case 7:
-      return Rows<7>(ab, wb, K, n0, n1, out, ldo);
-    default:
-      return Rows<8>(ab, wb, K, n0, n1, out, ldo);
-  }
+  using RowsFn =
+      void (*)(const uint16_t*, const uint16_t*, int64_t, int64_t, int64_t, float*, int64_t);
+  constexpr RowsFn kRows[] = {Rows<1>, Rows<2>, Rows<3>, Rows<4>,
+                              Rows<5>, Rows<6>, Rows<7>, Rows<8>};
+  kRows[M - 1](ab, wb, K, n0, n1, out, ldo);
 }
 
 }  // namespace ocular::cpu

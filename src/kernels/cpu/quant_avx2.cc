@@ -7,20 +7,15 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "kernels/cpu/quant_dispatch.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/quant_simd.h"
 #include "kernels/kernel_table.h"
 #include "kernels/quant/activations.h"
 #include "kernels/quant/blocks.h"
 
-// Every function below is compiled for these features (GCC: target pragma; clang, which
-// ignores it, e.g. in the fuzz build: an attribute applied to each function).
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+// After the other includes: only this file's own functions take its target.
+#include "kernels/cpu/target_avx2.h"  // IWYU pragma: keep
 
 namespace ocular::cpu::quant_avx2 {
 
@@ -44,17 +39,9 @@ struct Isa {
 
 #include "kernels/cpu/quant_matmul_inl.h"
 
-void QuantizeActRowAvx2(WFormat f, const float* x, int64_t K, std::byte* dst) {
-  quant_avx2::detail::QuantizeActRowSimd(f, x, K, dst);
-}
-
 }  // namespace ocular::cpu::quant_avx2
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/target_pop.h"  // IWYU pragma: keep
 
 namespace ocular::cpu {
 

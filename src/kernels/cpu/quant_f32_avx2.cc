@@ -7,19 +7,14 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "kernels/cpu/quant_dispatch.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/quant_simd.h"
 #include "kernels/kernel_table.h"
 #include "kernels/quant/blocks.h"
 
-// Every function below is compiled for these features (GCC: target pragma; clang, which
-// ignores it, e.g. in the fuzz build: an attribute applied to each function).
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+// After the other includes: only this file's own functions take its target.
+#include "kernels/cpu/target_avx2.h"  // IWYU pragma: keep
 
 namespace ocular::cpu::quant_f32_avx2 {
 
@@ -28,16 +23,10 @@ struct Isa {
   static constexpr int kLanes = 8;
   static constexpr int kTileM = 3, kTileN = 2;
   static constexpr bool kTables = false;  // (8-entry vpermps only; the stubs are never called)
-  static V Iota(int) { return Zero(); }
+  static V Iota(int) { return V{}; }
   static V Lookup16(__m128i, V table) { return table; }
   static V Lookup32(__m128i, uint32_t, V lo, V) { return lo; }
-  static V Zero() { return _mm256_setzero_ps(); }
   static V Set1(float x) { return _mm256_set1_ps(x); }
-  static V Load(const float* p) { return _mm256_loadu_ps(p); }
-  static void Store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static V Add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V Sub(V a, V b) { return _mm256_sub_ps(a, b); }
-  static V Mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static float HSum(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -59,21 +48,4 @@ struct Isa {
 
 }  // namespace ocular::cpu::quant_f32_avx2
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
-
-namespace ocular::cpu {
-
-void MatMulQuantF32Avx2(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                        int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch) {
-  quant_f32_avx2::MatMulQuantF32(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-}
-
-void DequantizeRowAvx2(WFormat f, const std::byte* row, int64_t cols, float* out) {
-  quant_f32_avx2::DequantizeRowSimd(f, row, cols, out);
-}
-
-}  // namespace ocular::cpu
+#include "kernels/cpu/target_pop.h"  // IWYU pragma: keep

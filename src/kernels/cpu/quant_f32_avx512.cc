@@ -12,20 +12,14 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "kernels/cpu/quant_dispatch.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/quant_simd.h"
 #include "kernels/kernel_table.h"
 #include "kernels/quant/blocks.h"
 
-// Every function below is compiled for these features (GCC: target pragma; clang, which
-// ignores it, e.g. in the fuzz build: an attribute applied to each function).
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw"))), \
-                             apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512bw")
-#endif
+// After the other includes: only this file's own functions take its target.
+#include "kernels/cpu/target_avx512.h"  // IWYU pragma: keep
 
 namespace ocular::cpu::quant_f32_avx512 {
 
@@ -50,13 +44,7 @@ struct Isa {
     i = _mm512_mask_or_epi32(i, static_cast<__mmask16>(high), i, _mm512_set1_epi32(16));
     return _mm512_permutex2var_ps(lo, i, hi);
   }
-  static V Zero() { return _mm512_setzero_ps(); }
   static V Set1(float x) { return _mm512_set1_ps(x); }
-  static V Load(const float* p) { return _mm512_loadu_ps(p); }
-  static void Store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  static V Add(V a, V b) { return _mm512_add_ps(a, b); }
-  static V Sub(V a, V b) { return _mm512_sub_ps(a, b); }
-  static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static float HSum(V v) {
     const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
@@ -74,11 +62,7 @@ struct Isa {
 
 }  // namespace ocular::cpu::quant_f32_avx512
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/target_pop.h"  // IWYU pragma: keep
 
 namespace ocular::cpu {
 
@@ -87,15 +71,6 @@ bool QuantF32Avx512Supported() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx2") &&
          __builtin_cpu_supports("fma");
-}
-
-void MatMulQuantF32Avx512(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                          int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch) {
-  quant_f32_avx512::MatMulQuantF32(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-}
-
-void DequantizeRowAvx512(WFormat f, const std::byte* row, int64_t cols, float* out) {
-  quant_f32_avx512::DequantizeRowSimd(f, row, cols, out);
 }
 
 }  // namespace ocular::cpu

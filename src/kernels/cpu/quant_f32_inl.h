@@ -3,7 +3,8 @@
 // `#pragma GCC target(...)` and inside its own namespace, having defined a policy struct `Isa`):
 //
 //   using V = __m256 / __m512;  static constexpr int kLanes = 8 / 16;
-//   Zero, Set1, Load, Store, Add, Sub, Mul, Fma(a, b, c) = a·b + c (one rounding), HSum;
+//   Set1, Fma(a, b, c) = a·b + c (one rounding), HSum (Zero, Load, Store, Add, Sub, Mul: Vec
+//   below, on the compilers' vector operators);
 //   I8ToF32(__m128i x, V* out) / U8ToF32: the 16 bytes of x (signed / unsigned) as 16 / kLanes
 //       f32 vectors;
 //   static constexpr int kTileM, kTileN: the prefill register tile (rows of a × panel rows);
@@ -25,15 +26,24 @@
 namespace detail {
 
 using V = Isa::V;
+
+// The lane-wise operations both widths spell alike (the TU's -ffp-contract=off keeps a·b + c
+// two roundings; Isa::Fma is the one fused operation).
+struct Vec : Isa {
+  static V Zero() { return V{}; }
+  static V Load(const float* p) {
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+  }
+  static void Store(float* p, V v) { std::memcpy(p, &v, sizeof(V)); }
+  static V Add(V a, V b) { return a + b; }
+  static V Sub(V a, V b) { return a - b; }
+  static V Mul(V a, V b) { return a * b; }
+};
 constexpr int kL = Isa::kLanes;
 constexpr int kChunkVecs = 32 / kL;  // vectors per 32-value chunk
 constexpr int kHalfVecs = 16 / kL;   // vectors per 16 values
-
-inline float LoadF16(const std::byte* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
 
 inline __m128i Load128(const std::byte* p) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -107,24 +117,24 @@ inline Scales<kF> BlockScales(const std::byte* blk) {
 template <WFormat kF>
 inline void Chunk(const std::byte* blk, int c, const Scales<kF>& s, V* w) {
   if constexpr (kF == WFormat::kQ8_0) {  // q·d
-    Isa::I8ToF32(Load128(blk + 2), w);
-    Isa::I8ToF32(Load128(blk + 18), w + kHalfVecs);
-    const V d = Isa::Set1(s.d);
-    for (int v = 0; v < kChunkVecs; ++v) w[v] = Isa::Mul(w[v], d);
+    Vec::I8ToF32(Load128(blk + 2), w);
+    Vec::I8ToF32(Load128(blk + 18), w + kHalfVecs);
+    const V d = Vec::Set1(s.d);
+    for (int v = 0; v < kChunkVecs; ++v) w[v] = Vec::Mul(w[v], d);
   } else if constexpr ((kF == WFormat::kQ4_0 || kF == WFormat::kQ5_0) && Isa::kTables) {
     constexpr int kQs = kF == WFormat::kQ4_0 ? 2 : 6;
     const __m128i x = Load128(blk + kQs);
-    const V d = Isa::Set1(s.d);
+    const V d = Vec::Set1(s.d);
     if constexpr (kF == WFormat::kQ4_0) {  // t[j] = d·(j − 8)
-      const V t = Isa::Mul(d, Isa::Iota(-8));
-      w[0] = Isa::Lookup16(LowNibbles(x), t);
-      w[1] = Isa::Lookup16(HighNibbles(x), t);
+      const V t = Vec::Mul(d, Vec::Iota(-8));
+      w[0] = Vec::Lookup16(LowNibbles(x), t);
+      w[1] = Vec::Lookup16(HighNibbles(x), t);
     } else {  // t[j] = d·(j − 16), j < 32
       uint32_t qh;
       std::memcpy(&qh, blk + 2, 4);
-      const V t0 = Isa::Mul(d, Isa::Iota(-16)), t1 = Isa::Mul(d, Isa::Iota(0));
-      w[0] = Isa::Lookup32(LowNibbles(x), qh & 0xFFFF, t0, t1);
-      w[1] = Isa::Lookup32(HighNibbles(x), qh >> 16, t0, t1);
+      const V t0 = Vec::Mul(d, Vec::Iota(-16)), t1 = Vec::Mul(d, Vec::Iota(0));
+      w[0] = Vec::Lookup32(LowNibbles(x), qh & 0xFFFF, t0, t1);
+      w[1] = Vec::Lookup32(HighNibbles(x), qh >> 16, t0, t1);
     }
   } else if constexpr (kF == WFormat::kQ4_0 || kF == WFormat::kQ5_0) {  // d·(q − 8), d·(q − 16)
     constexpr int kQs = kF == WFormat::kQ4_0 ? 2 : 6;
@@ -139,26 +149,26 @@ inline void Chunk(const std::byte* blk, int c, const Scales<kF>& s, V* w) {
       lo = _mm_sub_epi8(lo, _mm_set1_epi8(8));
       hi = _mm_sub_epi8(hi, _mm_set1_epi8(8));
     }
-    Isa::I8ToF32(lo, w);
-    Isa::I8ToF32(hi, w + kHalfVecs);
-    const V d = Isa::Set1(s.d);
-    for (int v = 0; v < kChunkVecs; ++v) w[v] = Isa::Mul(d, w[v]);
+    Vec::I8ToF32(lo, w);
+    Vec::I8ToF32(hi, w + kHalfVecs);
+    const V d = Vec::Set1(s.d);
+    for (int v = 0; v < kChunkVecs; ++v) w[v] = Vec::Mul(d, w[v]);
   } else if constexpr (kF == WFormat::kQ4_K) {  // (d·sc)·q − dmin·m, sub-block c
     const std::byte* qs = blk + 16 + 32 * (c / 2);
-    const V dl = Isa::Set1(s.dl[c]), ml = Isa::Set1(s.ml[c]);
+    const V dl = Vec::Set1(s.dl[c]), ml = Vec::Set1(s.ml[c]);
     if constexpr (Isa::kTables) {  // t[j] = (d·sc)·j − dmin·m
-      const V t = Isa::Sub(Isa::Mul(dl, Isa::Iota(0)), ml);
+      const V t = Vec::Sub(Vec::Mul(dl, Vec::Iota(0)), ml);
       for (int i = 0; i < 2; ++i) {
         const __m128i x = Load128(qs + 16 * i);
-        w[i] = Isa::Lookup16(c % 2 ? HighNibbles(x) : LowNibbles(x), t);
+        w[i] = Vec::Lookup16(c % 2 ? HighNibbles(x) : LowNibbles(x), t);
       }
       return;
     }
     for (int i = 0; i < 2; ++i) {
       const __m128i x = Load128(qs + 16 * i);
-      Isa::U8ToF32(c % 2 ? HighNibbles(x) : LowNibbles(x), w + kHalfVecs * i);
+      Vec::U8ToF32(c % 2 ? HighNibbles(x) : LowNibbles(x), w + kHalfVecs * i);
     }
-    for (int v = 0; v < kChunkVecs; ++v) w[v] = Isa::Sub(Isa::Mul(dl, w[v]), ml);
+    for (int v = 0; v < kChunkVecs; ++v) w[v] = Vec::Sub(Vec::Mul(dl, w[v]), ml);
   } else {  // Q6_K: (d·sc)·(q − 32); ql at 0 (low 4 bits), qh at 128 (high 2), quant/blocks.h
     const int h = c / 4, sub = c % 4;
     const std::byte* ql = blk + 64 * h + 32 * (sub & 1);
@@ -168,9 +178,9 @@ inline void Chunk(const std::byte* blk, int c, const Scales<kF>& s, V* w) {
       const __m128i hb = _mm_srli_epi16(Load128(qh + 16 * i), 2 * sub);
       const __m128i q = _mm_or_si128(_mm_and_si128(l, _mm_set1_epi8(0x0F)),
                                      _mm_slli_epi16(_mm_and_si128(hb, _mm_set1_epi8(0x03)), 4));
-      Isa::I8ToF32(_mm_sub_epi8(q, _mm_set1_epi8(32)), w + kHalfVecs * i);
-      const V dl = Isa::Set1(s.dl[2 * c + i]);
-      for (int v = 0; v < kHalfVecs; ++v) w[kHalfVecs * i + v] = Isa::Mul(dl, w[kHalfVecs * i + v]);
+      Vec::I8ToF32(_mm_sub_epi8(q, _mm_set1_epi8(32)), w + kHalfVecs * i);
+      const V dl = Vec::Set1(s.dl[2 * c + i]);
+      for (int v = 0; v < kHalfVecs; ++v) w[kHalfVecs * i + v] = Vec::Mul(dl, w[kHalfVecs * i + v]);
     }
   }
 }
@@ -200,12 +210,12 @@ void DequantizeRowT(const std::byte* row, int64_t K, float* out) {
       V w[kChunkVecs];
       Chunk<kF>(blk, c, s, w);
       float* o = out + b * kBlockValues<kF> + 32 * c;
-      for (int v = 0; v < kChunkVecs; ++v) Isa::Store(o + kL * v, w[v]);
+      for (int v = 0; v < kChunkVecs; ++v) Vec::Store(o + kL * v, w[v]);
     }
   }
 }
 
-inline float Finish(V even, V odd) { return Isa::HSum(Isa::Add(even, odd)); }
+inline float Finish(V even, V odd) { return Vec::HSum(Vec::Add(even, odd)); }
 
 // ------------------------------------------------------------------ decode (M <= 8)
 
@@ -215,7 +225,7 @@ template <WFormat kF, int kM>
 void DecodeRow(const float* a, int64_t lda, const std::byte* row, int64_t K, float* out,
                int64_t ldo) {
   V acc[kM][2];
-  for (int m = 0; m < kM; ++m) acc[m][0] = acc[m][1] = Isa::Zero();
+  for (int m = 0; m < kM; ++m) acc[m][0] = acc[m][1] = Vec::Zero();
   for (int64_t b = 0; b < K / kBlockValues<kF>; ++b) {
     const std::byte* blk = row + b * kBlockBytes<kF>;
     PrefetchAhead<kF>(blk, b);
@@ -227,7 +237,7 @@ void DecodeRow(const float* a, int64_t lda, const std::byte* row, int64_t K, flo
       const int64_t k = b * kBlockValues<kF> + 32 * c;
       for (int m = 0; m < kM; ++m) {
         for (int v = 0; v < kChunkVecs; ++v) {
-          acc[m][v % 2] = Isa::Fma(Isa::Load(a + m * lda + k + kL * v), w[v], acc[m][v % 2]);
+          acc[m][v % 2] = Vec::Fma(Vec::Load(a + m * lda + k + kL * v), w[v], acc[m][v % 2]);
         }
       }
     }
@@ -281,15 +291,15 @@ void PanelTile(const float* a, int64_t lda, const float* panel, int64_t K, float
                int64_t ldo) {
   V acc[kM][kN][2];
   for (int m = 0; m < kM; ++m) {
-    for (int n = 0; n < kN; ++n) acc[m][n][0] = acc[m][n][1] = Isa::Zero();
+    for (int n = 0; n < kN; ++n) acc[m][n][0] = acc[m][n][1] = Vec::Zero();
   }
   for (int64_t k = 0; k < K; k += 2 * kL) {
     for (int h = 0; h < 2; ++h) {
       V wv[kN];
-      for (int n = 0; n < kN; ++n) wv[n] = Isa::Load(panel + n * K + k + kL * h);
+      for (int n = 0; n < kN; ++n) wv[n] = Vec::Load(panel + n * K + k + kL * h);
       for (int m = 0; m < kM; ++m) {
-        const V av = Isa::Load(a + m * lda + k + kL * h);
-        for (int n = 0; n < kN; ++n) acc[m][n][h] = Isa::Fma(av, wv[n], acc[m][n][h]);
+        const V av = Vec::Load(a + m * lda + k + kL * h);
+        for (int n = 0; n < kN; ++n) acc[m][n][h] = Vec::Fma(av, wv[n], acc[m][n][h]);
       }
     }
   }
@@ -356,35 +366,11 @@ void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matri
 
 void MatMulQuantF32(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                     int64_t n1, float* out, int64_t ldo, float* scratch) {
-  switch (w.format) {
-    case WFormat::kQ8_0:
-      return detail::MatMulFormat<WFormat::kQ8_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ4_0:
-      return detail::MatMulFormat<WFormat::kQ4_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ5_0:
-      return detail::MatMulFormat<WFormat::kQ5_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ4_K:
-      return detail::MatMulFormat<WFormat::kQ4_K>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ6_K:
-      return detail::MatMulFormat<WFormat::kQ6_K>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    default:
-      OCULAR_CHECK(false, "HINT: quantized weights only");
-  }
+  ForQuantFormat(w.format, [&](auto f) {
+    detail::MatMulFormat<decltype(f)::value>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
+  });
 }
 
 void DequantizeRowSimd(WFormat f, const std::byte* row, int64_t K, float* out) {
-  switch (f) {
-    case WFormat::kQ8_0:
-      return detail::DequantizeRowT<WFormat::kQ8_0>(row, K, out);
-    case WFormat::kQ4_0:
-      return detail::DequantizeRowT<WFormat::kQ4_0>(row, K, out);
-    case WFormat::kQ5_0:
-      return detail::DequantizeRowT<WFormat::kQ5_0>(row, K, out);
-    case WFormat::kQ4_K:
-      return detail::DequantizeRowT<WFormat::kQ4_K>(row, K, out);
-    case WFormat::kQ6_K:
-      return detail::DequantizeRowT<WFormat::kQ6_K>(row, K, out);
-    default:
-      OCULAR_CHECK(false, "HINT: quantized weights only");
-  }
+  ForQuantFormat(f, [&](auto t) { detail::DequantizeRowT<decltype(t)::value>(row, K, out); });
 }

@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "kernels/cpu/quant_dispatch.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/quant_simd.h"
 #include "kernels/cpu/transpose16.h"
@@ -100,11 +101,6 @@ Panel PanelAt(std::byte* base, int64_t blocks) {
   return p;
 }
 
-inline float LoadF16(const std::byte* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
 inline __m256i Load256(const std::byte* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -539,48 +535,45 @@ void DecodeRows(const std::byte* rows, int64_t row_bytes, int64_t count, int64_t
   }
 }
 
-// Prefill rows (more than 8): per K slice of the panel's width, the slice of up to as many
-// activation rows as the scratch holds is quantized (activation blocks are independent, so a
-// slice's bytes are the full row's), then each 16-row weight strip is packed once into the
-// panel and every row of the chunk runs over it; the running sums stay in `out` between
-// slices. So each weight block is unpacked once per row chunk (once per call when the chunk
-// holds every row: 340 rows at K = 2304).
+// Prefill rows (more than 8) on quantized activation rows (M rows at `act`, row_bytes apart):
+// each 16-row weight strip is packed one K slice of the panel's width at a time, and every row
+// runs over each slice; the running sums stay in `out`, whose 16 columns of the M rows stay in
+// cache across the strip's slices (slices outside the strip loop revisited all of `out` per
+// slice: 26 % of the tiles' time went to those loads' cache misses at 272 × 9216).
 template <WFormat kF>
-void PanelRows(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
-               int64_t n1, float* out, int64_t ldo, std::byte* scratch, int64_t scratch_bytes) {
-  const int64_t block = BlockValues(kF), blocks = K / block;
-  const int64_t panel_blocks = std::min(blocks, std::max<int64_t>(1, kPanelValues / block));
-  const int64_t panel_bytes = (panel_blocks * PanelBytesPerBlock<kF>() + 63) / 64 * 64;
-  const int64_t slice_bytes = quant::ActRowBytes(kF, panel_blocks * block);
-  const int64_t chunk_rows = std::min(M, (scratch_bytes - panel_bytes) / slice_bytes);
-  OCULAR_CHECK(chunk_rows >= 1, "HINT: scratch holds a panel and an activation slice");
-  std::byte* act = scratch + panel_bytes;
-  for (int64_t m0 = 0; m0 < M; m0 += chunk_rows) {
-    const int64_t count = std::min(chunk_rows, M - m0);
+void PanelRows(const std::byte* act, int64_t row_bytes, int64_t M, int64_t K, const Matrix& w,
+               int64_t n0, int64_t n1, float* out, int64_t ldo, std::byte* panel) {
+  const int64_t blocks = K / BlockValues(kF);
+  const int64_t panel_blocks =
+      std::min(blocks, std::max<int64_t>(1, kPanelValues / BlockValues(kF)));
+  const size_t slice_bytes = panel_blocks * BlockBytes(kF);
+  for (int64_t n = n0; n < n1; n += kLanes) {
+    const int strip = static_cast<int>(std::min<int64_t>(kLanes, n1 - n));
+    const __mmask16 mask = static_cast<__mmask16>((1u << strip) - 1);
     for (int64_t b0 = 0; b0 < blocks; b0 += panel_blocks) {
-      const int64_t nb = std::min(panel_blocks, blocks - b0), values = nb * block;
-      for (int64_t i = 0; i < count; ++i) {
-        QuantizeActRowAvx2(kF, a + (m0 + i) * lda + b0 * block, values, act + i * slice_bytes);
+      const int64_t nb = std::min(panel_blocks, blocks - b0);
+      // The next slice of the strip's rows, or the next strip's first one.
+      const bool last = b0 + nb >= blocks;
+      const int64_t next_n = last ? n + kLanes : n, next_b = last ? 0 : b0 + nb;
+      for (int64_t r = next_n; r < std::min(n1, next_n + kLanes); ++r) {
+        const char* next = reinterpret_cast<const char*>(w.row(r)) + next_b * BlockBytes(kF);
+        for (size_t off = 0; off < slice_bytes; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
       }
-      const Panel p = PanelAt<kF>(scratch, nb);
-      for (int64_t n = n0; n < n1; n += kLanes) {
-        const int strip = static_cast<int>(std::min<int64_t>(kLanes, n1 - n));
-        for (int64_t r = n + kLanes; r < std::min(n1, n + 2 * kLanes); ++r) {  // the next strip
-          const char* next = reinterpret_cast<const char*>(w.row(r)) + b0 * BlockBytes(kF);
-          for (size_t off = 0; off < nb * BlockBytes(kF); off += 64) {
-            _mm_prefetch(next + off, _MM_HINT_T0);
-          }
-        }
-        PackPanel<kF>(w.row(n), w.row_bytes, strip, b0, nb, p);
-        const __mmask16 mask = static_cast<__mmask16>((1u << strip) - 1);
-        for (int64_t i = 0; i < count; i += kMaxTile) {
-          const int64_t tile = std::min<int64_t>(kMaxTile, count - i);
-          kTiles<kF, 1, 2, 3, 4, 5, 6, 7, 8>[tile - 1](
-              p, nb, act, slice_bytes, i, values, 0, b0 == 0, out + (m0 + i) * ldo + n, ldo, mask);
-        }
+      const Panel p = PanelAt<kF>(panel, nb);
+      PackPanel<kF>(w.row(n), w.row_bytes, strip, b0, nb, p);
+      for (int64_t i = 0; i < M; i += kMaxTile) {
+        const int64_t tile = std::min<int64_t>(kMaxTile, M - i);
+        kTiles<kF, 1, 2, 3, 4, 5, 6, 7, 8>[tile - 1](p, nb, act, row_bytes, i, K, b0, b0 == 0,
+                                                     out + i * ldo + n, ldo, mask);
       }
     }
   }
+}
+
+template <WFormat kF>
+constexpr int64_t PanelBytes() {
+  return (std::max<int64_t>(1, kPanelValues / BlockValues(kF)) * PanelBytesPerBlock<kF>() + 63) /
+         64 * 64;
 }
 
 template <WFormat kF>
@@ -588,12 +581,27 @@ void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matri
                   int64_t n1, float* out, int64_t ldo, float* scratch) {
   std::byte* base = reinterpret_cast<std::byte*>(scratch);
   const int64_t scratch_bytes = kernels::MatMulScratchFloats(K) * 4;
-  if (M > kDecodeRows) return PanelRows<kF>(a, M, K, lda, w, n0, n1, out, ldo, base, scratch_bytes);
-  quant::ForEachActChunk(kF, a, M, K, lda, base, scratch_bytes, QuantizeActRowAvx2,
-                         [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
-                           DecodeRows<kF>(rows, row_bytes, count, K, w, n0, n1, out + m0 * ldo,
-                                          ldo);
-                         });
+  // Prefill rows here (callers that did not quantize them: ops.cc does, once per call) come
+  // in chunks after the panel.
+  const int64_t panel = M > kDecodeRows ? PanelBytes<kF>() : 0;
+  quant::ForEachActChunk(
+      kF, a, M, K, lda, base + panel, scratch_bytes - panel, QuantizeActRowAvx2,
+      [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
+        if (M > kDecodeRows) {
+          return PanelRows<kF>(rows, row_bytes, count, K, w, n0, n1, out + m0 * ldo, ldo, base);
+        }
+        DecodeRows<kF>(rows, row_bytes, count, K, w, n0, n1, out + m0 * ldo, ldo);
+      });
+}
+
+template <WFormat kF>
+void RowsFormat(const std::byte* act, int64_t row_bytes, int64_t M, int64_t K, const Matrix& w,
+                int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch) {
+  if (M > kDecodeRows) {
+    return PanelRows<kF>(act, row_bytes, M, K, w, n0, n1, out, ldo,
+                         reinterpret_cast<std::byte*>(scratch));
+  }
+  DecodeRows<kF>(act, row_bytes, M, K, w, n0, n1, out, ldo);
 }
 
 }  // namespace
@@ -607,26 +615,19 @@ bool QuantVnniSupported() {
 
 void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                      int64_t n1, float* out, int64_t ldo, float* scratch) {
-  switch (w.format) {
-    case WFormat::kQ8_0:
-      return MatMulFormat<WFormat::kQ8_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ4_0:
-      return MatMulFormat<WFormat::kQ4_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ5_0:
-      return MatMulFormat<WFormat::kQ5_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ4_K:
-      return MatMulFormat<WFormat::kQ4_K>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ6_K:
-      return MatMulFormat<WFormat::kQ6_K>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    default:
-      OCULAR_CHECK(false, "HINT: quantized weights only");
-  }
+  ForQuantFormat(w.format, [&](auto f) {
+    MatMulFormat<decltype(f)::value>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
+  });
+}
+
+void MatMulQuantRowsVnni(const std::byte* act, int64_t row_bytes, int64_t M, int64_t K,
+                         const Matrix& w, int64_t n0, int64_t n1, float* out, int64_t ldo,
+                         float* scratch) {
+  ForQuantFormat(w.format, [&](auto f) {
+    RowsFormat<decltype(f)::value>(act, row_bytes, M, K, w, n0, n1, out, ldo, scratch);
+  });
 }
 
 }  // namespace ocular::cpu
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/target_pop.h"  // IWYU pragma: keep

@@ -31,6 +31,13 @@ bool QuantVnniSupported();
 // for every M (decode or prefill), tile and thread split. REQUIRES: QuantVnniSupported().
 void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                      int64_t n1, float* out, int64_t ldo, float* scratch);
+// The same on M activation rows already quantized (QuantizeActRowAvx2, row_bytes apart): the
+// kernel_table.h MatMulQuantRowsFn contract. Prefill quantizes its rows once per call for all
+// threads this way; each 16-row weight strip's panels then pass over every row, the running sums
+// in `out` staying in cache. Bit-identical to MatMulQuantVnni. REQUIRES: QuantVnniSupported().
+void MatMulQuantRowsVnni(const std::byte* act, int64_t row_bytes, int64_t M, int64_t K,
+                         const Matrix& w, int64_t n0, int64_t n1, float* out, int64_t ldo,
+                         float* scratch);
 
 // The vectorized activation quantizer of both kernels: byte-identical to quant::QuantizeActRow.
 // REQUIRES: AVX2/FMA/F16C.
@@ -42,16 +49,26 @@ void QuantizeActRowAvx2(WFormat f, const float* x, int64_t K, std::byte* dst);
 // dequantize strips of 24 weight rows into an f32 panel (the scratch) and run register tiles
 // over it. Each output sums in the same order on both paths, so a row's result depends neither
 // on M nor on the thread split. 256-bit (AVX2, FMA, F16C) and 512-bit (AVX-512 F/BW/VL) vectors.
-void MatMulQuantF32Avx2(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                        int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch);
+// quant_f32_avx2 (256-bit) and quant_f32_avx512 (512-bit) each define, from quant_f32_inl.h:
+//   MatMulQuantF32     the MatMulFn above;
+//   DequantizeRowSimd  the in-register dequantization written out (for tests): equal to
+//                      quant::DequantizeRow bit for bit. REQUIRES: a quantized format, cols a
+//                      multiple of its block.
+namespace quant_f32_avx2 {
+void MatMulQuantF32(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                    int64_t n1, float* out, int64_t ldo, float* scratch);
+void DequantizeRowSimd(WFormat f, const std::byte* row, int64_t cols, float* out);
+}  // namespace quant_f32_avx2
+namespace quant_f32_avx512 {
+void MatMulQuantF32(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
+                    int64_t n1, float* out, int64_t ldo, float* scratch);
+void DequantizeRowSimd(WFormat f, const std::byte* row, int64_t cols, float* out);
+}  // namespace quant_f32_avx512
+inline constexpr auto* MatMulQuantF32Avx2 = quant_f32_avx2::MatMulQuantF32;
+inline constexpr auto* MatMulQuantF32Avx512 = quant_f32_avx512::MatMulQuantF32;
+inline constexpr auto* DequantizeRowAvx2 = quant_f32_avx2::DequantizeRowSimd;
+inline constexpr auto* DequantizeRowAvx512 = quant_f32_avx512::DequantizeRowSimd;
 // Whether this CPU runs AVX512F/BW/VL (CPUID; the avx512 table it joins checks the OS state).
 bool QuantF32Avx512Supported();
-void MatMulQuantF32Avx512(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w,
-                          int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch);
-
-// The two variants' in-register dequantization, written out (for tests): equal to
-// quant::DequantizeRow bit for bit. REQUIRES: a quantized format, cols a multiple of its block.
-void DequantizeRowAvx2(WFormat f, const std::byte* row, int64_t cols, float* out);
-void DequantizeRowAvx512(WFormat f, const std::byte* row, int64_t cols, float* out);
 
 }  // namespace ocular::cpu

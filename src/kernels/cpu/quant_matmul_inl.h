@@ -28,12 +28,6 @@ inline float HSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-inline float LoadF16(const std::byte* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
 constexpr int kPrefetchBytes = 512;
 
 inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
@@ -330,18 +324,7 @@ void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matri
 
 void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                  int64_t n1, float* out, int64_t ldo, float* scratch) {
-  switch (w.format) {
-    case WFormat::kQ8_0:
-      return detail::MatMulFormat<WFormat::kQ8_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ4_0:
-      return detail::MatMulFormat<WFormat::kQ4_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ5_0:
-      return detail::MatMulFormat<WFormat::kQ5_0>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ4_K:
-      return detail::MatMulFormat<WFormat::kQ4_K>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    case WFormat::kQ6_K:
-      return detail::MatMulFormat<WFormat::kQ6_K>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
-    default:
-      OCULAR_CHECK(false, "HINT: quantized weights only");
-  }
+  ForQuantFormat(w.format, [&](auto f) {
+    detail::MatMulFormat<decltype(f)::value>(a, M, K, lda, w, n0, n1, out, ldo, scratch);
+  });
 }

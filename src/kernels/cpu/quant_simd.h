@@ -5,8 +5,17 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 namespace ocular::cpu {
+
+// The f16 at p (a block's scale) in f32.
+__attribute__((target("f16c"))) inline float LoadF16(const std::byte* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
 
 // Q4_K's eight 6-bit scales and eight mins (12 packed bytes at p; 16 readable) as bytes
 // sc[0..7], m[0..7] — quant::Q4KScaleMin (ggml's get_scale_min_k4) for all j at once:

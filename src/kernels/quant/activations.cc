@@ -11,37 +11,23 @@
 namespace ocular::quant {
 
 namespace {
-bool KFormat(WFormat f) { return f == WFormat::kQ4_K || f == WFormat::kQ6_K; }
-
 // Round half to even for |v| <= 2^22 through the 1.5·2^23 trick: two f32 additions, which
 // vectorize at any ISA level (std::nearbyint does not before SSE4.1).
 inline float RoundEven(float v) { return (v + 12582912.0f) - 12582912.0f; }
 }  // namespace
 
-int64_t ActBlock(WFormat f) { return KFormat(f) ? 256 : 32; }
-
 float ActScale(WFormat f, float amax) {
   if (!(amax > 0.0f)) return 0.0f;
   // ggml's block_q8_K: d = 1 / iscale, iscale = -127 / max (max the signed value of largest |x|;
   // the sign cancels against q's, so d·q is the same as with 127 / amax).
-  if (KFormat(f)) return 1.0f / (127.0f / amax);
+  if (ActBlock(f) == 256) return 1.0f / (127.0f / amax);
   return F16ToF32(F32ToF16(amax / 127.0f));  // ggml's block_q8_0: d in f16
 }
 
 int64_t ActRowBytes(WFormat f, int64_t K) {
   const int64_t blocks = K / ActBlock(f);
-  const int64_t bytes = K + 4 * blocks + (KFormat(f) ? 2 * (K / 16) : 4 * (K / 32));
+  const int64_t bytes = K + 4 * blocks + (ActBlock(f) == 256 ? 2 * (K / 16) : 4 * (K / 32));
   return (bytes + 63) / 64 * 64;
-}
-
-ActRow ActRowAt(WFormat f, const std::byte* p, int64_t K) {
-  ActRow r;
-  r.q = reinterpret_cast<const int8_t*>(p);
-  r.d = reinterpret_cast<const float*>(p + K);
-  const std::byte* sums = p + K + 4 * (K / ActBlock(f));
-  r.sum32 = KFormat(f) ? nullptr : reinterpret_cast<const int32_t*>(sums);
-  r.sum16 = KFormat(f) ? reinterpret_cast<const int16_t*>(sums) : nullptr;
-  return r;
 }
 
 void QuantizeActRow(WFormat f, const float* x, int64_t K, std::byte* dst) {
@@ -64,7 +50,7 @@ void QuantizeActRow(WFormat f, const float* x, int64_t K, std::byte* dst) {
       qb[i] = static_cast<int8_t>(static_cast<int>(RoundEven(v)));
     }
   }
-  if (KFormat(f)) {
+  if (ActBlock(f) == 256) {
     for (int64_t g = 0; g < K / 16; ++g) {
       int s = 0;
       for (int i = 0; i < 16; ++i) s += q[16 * g + i];

@@ -34,7 +34,7 @@ struct ActRow {
 };
 
 // Values per activation block for weights of format f: 32 (q8_0, q4_0, q5_0) or 256 (q4_k, q6_k).
-int64_t ActBlock(WFormat f);
+inline int64_t ActBlock(WFormat f) { return f == WFormat::kQ4_K || f == WFormat::kQ6_K ? 256 : 32; }
 // The scale d of an activation block whose largest |x| is amax >= 0: the f32 value of the f16
 // nearest amax / 127 for 32-value blocks (ggml's block_q8_0), 1 / (127 / amax) for 256-value
 // blocks (ggml's block_q8_K); 0 for amax == 0.
@@ -43,8 +43,14 @@ float ActScale(WFormat f, float amax);
 int64_t ActRowBytes(WFormat f, int64_t K);
 // Quantizes x[0, K) into dst (ActRowBytes(f, K) bytes). REQUIRES: K % ActBlock(f) == 0.
 void QuantizeActRow(WFormat f, const float* x, int64_t K, std::byte* dst);
-// The row written at `p` by QuantizeActRow.
-ActRow ActRowAt(WFormat f, const std::byte* p, int64_t K);
+// The row written at `p` by QuantizeActRow (inline: the kernels take it per register tile).
+inline ActRow ActRowAt(WFormat f, const std::byte* p, int64_t K) {
+  const bool k_format = ActBlock(f) == 256;
+  const std::byte* sums = p + K + 4 * (K / ActBlock(f));
+  return {reinterpret_cast<const int8_t*>(p), reinterpret_cast<const float*>(p + K),
+          k_format ? nullptr : reinterpret_cast<const int32_t*>(sums),
+          k_format ? reinterpret_cast<const int16_t*>(sums) : nullptr};
+}
 
 // The quantized matmuls' outer loop: quantizes rows of a[M, K] (row stride lda) with
 // `quantize` (QuantizeActRow or a vectorized twin that writes the same bytes) in chunks of at

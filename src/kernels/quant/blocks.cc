@@ -75,57 +75,53 @@ void QuantizeQ8_0(const float* x, int64_t blocks, BlockQ8_0* y) {
   }
 }
 
-// gguf-py Q4_0.quantize_blocks: d = max / -8 with max the signed value of largest magnitude
-// (first one on ties); q = trunc(f32(f64(x) * f64(1 / d) + 8.5)), clipped to 15. (gguf-py
-// evaluates x * id + 8.5 in double to emulate ggml's FMA-contracted C; we do the same.)
-void QuantizeQ4_0(const float* x, int64_t blocks, BlockQ4_0* y) {
-  for (int64_t b = 0; b < blocks; ++b, x += kQK8_0) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK8_0; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
+// gguf-py's Q4_0 / Q5_0 quantize_blocks, one block of 32: d = max / -(levels / 2) with max the
+// signed value of largest magnitude (first one on ties); q = trunc(f32(f64(x) * f64(1 / d) +
+// levels / 2 + 0.5)), clipped to levels - 1 (gguf-py evaluates x * id + offset in double to
+// emulate ggml's FMA-contracted C; we do the same). Returns d.
+float QuantizeSmallBlock(const float* x, int levels, uint8_t (&q)[kQK8_0]) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < kQK8_0; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
     }
-    const float d = max / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = F32ToF16(d);
-    uint8_t q[kQK8_0];
-    for (int j = 0; j < kQK8_0; ++j) {
-      const float v = static_cast<float>(static_cast<double>(x[j]) * static_cast<double>(id) + 8.5);
-      q[j] = static_cast<uint8_t>(v >= 15.0f ? 15 : v > 0.0f ? static_cast<int>(v) : 0);
-    }
-    for (int j = 0; j < kQK8_0 / 2; ++j) {
-      y[b].qs[j] = static_cast<uint8_t>(q[j] | (q[j + kQK8_0 / 2] << 4));
-    }
+  }
+  const float d = max / -static_cast<float>(levels / 2);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const double offset = levels / 2 + 0.5;
+  const float top = static_cast<float>(levels - 1);
+  for (int j = 0; j < kQK8_0; ++j) {
+    const float v =
+        static_cast<float>(static_cast<double>(x[j]) * static_cast<double>(id) + offset);
+    q[j] = static_cast<uint8_t>(v >= top ? levels - 1 : v > 0.0f ? static_cast<int>(v) : 0);
+  }
+  return d;
+}
+
+// Values j and j + 16 of the block as the low and high nibbles of byte j.
+void PackNibbles(const uint8_t (&q)[kQK8_0], uint8_t* qs) {
+  for (int j = 0; j < kQK8_0 / 2; ++j) {
+    qs[j] = static_cast<uint8_t>((q[j] & 0xF) | (q[j + kQK8_0 / 2] << 4));
   }
 }
 
-// gguf-py Q5_0.quantize_blocks: as Q4_0 with d = max / -16, q = trunc(f64 x·id + 16.5) clipped
-// to 31; low nibbles as Q4_0, bit 4 of value j in bit j of qh (little-endian).
+void QuantizeQ4_0(const float* x, int64_t blocks, BlockQ4_0* y) {
+  for (int64_t b = 0; b < blocks; ++b, x += kQK8_0) {
+    uint8_t q[kQK8_0];
+    y[b].d = F32ToF16(QuantizeSmallBlock(x, 16, q));
+    PackNibbles(q, y[b].qs);
+  }
+}
+
+// Q5_0: levels 32; low nibbles as Q4_0, bit 4 of value j in bit j of qh (little-endian).
 void QuantizeQ5_0(const float* x, int64_t blocks, BlockQ5_0* y) {
   for (int64_t b = 0; b < blocks; ++b, x += kQK8_0) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kQK8_0; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -16.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = F32ToF16(d);
     uint8_t q[kQK8_0];
+    y[b].d = F32ToF16(QuantizeSmallBlock(x, 32, q));
     uint32_t qh = 0;
-    for (int j = 0; j < kQK8_0; ++j) {
-      const float v =
-          static_cast<float>(static_cast<double>(x[j]) * static_cast<double>(id) + 16.5);
-      q[j] = static_cast<uint8_t>(v >= 31.0f ? 31 : v > 0.0f ? static_cast<int>(v) : 0);
-      qh |= static_cast<uint32_t>(q[j] >> 4) << j;
-    }
-    for (int j = 0; j < kQK8_0 / 2; ++j) {
-      y[b].qs[j] = static_cast<uint8_t>((q[j] & 0xF) | (q[j + kQK8_0 / 2] << 4));
-    }
+    for (int j = 0; j < kQK8_0; ++j) qh |= static_cast<uint32_t>(q[j] >> 4) << j;
+    PackNibbles(q, y[b].qs);
     std::memcpy(y[b].qh, &qh, 4);
   }
 }
@@ -439,6 +435,31 @@ void DecodeBlocks(void (*dequantize)(const Block*, int64_t, float*), const std::
   }
 }
 
+// fn(codec) with the block format f's quantizer and dequantizer (one block each: rows are only
+// byte-aligned, so blocks are copied in and out).
+template <typename Block>
+struct Codec {
+  void (*quantize)(const float*, int64_t, Block*);
+  void (*dequantize)(const Block*, int64_t, float*);
+};
+template <class Fn>
+void WithCodec(WFormat f, const Fn& fn) {
+  switch (f) {
+    case WFormat::kQ8_0:
+      return fn(Codec<BlockQ8_0>{QuantizeQ8_0, DequantizeQ8_0});
+    case WFormat::kQ4_0:
+      return fn(Codec<BlockQ4_0>{QuantizeQ4_0, DequantizeQ4_0});
+    case WFormat::kQ5_0:
+      return fn(Codec<BlockQ5_0>{QuantizeQ5_0, DequantizeQ5_0});
+    case WFormat::kQ4_K:
+      return fn(Codec<BlockQ4_K>{QuantizeQ4_K, DequantizeQ4_K});
+    case WFormat::kQ6_K:
+      return fn(Codec<BlockQ6_K>{QuantizeQ6_K, DequantizeQ6_K});
+    default:
+      OCULAR_CHECK(false, "HINT: a block format");
+  }
+}
+
 }  // namespace
 
 void QuantizeRow(WFormat f, const float* x, int64_t cols, std::byte* out) {
@@ -461,16 +482,8 @@ void QuantizeRow(WFormat f, const float* x, int64_t cols, std::byte* out) {
         std::memcpy(out + 2 * i, &h, 2);
       }
       return;
-    case WFormat::kQ8_0:
-      return EncodeBlocks(QuantizeQ8_0, x, blocks, bv, out);
-    case WFormat::kQ4_0:
-      return EncodeBlocks(QuantizeQ4_0, x, blocks, bv, out);
-    case WFormat::kQ5_0:
-      return EncodeBlocks(QuantizeQ5_0, x, blocks, bv, out);
-    case WFormat::kQ4_K:
-      return EncodeBlocks(QuantizeQ4_K, x, blocks, bv, out);
-    case WFormat::kQ6_K:
-      return EncodeBlocks(QuantizeQ6_K, x, blocks, bv, out);
+    default:
+      return WithCodec(f, [&](const auto& c) { EncodeBlocks(c.quantize, x, blocks, bv, out); });
   }
 }
 
@@ -490,16 +503,8 @@ void DequantizeRow(WFormat f, const std::byte* row, int64_t cols, float* out) {
         out[i] = f == WFormat::kBF16 ? BF16ToF32(h) : F16ToF32(h);
       }
       return;
-    case WFormat::kQ8_0:
-      return DecodeBlocks(DequantizeQ8_0, row, blocks, bv, out);
-    case WFormat::kQ4_0:
-      return DecodeBlocks(DequantizeQ4_0, row, blocks, bv, out);
-    case WFormat::kQ5_0:
-      return DecodeBlocks(DequantizeQ5_0, row, blocks, bv, out);
-    case WFormat::kQ4_K:
-      return DecodeBlocks(DequantizeQ4_K, row, blocks, bv, out);
-    case WFormat::kQ6_K:
-      return DecodeBlocks(DequantizeQ6_K, row, blocks, bv, out);
+    default:
+      return WithCodec(f, [&](const auto& c) { DecodeBlocks(c.dequantize, row, blocks, bv, out); });
   }
 }
 

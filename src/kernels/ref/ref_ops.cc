@@ -256,33 +256,24 @@ void ToF32(const void* data, DType dtype, int64_t n, float* out) {
 }
 
 const kernels::KernelTable& Table() {
-  static const kernels::KernelTable table = {
-      "scalar",
-      {MatMulBlock, MatMulBlock, MatMulBlock, MatMulQuant, MatMulQuant, MatMulQuant, MatMulQuant,
-       MatMulQuant},
-      {RowToF32, RowToF32, RowToF32, RowToF32Quant, RowToF32Quant, RowToF32Quant, RowToF32Quant,
-       RowToF32Quant},
-      {nullptr, nullptr, nullptr, MatMulQuantF32, MatMulQuantF32, MatMulQuantF32, MatMulQuantF32,
-       MatMulQuantF32},
-      nullptr,
-      RmsNorm,
-      LayerNorm,
-      GeluTanh,
-      GeluErf,
-      Mul,
-      Add,
-      Scale,
-      SoftCap,
-      RoundBF16,
-      RopeRow,
-      RopeRowBF16,
-      AttentionItems,
-      ToF32,
-      nullptr,  // pack_bf16, gemm_bf16, attention_dot_items, matmul_bf16_rows: no scalar bf16
-      nullptr,  // dot products
-      nullptr,
-      nullptr,
-  };
+  // Set by name (the Highway tables list the same functions by position). No scalar bf16 dot
+  // products (matmul_bf16_dot, pack_bf16, gemm_bf16, attention_dot_items, matmul_bf16_rows),
+  // and MatMulQuant quantizes its own rows (quantize_act_row, matmul_quant_rows): null.
+  static const kernels::KernelTable table = [] {
+    kernels::KernelTable t{};
+    t.name = "scalar";
+    for (int f = 0; f < kNumWFormats; ++f) {
+      const bool quantized = WFormatBlockValues(static_cast<WFormat>(f)) > 1;
+      t.matmul[f] = quantized ? MatMulQuant : MatMulBlock;
+      t.row_to_f32[f] = quantized ? RowToF32Quant : RowToF32;
+      t.matmul_f32_act[f] = quantized ? MatMulQuantF32 : nullptr;
+    }
+    t.rms_norm = RmsNorm, t.layer_norm = LayerNorm, t.gelu_tanh = GeluTanh;
+    t.gelu_erf = GeluErf, t.mul = Mul, t.add = Add, t.scale = Scale, t.soft_cap = SoftCap;
+    t.round_bf16 = RoundBF16, t.rope_row = RopeRow, t.rope_row_bf16 = RopeRowBF16;
+    t.attention_items = AttentionItems, t.to_f32 = ToF32;
+    return t;
+  }();
   return table;
 }
 

@@ -29,50 +29,40 @@ Block BlockAt(const std::byte* row, int64_t b) {
   return blk;
 }
 
-double DotQ8_0(const std::byte* w, const quant::ActRow& a, int64_t K) {
+// Σ over the row's blocks of `block_sum(block b, b)`, in double, in block order.
+template <class Block, int kValues, class Fn>
+double SumBlocks(const std::byte* w, int64_t K, const Fn& block_sum) {
   double sum = 0.0;
-  for (int64_t b = 0; b < K / 32; ++b) {
-    const auto blk = BlockAt<quant::BlockQ8_0>(w, b);
+  for (int64_t b = 0; b < K / kValues; ++b) sum += block_sum(BlockAt<Block>(w, b), b);
+  return sum;
+}
+
+double DotQ8_0(const std::byte* w, const quant::ActRow& a, int64_t K) {
+  return SumBlocks<quant::BlockQ8_0, 32>(w, K, [&](const quant::BlockQ8_0& blk, int64_t b) {
     int32_t s = 0;
     for (int i = 0; i < 32; ++i) s += blk.qs[i] * a.q[32 * b + i];
-    sum += static_cast<double>(F16ToF32(blk.d)) * a.d[b] * s;
-  }
-  return sum;
+    return static_cast<double>(F16ToF32(blk.d)) * a.d[b] * s;
+  });
 }
 
-double DotQ4_0(const std::byte* w, const quant::ActRow& a, int64_t K) {
-  double sum = 0.0;
-  for (int64_t b = 0; b < K / 32; ++b) {
-    const auto blk = BlockAt<quant::BlockQ4_0>(w, b);
-    const int8_t* q = a.q + 32 * b;
-    int32_t s = 0;
-    for (int i = 0; i < 16; ++i) s += (blk.qs[i] & 0xF) * q[i] + (blk.qs[i] >> 4) * q[i + 16];
-    sum += static_cast<double>(F16ToF32(blk.d)) * a.d[b] * (s - 8 * a.sum32[b]);
-  }
-  return sum;
-}
-
-double DotQ5_0(const std::byte* w, const quant::ActRow& a, int64_t K) {
-  double sum = 0.0;
-  for (int64_t b = 0; b < K / 32; ++b) {
-    const auto blk = BlockAt<quant::BlockQ5_0>(w, b);
-    uint32_t qh;
-    std::memcpy(&qh, blk.qh, 4);
+// Q4_0 (kOffset 8: the raw nibble) and Q5_0 (16: the nibble | the fifth bit << 4).
+template <class Block, int kOffset>
+double DotSmall(const std::byte* w, const quant::ActRow& a, int64_t K) {
+  return SumBlocks<Block, 32>(w, K, [&](const Block& blk, int64_t b) {
+    uint32_t qh = 0;
+    if constexpr (kOffset == 16) std::memcpy(&qh, blk.qh, 4);
     const int8_t* q = a.q + 32 * b;
     int32_t s = 0;
     for (int i = 0; i < 16; ++i) {
       s += ((blk.qs[i] & 0xF) | static_cast<int>(((qh >> i) & 1) << 4)) * q[i] +
            ((blk.qs[i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1) << 4)) * q[i + 16];
     }
-    sum += static_cast<double>(F16ToF32(blk.d)) * a.d[b] * (s - 16 * a.sum32[b]);
-  }
-  return sum;
+    return static_cast<double>(F16ToF32(blk.d)) * a.d[b] * (s - kOffset * a.sum32[b]);
+  });
 }
 
 double DotQ4_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
-  double sum = 0.0;
-  for (int64_t b = 0; b < K / 256; ++b) {
-    const auto blk = BlockAt<quant::BlockQ4_K>(w, b);
+  return SumBlocks<quant::BlockQ4_K, 256>(w, K, [&](const quant::BlockQ4_K& blk, int64_t b) {
     const int8_t* q = a.q + 256 * b;
     const int16_t* s16 = a.sum16 + 16 * b;
     int32_t isum = 0, msum = 0;
@@ -86,16 +76,13 @@ double DotQ4_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
       isum += sc * s;
       msum += m * (s16[2 * j] + s16[2 * j + 1]);
     }
-    sum += static_cast<double>(a.d[b]) * (static_cast<double>(F16ToF32(blk.d)) * isum -
+    return static_cast<double>(a.d[b]) * (static_cast<double>(F16ToF32(blk.d)) * isum -
                                           static_cast<double>(F16ToF32(blk.dmin)) * msum);
-  }
-  return sum;
+  });
 }
 
 double DotQ6_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
-  double sum = 0.0;
-  for (int64_t b = 0; b < K / 256; ++b) {
-    const auto blk = BlockAt<quant::BlockQ6_K>(w, b);
+  return SumBlocks<quant::BlockQ6_K, 256>(w, K, [&](const quant::BlockQ6_K& blk, int64_t b) {
     const int8_t* q = a.q + 256 * b;
     int32_t isum = 0;
     for (int g = 0; g < 16; ++g) {
@@ -108,9 +95,8 @@ double DotQ6_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
       }
       isum += blk.scales[g] * (s - 32 * a.sum16[16 * b + g]);
     }
-    sum += static_cast<double>(a.d[b]) * static_cast<double>(F16ToF32(blk.d)) * isum;
-  }
-  return sum;
+    return static_cast<double>(a.d[b]) * static_cast<double>(F16ToF32(blk.d)) * isum;
+  });
 }
 
 }  // namespace
@@ -118,12 +104,13 @@ double DotQ6_K(const std::byte* w, const quant::ActRow& a, int64_t K) {
 void MatMulQuant(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,
                  int64_t n1, float* out, int64_t ldo, float* scratch) {
   const WFormat f = w.format;
-  double (*dot)(const std::byte*, const quant::ActRow&, int64_t) = f == WFormat::kQ8_0   ? DotQ8_0
-                                                                   : f == WFormat::kQ4_0 ? DotQ4_0
-                                                                   : f == WFormat::kQ5_0 ? DotQ5_0
-                                                                   : f == WFormat::kQ4_K ? DotQ4_K
-                                                                   : f == WFormat::kQ6_K ? DotQ6_K
-                                                                                         : nullptr;
+  double (*dot)(const std::byte*, const quant::ActRow&, int64_t) =
+      f == WFormat::kQ8_0   ? DotQ8_0
+      : f == WFormat::kQ4_0 ? DotSmall<quant::BlockQ4_0, 8>
+      : f == WFormat::kQ5_0 ? DotSmall<quant::BlockQ5_0, 16>
+      : f == WFormat::kQ4_K ? DotQ4_K
+      : f == WFormat::kQ6_K ? DotQ6_K
+                            : nullptr;
   OCULAR_CHECK(dot != nullptr, "HINT: MatMulQuant takes q8_0, q4_0, q5_0, q4_k or q6_k weights");
   quant::ForEachActChunk(f, a, M, K, lda, reinterpret_cast<std::byte*>(scratch),
                          kernels::MatMulScratchFloats(K) * 4, quant::QuantizeActRow,
