@@ -5,7 +5,8 @@
 #   - end within $TIMEOUT seconds (no hang),
 #   - not abort (no "terminate called", no signal, no sanitizer report),
 #   - exit with its documented code (README: 2 bad argument / undecodable input, 3 not found or
-#     unreadable, 4 corrupt file, 5 unsupported, 6 over a limit; diff: 1 or 2),
+#     unreadable, 4 corrupt file, 5 unsupported, 6 over a limit; diff: 1 over tolerance, 2 no
+#     tap in common),
 #   - print a message naming the file, field or flag (a pattern checked on stderr).
 # Controls (class "accepted") check that valid but unusual inputs still work (exit 0).
 # Cases are built at run time from the tiny checkpoint testdata/tiny/pg2 (linked, not copied)
@@ -295,7 +296,8 @@ opt bench_prompt_tokens_zero 2 '--prompt-tokens' bench -m "$BASE" --prompt-token
 opt bench_roofline_nan 2 '--roofline-gbs' bench -m "$BASE" --roofline-gbs nan
 opt eval_limit_negative 2 '--limit' eval -m "$BASE" --set x.jsonl --images . --limit -1
 opt diff_tol_nan 2 '--tol' diff testdata/golden/pg1/photo_caption.safetensors testdata/golden/pg1/photo_caption.safetensors --tol nan
-opt diff_no_common_taps "1|2" 'no tap in common' diff testdata/images/expected.safetensors testdata/golden/pg1/photo_caption.safetensors
+opt diff_no_common_taps 2 'no tap in common' diff testdata/images/expected.safetensors testdata/golden/pg1/photo_caption.safetensors
+opt diff_over_tolerance 1 '' diff testdata/golden/pg1/photo_caption.safetensors testdata/golden/pg1/photo_detect.safetensors
 opt diff_not_safetensors 4 'photo.png: not a safetensors file: it is a PNG image' diff "$IMG" testdata/golden/pg1/photo_caption.safetensors
 # The audit's cases (issue 33): each ends with its documented code and says what is wrong.
 opt unknown_command 2 "unknown command 'bogus'" bogus
