@@ -41,11 +41,12 @@ FUZZ_TARGETS := image_decode_fuzz tokenizer_json_fuzz tokenizer_model_fuzz safet
 fuzz: fuzz-build
 	@scripts/fuzz build-fuzz $(FUZZ_RUNS)
 
-# Deeper fuzzing (not CI): every target for FUZZ_SECONDS, the corpus kept in fuzz-corpus/
-# between runs and the executions counted in fuzz-corpus/execs.tsv (docs/testing.md).
+# Deeper fuzzing (not CI): every target (or FUZZ_ONLY=a,b) for FUZZ_SECONDS at nice 19, from
+# the committed corpus fuzz/corpus/ (new coverage merged back into it) and the working corpus
+# fuzz-corpus/; the executions counted in the committed ledger fuzz/execs.tsv (docs/testing.md).
 FUZZ_SECONDS ?= 300
 fuzz-deep: fuzz-build
-	@scripts/fuzz build-fuzz --seconds $(FUZZ_SECONDS) --corpus fuzz-corpus
+	@scripts/fuzz build-fuzz --seconds $(FUZZ_SECONDS) --corpus fuzz-corpus $(if $(FUZZ_ONLY),--targets $(FUZZ_ONLY))
 
 fuzz-build:
 	@scripts/setup --fuzz

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 
 #include "core/check.h"
 
@@ -14,7 +15,12 @@ void Arena::Reserve(size_t capacity_bytes) {
   const size_t bytes = Rounded(capacity_bytes);
   if (bytes <= capacity_) return;
   buffer_.reset(bytes > 0 ? std::aligned_alloc(kAlign, bytes) : nullptr);
-  OCULAR_CHECK(bytes == 0 || buffer_ != nullptr, "HINT: out of memory planning the workspace");
+  if (bytes > 0 && buffer_ == nullptr) {
+    // Out of memory, as operator new reports it (std::vector's growth throws the same), so
+    // that Engine::Load can name it (exit 6) instead of aborting; the arena stays empty.
+    capacity_ = 0;
+    throw std::bad_alloc();
+  }
   capacity_ = bytes;
 }
 

@@ -132,6 +132,16 @@ StatusOr<nlohmann::json> ParseJson(std::string_view text, const std::string& sou
     if (const size_t colon = reason.find(": "); colon != std::string::npos) {
       reason = reason.substr(colon + 2);
     }
+    // nlohmann quotes the whole token read so far ("last read: '...'"), which can be as long
+    // as the file (a string never closed): keep its last 40 bytes (found by config_json_fuzz:
+    // an 864-byte config.json gave a 1,200-byte message).
+    constexpr std::string_view kLastRead = "last read: '";
+    if (const size_t a = reason.find(kLastRead); a != std::string::npos) {
+      const size_t begin = a + kLastRead.size();
+      size_t end = reason.rfind("'; expected ");
+      if (end == std::string::npos || end < begin) end = reason.size() - 1;
+      if (end > begin && end - begin > 40) reason.replace(begin, end - begin - 40, "...");
+    }
     return Error(StatusCode::kDataLoss, component, source, ": invalid JSON at ",
                  TextPosition(text, offset), ": ", reason);
   } catch (const nlohmann::json::exception& e) {

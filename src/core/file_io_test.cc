@@ -117,6 +117,19 @@ TEST(ParseJsonTest, ErrorsCarryLineAndColumn) {
   EXPECT_EQ(m.find("json.exception"), std::string::npos) << m;
 }
 
+// A string that never closes: nlohmann quotes the whole token read; the message keeps only
+// its end (config_json_fuzz found a 1,200-byte message from an 864-byte config.json).
+TEST(ParseJsonTest, LongTokensAreCutInMessages) {
+  for (const std::string& text :
+       {"{\"" + std::string(5000, 'x') + "\xff\"}", "{\"" + std::string(5000, 'z')}) {
+    auto j = ParseJson(text, "cfg.json", "config");
+    ASSERT_FALSE(j.ok());
+    const std::string& m = j.status().message();
+    EXPECT_LT(m.size(), 300u) << m;
+    EXPECT_NE(m.find("last read: '..."), std::string::npos) << m;
+  }
+}
+
 TEST(ParseJsonTest, TruncatedAndEmpty) {
   EXPECT_EQ(ParseJson("", "x", "config").status().code(), StatusCode::kDataLoss);
   auto j = ParseJson("{\"a\": [1, 2", "x", "config");

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <system_error>
 
 #include "core/enum_names.h"
@@ -340,6 +341,12 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const Eng
     // itself runs with fewer: ThreadPool's warning).
     return Error(StatusCode::kResourceExhausted, "engine", "cannot start a thread (", e.what(),
                  "); HINT: lower --threads or OCULAR_THREADS");
+  } catch (const std::bad_alloc&) {
+    // The workspace or the KV pool did not fit in the memory the process may use (e.g. an
+    // address-space limit already taken by many threads' stacks).
+    return Error(StatusCode::kResourceExhausted, "engine",
+                 "out of memory planning the workspace; HINT: lower --threads or OCULAR_THREADS, "
+                 "or raise the memory limit");
   }
 }
 

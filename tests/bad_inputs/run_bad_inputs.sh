@@ -5,7 +5,8 @@
 #   - end within $TIMEOUT seconds (no hang),
 #   - not abort (no "terminate called", no signal, no sanitizer report),
 #   - exit with its documented code (README: 2 bad argument / undecodable input, 3 not found or
-#     unreadable, 4 corrupt file, 5 unsupported, 6 over a limit; diff: 1 or 2),
+#     unreadable, 4 corrupt file, 5 unsupported, 6 over a limit; diff: 1 over tolerance, 2 no
+#     tap in common),
 #   - print a message naming the file, field or flag (a pattern checked on stderr).
 # Controls (class "accepted") check that valid but unusual inputs still work (exit 0).
 # Cases are built at run time from the tiny checkpoint testdata/tiny/pg2 (linked, not copied)
@@ -22,12 +23,13 @@ IMG=$ROOT/testdata/golden/inputs/photo.png
 
 fails=0
 declare -A n_class ok_class
+WRAP=()  # a command the binary runs under (e.g. a resource limit), usually none
 
 # expect CLASS NAME RC PATTERN -- ARGS...: runs ocular ARGS and checks the outcome.
 expect() {
   local class=$1 name=$2 want=$3 pattern=$4
   shift 5
-  timeout -k 5 "$TIMEOUT" "$OCULAR" "$@" </dev/null >"$TMP/out" 2>"$TMP/err"
+  timeout -k 5 "$TIMEOUT" "${WRAP[@]}" "$OCULAR" "$@" </dev/null >"$TMP/out" 2>"$TMP/err"
   local rc=$? why=""
   if [[ $rc == 124 || $rc == 137 ]]; then
     why="hang (no exit within ${TIMEOUT}s)"
@@ -259,6 +261,9 @@ img bmp_rle_truncated 4 'rle_short.bmp: truncated BMP: the RLE data ends' "$TMP/
 img bmp_7_bits 4 'bits7.bmp: BMP with 7 bits per pixel' "$TMP/bits7.bmp"
 { bmp 4 4 8 0 70000; head -c 64 /dev/zero; } >"$TMP/palette_huge.bmp"
 img bmp_palette_too_big 4 'palette_huge.bmp: BMP palette size 70000' "$TMP/palette_huge.bmp"
+# Height -2147483647: negative (top-down) without the 0xFF top byte; named as written.
+{ bmp 2 -2147483647 24 0 0; head -c 64 /dev/zero; } >"$TMP/neg_height.bmp"
+img bmp_height_int_min 6 'neg_height.bmp: BMP header declares a height of -2147483647' "$TMP/neg_height.bmp"
 printf 'GIF89a\xff\xff\xff\xff\x00\x00\x00' >"$TMP/huge.gif"
 img huge_gif_screen 6 'huge.gif.*65535x65535.*--max-pixels' "$TMP/huge.gif"
 
@@ -291,8 +296,28 @@ opt bench_prompt_tokens_zero 2 '--prompt-tokens' bench -m "$BASE" --prompt-token
 opt bench_roofline_nan 2 '--roofline-gbs' bench -m "$BASE" --roofline-gbs nan
 opt eval_limit_negative 2 '--limit' eval -m "$BASE" --set x.jsonl --images . --limit -1
 opt diff_tol_nan 2 '--tol' diff testdata/golden/pg1/photo_caption.safetensors testdata/golden/pg1/photo_caption.safetensors --tol nan
-opt diff_no_common_taps "1|2" 'no tap in common' diff testdata/images/expected.safetensors testdata/golden/pg1/photo_caption.safetensors
-opt diff_not_safetensors 4 'photo.png' diff "$IMG" testdata/golden/pg1/photo_caption.safetensors
+opt diff_no_common_taps 2 'no tap in common' diff testdata/images/expected.safetensors testdata/golden/pg1/photo_caption.safetensors
+opt diff_over_tolerance 1 '' diff testdata/golden/pg1/photo_caption.safetensors testdata/golden/pg1/photo_detect.safetensors
+opt diff_not_safetensors 4 'photo.png: not a safetensors file: it is a PNG image' diff "$IMG" testdata/golden/pg1/photo_caption.safetensors
+# The audit's cases (issue 33): each ends with its documented code and says what is wrong.
+opt unknown_command 2 "unknown command 'bogus'" bogus
+opt threads_abc 2 '--threads: Value abc is not an integer' "${R[@]}" --threads abc
+opt seed_negative 2 '--seed' "${R[@]}" --seed -1
+opt seed_2e64 2 '--seed' "${R[@]}" --seed 2e64
+opt seed_over_64_bits 2 '--seed' "${R[@]}" --seed 18446744073709551616
+echo '{"id":0,"image":"a.png","width":5,"height":5,"kind":"ocr","prefix":"p","suffix":"s"}' >"$TMP/kind.jsonl"
+opt eval_unknown_kind 4 "unknown kind 'ocr'" eval -m "$BASE" --set "$TMP/kind.jsonl" --images "$TMP"
+# Threads the OS refuses (the address space capped, so thread stacks cannot be mapped; a
+# resource limit that binds root too): the pool runs with the workers it got (a warning) or
+# the engine names the refusal (6); never an abort.
+# (Not under AddressSanitizer, whose shadow memory needs far more address space.)
+if ! grep -qa __asan_init "$OCULAR"; then
+  # shellcheck disable=SC2016
+  WRAP=(bash -c 'ulimit -v 2000000 && exec "$0" "$@"')
+  opt threads_refused_run "0|6" 'could only start .* of 1000 threads|cannot start a thread' "${R[@]}" --max-tokens 2 --threads 1000
+  opt threads_refused_bench "0|6" 'could only start .* of 1000 threads|cannot start a thread' bench -m "$BASE" --threads 1000 --prompt-tokens 4 --decode-tokens 2
+  WRAP=()
+fi
 # trace -o must never overwrite what it reads.
 # A real copy (no links into testdata/): if a check failed, only the copy would be damaged.
 d=$TMP/models/trace_target
@@ -391,6 +416,7 @@ ok_run png_exif_rotate '"output_ids"' run -m "$BASE" -i "$E/exif6.png" -p "capti
 ok_run webp_exif_rotate '"output_ids"' run -m "$BASE" -i "$E/exif8.webp" -p "caption en" --max-tokens 2 --json --exif-rotate
 ok_run threads_max '"output_ids"' run -m "$BASE" -i "$IMG" -p "caption en" --max-tokens 2 --json --threads 1024
 ok_run gguf_q8_0 '"output_ids"' run -m "$GGUF" -i "$IMG" -p "caption en" --max-tokens 2 --json
+ok_run gguf_weight_dtype '"weight_dtype":"quantized"' run -m "$GGUF" -i "$IMG" -p "caption en" --max-tokens 2 --json
 ok_run help_shows_defaults 'max-tokens INT:INT in \[0 - 1048576\]=64' run --help
 ok_run help_lists_environment 'OCULAR_THREADS' --help
 ok_run tokenize_has_no_image_options '^Options:' tokenize --help

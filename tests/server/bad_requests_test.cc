@@ -123,6 +123,7 @@ std::vector<BadCase> Corpus() {
   for (int i = 0; i < 3; ++i) {
     many_images += R"(,{"type":"image_url","image_url":{"url":")" + url + R"("}})";
   }
+  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kKey}};
   std::string long_prompt;
   for (int i = 0; i < 400; ++i) long_prompt += "word ";
 
@@ -252,6 +253,17 @@ std::vector<BadCase> Corpus() {
       {"file missing", ChatBody("x", "file://" + root + "/nope.png"), 400, img},
       {"file directory", ChatBody("x", "file://" + root), 400, img},
       {"file not image", ChatBody("x", "file:///proc/self/environ"), 400, img},
+      // The audit's cases (issue 33): schemes in any case are the same schemes; escapes in
+      // file:// URLs are decoded before the containment check, and bad escapes are refused.
+      {"uppercase http url", ChatBody("x", "HTTP://example.com/cat.png"), 400,
+       "remote_url_refused"},
+      {"mixed-case https url", ChatBody("x", "hTTpS://example.com/cat.png"), 400,
+       "remote_url_refused"},
+      {"uppercase file url outside", ChatBody("x", "FILE:///etc/passwd"), 400, img},
+      {"file url escaped outside", ChatBody("x", "file://%2Fetc%2Fpasswd"), 400, img},
+      {"file url nul escape", ChatBody("x", "file://" + root + "/photo.png%00.txt"), 400, img},
+      {"file url malformed escape", ChatBody("x", "file://" + root + "/%zz.png"), 400, img},
+      {"file url truncated escape", ChatBody("x", "file://" + root + "/photo.png%2"), 400, img},
       // Prompt limits.
       {"prompt over token limit", ChatBody(long_prompt, ""), 400, "context_length_exceeded"},
       {"prompt over byte limit", ChatBody(std::string(70000, 'a'), ""), 400,
@@ -279,6 +291,17 @@ std::vector<BadCase> Corpus() {
        "invalid_api_key",
        {{"Authorization", "Basic " + Base64(std::string("u:") + kKey)}}},
       {"empty bearer", ChatBody("x", ""), 401, "invalid_api_key", {{"Authorization", "Bearer "}}},
+      {"lowercase bearer wrong key",
+       ChatBody("x", ""),
+       401,
+       "invalid_api_key",
+       {{"Authorization", "bearer sk-wrong"}}},
+      // Bodies a browser can send without a preflight never reach the parser.
+      {"text/plain body", ChatBody("x", ""), 415, "unsupported_media_type", auth, "text/plain"},
+      {"form body", ChatBody("x", ""), 415, "unsupported_media_type", auth,
+       "application/x-www-form-urlencoded"},
+      {"multipart body", ChatBody("x", ""), 415, "unsupported_media_type", auth,
+       "multipart/form-data; boundary=x"},
   };
   return c;
 }

@@ -18,6 +18,8 @@ for --duration seconds runs, together:
 Checks: no 5xx, no lost answer (every request that was not dropped on purpose gets its
 complete, correct answer; every hostile request its expected status), and the RSS after the
 run back within 10 % of the settled value. Exit status 1 when a check fails.
+Prints the requests by kind, the latency of complete answers (whole answer; time to first text
+for streams), the RSS (warm-up, settled, peak during the run, after) and the machine's load.
 """
 import argparse
 import http.client
@@ -112,7 +114,8 @@ def main():
     failures = []
     lock = threading.Lock()
     stats = {"codes": {}, "done": 0, "dropped": 0, "lost": [], "mismatch": [], "hostile": {},
-             "hostile_bad": [], "slow_reopened": 0}
+             "hostile_bad": [], "slow_reopened": 0, "kinds": {}, "latency": [], "ttft": [],
+             "hostile_ms": {}}
     try:
         reqs = load_test.mix()
         expected = {}
@@ -132,22 +135,29 @@ def main():
                 key, messages = rng.choice(reqs)
                 stream = rng.random() < 0.7
                 drop = stream and rng.random() < 0.1
+                kind = ("stream, dropped" if drop else "stream") if stream else "non-streaming"
+                t0 = time.monotonic()
                 try:
-                    status, answer, _, _, gone = load_test.chat(
+                    status, answer, ttft, _, gone = load_test.chat(
                         "127.0.0.1", port, messages, a.max_tokens, stream=stream, disconnect=drop,
                         timeout=120)
                 except (OSError, http.client.HTTPException) as e:
                     with lock:
                         stats["lost"].append(f"{key}: {type(e).__name__}: {e}")
                     continue
+                elapsed = time.monotonic() - t0
                 with lock:
                     stats["codes"][status] = stats["codes"].get(status, 0) + 1
+                    stats["kinds"][kind] = stats["kinds"].get(kind, 0) + 1
                     if gone:
                         stats["dropped"] += 1
                     elif status != 200:
                         stats["lost"].append(f"{key}: HTTP {status} {answer[:200]}")
                     else:
                         stats["done"] += 1
+                        stats["latency"].append(elapsed)
+                        if ttft is not None:
+                            stats["ttft"].append(ttft)
                         if answer != expected[key]:
                             stats["mismatch"].append((key, answer, expected[key]))
 
@@ -156,7 +166,9 @@ def main():
             while time.monotonic() < until and not stop.is_set():
                 name, data, want, answer = hostile[k % len(hostile)]
                 k += 1
+                t0 = time.monotonic()
                 got = raw(port, data, wait=60)
+                elapsed = time.monotonic() - t0
                 status = int(got[9:12]) if got.startswith(b"HTTP/1.1 ") else 0
                 ok = status == want
                 if ok and answer is not None:
@@ -168,6 +180,7 @@ def main():
                 with lock:
                     stats["codes"][status] = stats["codes"].get(status, 0) + 1
                     stats["hostile"][name] = stats["hostile"].get(name, 0) + 1
+                    stats["hostile_ms"].setdefault(name, []).append(elapsed)
                     if not ok:
                         stats["hostile_bad"].append(f"{name}: got {got[:120]!r}")
                 time.sleep(0.2)
@@ -194,11 +207,19 @@ def main():
                 if s is not None:
                     s.close()
 
+        rss_peak = [0]
+
+        def sample_rss(until):
+            while time.monotonic() < until and not stop.is_set():
+                rss_peak[0] = max(rss_peak[0], load_test.rss_kib(server.proc.pid))
+                time.sleep(0.5)
+
         def phase(seconds):
             until = time.monotonic() + seconds
             threads = [threading.Thread(target=client, args=(i, until)) for i in range(a.clients)]
             threads += [threading.Thread(target=attacker, args=(until,)),
-                        threading.Thread(target=slow_sockets, args=(until,))]
+                        threading.Thread(target=slow_sockets, args=(until,)),
+                        threading.Thread(target=sample_rss, args=(until,))]
             for t in threads:
                 t.start()
             for t in threads:
@@ -208,9 +229,14 @@ def main():
 
         rss_start = load_test.rss_kib(server.proc.pid)
         rss_settled = phase(a.settle)
+        for k in ("kinds", "latency", "ttft", "hostile", "hostile_ms"):  # count the run only
+            stats[k] = type(stats[k])()
+        rss_peak[0] = 0
+        load_before = os.getloadavg()
         t0 = time.monotonic()
         rss_end = phase(a.duration)
         elapsed = time.monotonic() - t0
+        load_after = os.getloadavg()
         n5xx = sum(n for c, n in stats["codes"].items() if c >= 500)
         print(f"soak: {a.settle:.0f} s to settle + {elapsed:.0f} s, {a.clients} clients, "
               f"{a.slow} slow sockets ({stats['slow_reopened']} opened in all), HTTP codes "
@@ -218,9 +244,22 @@ def main():
         print(f"answers: {stats['done']} complete and correct, {stats['dropped']} dropped on "
               f"purpose, {len(stats['lost'])} lost, {len(stats['mismatch'])} wrong; hostile "
               f"requests {stats['hostile']}, {len(stats['hostile_bad'])} unexpected")
+        print(f"requests of the run by kind: {dict(sorted(stats['kinds'].items()))}, hostile "
+              f"{sum(stats['hostile'].values())}, slow sockets {stats['slow_reopened']} opened")
+
+        def ms(xs):
+            return (f"p50 {1000 * load_test.percentile(xs, 0.5):.0f} ms, "
+                    f"p99 {1000 * load_test.percentile(xs, 0.99):.0f} ms" if xs else "none")
+        print(f"latency of complete answers: {ms(stats['latency'])}; time to first text of "
+              f"streams: {ms(stats['ttft'])}")
+        print("hostile requests' answer time: " + "; ".join(
+            f"{name} {ms(xs)}" for name, xs in sorted(stats["hostile_ms"].items())))
         print(f"RSS: {rss_start / 1024:.1f} MiB after warm-up, {rss_settled / 1024:.1f} MiB "
-              f"settled, {rss_end / 1024:.1f} MiB after the run "
+              f"settled, {rss_peak[0] / 1024:.1f} MiB peak during the run, "
+              f"{rss_end / 1024:.1f} MiB after the run "
               f"({100 * (rss_end - rss_settled) / rss_settled:+.1f} %)")
+        print(f"machine: {os.cpu_count()} CPUs, load average {load_before[0]:.1f} before the run, "
+              f"{load_after[0]:.1f} after (1 min); the soak's own processes included")
         if n5xx:
             failures.append(f"{n5xx} responses with a 5xx status")
         if stats["lost"]:
