@@ -27,7 +27,7 @@ import subprocess
 import torch
 
 from tools.reference import make_llamacpp_pair
-from tools.reference.make_fullsize import write_random_safetensors
+from tools.reference.make_fullsize import hub_shapes, write_random_safetensors
 
 TINY = os.path.join("testdata", "tiny", "gemma3-lc")
 TOKENIZER_FILES = ("tokenizer.model", "tokenizer.json", "tokenizer_config.json",
@@ -72,15 +72,7 @@ def tensor_shapes(cfg):
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration
     with torch.device("meta"):
         model = Gemma3ForConditionalGeneration(Gemma3Config(**cfg))
-    out = []
-    for name, t in model.state_dict().items():
-        if name == "lm_head.weight":
-            continue  # tied to the embedding, as released
-        name = name.replace("model.language_model.", "language_model.model.")
-        name = name.replace("model.vision_tower.", "vision_tower.")
-        name = name.replace("model.multi_modal_projector.", "multi_modal_projector.")
-        out.append((name, tuple(t.shape)))
-    return out
+    return hub_shapes(model)
 
 
 def make_checkpoint(d):
