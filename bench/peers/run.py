@@ -117,9 +117,9 @@ def best(runs, key, higher=True):
     return (max(vals) if higher else min(vals)) if vals else None
 
 
-def ocular_bench(ocular, model, threads, text_tokens, decode):
+def ocular_bench(ocular, model, threads, text_tokens, decode, mmproj=None):
     p = sh([ocular, "bench", "-m", model, "-t", str(threads), "--prompt-tokens", str(text_tokens),
-            "--decode-tokens", str(decode)])
+            "--decode-tokens", str(decode)] + (["--mmproj", mmproj] if mmproj else []))
     if p is None:
         return None
     j = json.loads(p.stdout)
@@ -139,10 +139,11 @@ def llama_bench(bin_dir, gguf, threads, prompt, decode):
     return out
 
 
-def llama_encode_ms(bin_dir, stub, mmproj, image, threads, flash):
+def llama_encode_ms(bin_dir, stub, mmproj, image, threads, flash, template=True):
     p = sh([os.path.join(bin_dir, "llama-mtmd-cli"), "-m", stub, "--mmproj", mmproj, "--image",
-            image, "-p", "x", "-n", "1", "-t", str(threads), "-fa", flash,
-            "--chat-template", "gemma"])  # the stub carries no template; mtmd-cli needs one
+            image, "-p", "x", "-n", "1", "-t", str(threads), "-fa", flash]
+           # a stub carries no template; mtmd-cli needs one
+           + (["--chat-template", "gemma"] if template else []))
     if p is None:
         return None
     # "image slice encoded in N ms" (older builds) or "mtmd batch encoding done in N ms".
@@ -202,6 +203,34 @@ def run_qwen(a, model, raw):
                 ["ocular", "transformers"])
 
 
+def run_pair(a, text, mmproj, image, raw):
+    """ocular and llama.cpp on the same text GGUF + mmproj, back to back in each round:
+    ocular bench (encode, prefill, decode), llama-mtmd-cli (encode, -fa on and off),
+    llama-bench (prefill of as many tokens as ocular's prompt, decode)."""
+    o, l, enc = [], [], []
+    for _ in range(a.repeat):
+        o.append(ocular_bench(a.ocular, text, a.threads, a.text_tokens, a.decode, mmproj))
+        n_prompt = next((r["prefill_tokens"] for r in o if r), a.text_tokens)
+        if not a.llama_bin:
+            continue  # ocular's figures alone
+        for flash in ("on", "off"):
+            enc.append(llama_encode_ms(a.llama_bin, text, mmproj, image, a.threads, flash, False))
+        l.append(llama_bench(a.llama_bin, text, a.threads, n_prompt, a.decode))
+    n_prompt = next((r["prefill_tokens"] for r in o if r), a.text_tokens)
+    encs = [v for v in enc if v]
+    vals = {"vision": {"ocular": best(o, "vision_ms", False), "llama.cpp": min(encs) if encs else None},
+            "prefill": {"ocular": best(o, "prefill_tok_s"), "llama.cpp": best(l, "prefill_tok_s")},
+            "decode": {"ocular": best(o, "decode_tok_s"), "llama.cpp": best(l, "decode_tok_s")}}
+    raw[os.path.basename(text)] = {"ocular": o, "llama_bench": l, "llama_encode_ms": enc,
+                                   "best": vals}
+    print_table(f"{os.path.basename(text)} + {os.path.basename(mmproj)}, {a.threads} threads, "
+                f"best of {a.repeat} (llama.cpp encode: best of -fa on/off)",
+                [("vision encode", "ms", True, vals["vision"]),
+                 (f"prefill ({n_prompt} tokens)", "tok/s", False, vals["prefill"]),
+                 (f"decode ({a.decode} tokens)", "tok/s", False, vals["decode"])],
+                ["ocular", "llama.cpp"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ocular", default="build/tools/cli/ocular")
@@ -215,6 +244,9 @@ def main():
     ap.add_argument("--gemma3-gguf", help="a Gemma 3 text GGUF both engines read")
     ap.add_argument("--qwen", nargs="*", default=[],
                     help="Qwen2.5-VL / Qwen3-VL checkpoints (tools/reference/make_fullsize_qwen.py)")
+    ap.add_argument("--pair", nargs=2, metavar=("TEXT", "MMPROJ"),
+                    help="a llama.cpp text GGUF + mmproj both engines read (llama.cpp's side with "
+                    "--llama-bin)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--text-tokens", type=int, default=16)
     ap.add_argument("--decode", type=int, default=32)
@@ -273,9 +305,11 @@ def main():
                     ["ocular", "llama.cpp"])
     for q in a.qwen:
         run_qwen(a, q, raw)
+    if a.pair:
+        run_pair(a, a.pair[0], a.pair[1], image, raw)
     if a.json:
         print(json.dumps(raw, indent=1))
-    if not a.model and not a.gemma3_gguf and not a.qwen:
+    if not a.model and not a.gemma3_gguf and not a.qwen and not a.pair:
         ap.error("nothing to run: give --model (with --ggufs, --llama-bin) and/or --gemma3-gguf")
 
 

@@ -18,8 +18,18 @@
 namespace ocular {
 
 struct QuantizeOptions {
-  std::string input;   // an HF model directory
+  // An HF model directory, or llama.cpp's text GGUF (architecture gemma3 or qwen2vl, f32 /
+  // f16 / bf16), which is re-quantized: its metadata kept, its matrices in `type`'s recipe.
+  std::string input;
   std::string output;  // the GGUF file to write (written as output.partial, then renamed)
+  // llama.cpp's layout (Gemma 3 from an HF directory): `output` is written as llama.cpp's text
+  // GGUF (architecture gemma3) and this path as its mmproj (projector gemma3, clip.* metadata),
+  // as llama.cpp's convert_hf_to_gguf.py (+ --mmproj) and llama-quantize would write them; the
+  // mmproj in f16 (f32 with type or vision "f32"). Empty: ocular's one-file layout.
+  std::string mmproj_output;
+  // With a llama.cpp text GGUF as `input`: the pair's mmproj, to check that the pair loads
+  // (Qwen2-VL's text file loads only with it). It is not rewritten.
+  std::string mmproj;
   // The text decoder's weights: "q8_0", "q4_0", "q4_k_m" (llama.cpp's recipe: Q4_K, with
   // Q6_K for the output projection and for attn_v / ffn_down in the layers that need more
   // bits), or the float formats "f32", "bf16", "f16".
@@ -46,8 +56,9 @@ struct QuantizeReport {
   int fallbacks = 0;  // tensors whose rows do not fit the recipe's block (see `wanted`)
 };
 
-// Errors: kInvalidArgument (bad option, output path is an input), kNotFound, kDataLoss and
-// kUnimplemented as Engine::Load for the input.
+// Errors: kInvalidArgument (bad option, output path is an input, an ocular GGUF, an mmproj or
+// an already quantized file as input), kNotFound, kDataLoss and kUnimplemented as Engine::Load
+// for the input; kUnimplemented for what llama.cpp's layout cannot express (naming it).
 StatusOr<QuantizeReport> QuantizeModel(const QuantizeOptions& options);
 
 }  // namespace ocular

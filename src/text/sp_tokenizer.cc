@@ -138,4 +138,25 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadSentencePieceTokenizer(
   return SentencePieceTokenizer::Create(model_proto, std::move(atomic));
 }
 
+StatusOr<std::vector<SentencePiece>> SentencePieces(std::string_view model_proto) {
+  sentencepiece::SentencePieceProcessor sp;
+  if (const auto status = sp.LoadFromSerializedProto(model_proto); !status.ok()) {
+    return Error(StatusCode::kInvalidArgument, "tokenizer",
+                 "tokenizer.model is not a valid SentencePiece model: ", status.ToString());
+  }
+  std::vector<SentencePiece> out(static_cast<size_t>(sp.GetPieceSize()));
+  for (int id = 0; id < sp.GetPieceSize(); ++id) {
+    SentencePiece& p = out[static_cast<size_t>(id)];
+    p.piece = sp.IdToPiece(id);
+    p.score = sp.GetScore(id);
+    // The converter's order of tests: unknown, control, unused, byte, else normal.
+    p.type = sp.IsUnknown(id)   ? 2
+             : sp.IsControl(id) ? 3
+             : sp.IsUnused(id)  ? 5
+             : sp.IsByte(id)    ? 6
+                                : 1;
+  }
+  return out;
+}
+
 }  // namespace ocular::text

@@ -18,4 +18,16 @@ namespace ocular::text {
 StatusOr<std::unique_ptr<Tokenizer>> LoadSentencePieceTokenizer(
     std::string_view model_proto, std::vector<std::pair<std::string, int32_t>> atomic = {});
 
+// One piece of a SentencePiece model with its score and kind, as llama.cpp's converter reads
+// them (convert_hf_to_gguf.py _create_vocab_sentencepiece): kind in llama.cpp's token types
+// (gguf-py TokenType: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte).
+struct SentencePiece {
+  std::string piece;
+  float score = 0;
+  int32_t type = 1;
+};
+
+// Every piece of `model_proto` in id order. kInvalidArgument if it is not a model.
+StatusOr<std::vector<SentencePiece>> SentencePieces(std::string_view model_proto);
+
 }  // namespace ocular::text

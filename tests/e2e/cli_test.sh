@@ -351,6 +351,22 @@ check "mmproj of another hidden size -> 5" 5 $?
 contains "names the key" "$TMP/err" "clip.vision.projection_dim = 48"
 "$OCULAR" run -m $P/gemma3-lc-f16.gguf --mmproj $P/gemma3-lc-f16.gguf -p x 2>"$TMP/err"
 check "a text GGUF as --mmproj -> 2" 2 $?
+# The same pair written by `ocular quantize --mmproj-out` from the HF checkpoint: trace equals
+# transformers' taps; a checkpoint llama.cpp's files cannot express is refused (exit 5).
+"$OCULAR" quantize -q -m testdata/tiny/gemma3-lc -o "$TMP/lcw.gguf" --mmproj-out "$TMP/lcw-mm.gguf" \
+  --type f16
+check "quantize --mmproj-out" 0 $?
+"$OCULAR" trace -m "$TMP/lcw.gguf" --mmproj "$TMP/lcw-mm.gguf" \
+  -i testdata/golden/inputs/photo.png -p "<start_of_image> caption en" --max-tokens 8 \
+  -o "$TMP/lcw.safetensors" >/dev/null
+check "trace, pair written by ocular" 0 $?
+"$OCULAR" diff "$TMP/lcw.safetensors" testdata/golden/gemma3-lc/photo.safetensors >"$TMP/diff.txt"
+check "diff, pair written by ocular within tolerance" 0 $?
+"$OCULAR" quantize -q -m testdata/tiny/gemma3 -o "$TMP/x.gguf" --mmproj-out "$TMP/x-mm.gguf" \
+  2>"$TMP/err"
+check "quantize --mmproj-out, inexpressible -> 5" 5 $?
+contains "names the key" "$TMP/err" "query_pre_attn_scalar"
+rm -f "$TMP/lcw.gguf" "$TMP/lcw-mm.gguf"
 # Qwen2.5-VL's pair (tools/reference/make_llamacpp_qwen_pair.py): trace equals transformers'
 # taps (window attention included); a Gemma 3 mmproj with a Qwen2-VL text file is refused.
 "$OCULAR" trace -m $P/qwen25vl-lc-f16.gguf --mmproj $P/mmproj-qwen25vl-lc-f16.gguf \

@@ -16,8 +16,15 @@ void AddQuantize(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand("quantize", "write a GGUF file with quantized weights");
   auto o = std::make_shared<QuantizeOptions>();
   auto quiet = std::make_shared<bool>(false);
-  cmd->add_option("--model,-m", o->input, "HF model directory")->required();
+  cmd->add_option("--model,-m", o->input,
+                  "HF model directory, or llama.cpp's text GGUF (gemma3, qwen2vl) to re-quantize")
+      ->required();
   cmd->add_option("--output,-o", o->output, "GGUF file to write")->required();
+  cmd->add_option("--mmproj-out", o->mmproj_output,
+                  "write llama.cpp's layout (Gemma 3): --output as its text GGUF, this file as "
+                  "its mmproj (f16; f32 with --type f32 or --vision f32)");
+  cmd->add_option("--mmproj", o->mmproj,
+                  "with a llama.cpp text GGUF: its mmproj (checks the pair loads; not rewritten)");
   cmd->add_option("--type", o->type,
                   "text decoder weights: q8_0, q4_0, q4_k_m (llama.cpp's recipe), f32, bf16, f16")
       ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k_m", "f32", "bf16", "f16"}));
@@ -28,7 +35,10 @@ void AddQuantize(CLI::App& app, int* rc) {
   cmd->add_option("--threads,-t", o->threads);  // range and help: TightenOptions
   cmd->add_flag("--quiet,-q", *quiet, "no progress and no per-format summary");
   cmd->callback([=] {
-    Status checked = CheckOutputIsNotAnInput("--output", o->output, o->input, {});
+    Status checked = CheckOutputIsNotAnInput("--output", o->output, o->input, {o->mmproj});
+    if (checked.ok() && !o->mmproj_output.empty()) {
+      checked = CheckOutputIsNotAnInput("--mmproj-out", o->mmproj_output, o->input, {o->mmproj});
+    }
     if (!checked.ok()) {
       *rc = Fail(checked);
       return;
@@ -60,8 +70,9 @@ void AddQuantize(CLI::App& app, int* rc) {
       for (const auto& [format, nb] : by_format) {
         std::cout << format << ": " << nb.first << " tensors, " << nb.second / 1e6 << " MB\n";
       }
-      std::cout << o->output << ": " << r->output_bytes / 1e6 << " MB of weights (from "
-                << r->input_bytes / 1e6 << " MB), " << r->fallbacks << " fallbacks\n";
+      std::cout << o->output << (o->mmproj_output.empty() ? "" : " + " + o->mmproj_output) << ": "
+                << r->output_bytes / 1e6 << " MB of weights (from " << r->input_bytes / 1e6
+                << " MB), " << r->fallbacks << " fallbacks\n";
     }
     *rc = 0;
   });

@@ -53,6 +53,11 @@ def tensor_shapes(cfg):
     from transformers import PaliGemmaConfig, PaliGemmaForConditionalGeneration
     with torch.device("meta"):
         model = PaliGemmaForConditionalGeneration(PaliGemmaConfig(**cfg))
+    return hub_shapes(model)
+
+
+def hub_shapes(model):
+    """(hub name, shape) of every tensor of a PaliGemma / Gemma 3 model but the tied lm_head."""
     out = []
     for name, t in model.state_dict().items():
         if name == "lm_head.weight":

@@ -8,7 +8,8 @@ unpacked under .venv/llamacpp/, never committed), once for the text model and on
 gguf 0.19.0, the version that gguf-py states, lacks architectures this converter registers
 (MODEL_ARCH.DFLASH) and fails on import.
 
-The checkpoint (testdata/golden/gemma3-lc's, kept only in a temporary folder): make_gemma3.py's
+The checkpoint (testdata/tiny/gemma3-lc, committed: `ocular quantize --mmproj-out` writes the same
+pair from it, tests/golden/llamacpp_write_test.cc): make_gemma3.py's
 tiny Gemma3ForConditionalGeneration with the hyperparameters llama.cpp's metadata can carry,
 so that llama.cpp's rules for what the file leaves out give back the same model:
   query_pre_attn_scalar = head_dim   (llama.cpp scales by 1/sqrt(head_dim), except for the
@@ -20,6 +21,7 @@ and weights rounded to f16 values, so the f16 pair holds the same model as the f
 both are compared with the same goldens at the f32 tolerance.
 
 Writes:
+  testdata/tiny/gemma3-lc/                            the HF checkpoint
   testdata/llamacpp/gemma3-lc-{f32,f16}.gguf          the text files (arch gemma3)
   testdata/llamacpp/mmproj-gemma3-lc-{f32,f16}.gguf   the mmproj files (projector gemma3)
   testdata/golden/gemma3-lc/<case>.safetensors        transformers' taps on the checkpoint
@@ -34,7 +36,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 
 import torch
 
@@ -45,6 +46,7 @@ SDIST = "llama-cpp-python==0.3.36"
 CACHE = os.path.join(".venv", "llamacpp")
 OUT = os.path.join("testdata", "llamacpp")
 GOLDEN = os.path.join("testdata", "golden", "gemma3-lc")
+CHECKPOINT = os.path.join("testdata", "tiny", "gemma3-lc")
 NAME = "gemma3-lc"
 LAYERS = 6
 CASES = {k: make_gemma3.VISION_CASES[k] for k in ("photo", "gray_question", "three", "text_only")}
@@ -123,20 +125,21 @@ def make_goldens(hf_dir):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--keep", default=None, help="also keep the HF checkpoint here")
+    parser.add_argument("--checkpoint", default=CHECKPOINT, help="where the HF checkpoint goes")
     args = parser.parse_args(argv)
     common.set_determinism()
     llama_cpp = converter()
-    with tempfile.TemporaryDirectory() as tmp:
-        hf_dir = args.keep or os.path.join(tmp, NAME)
-        make_checkpoint(hf_dir)
-        os.makedirs(OUT, exist_ok=True)
-        for outtype in ("f32", "f16"):
-            convert(llama_cpp, hf_dir, os.path.join(OUT, f"{NAME}-{outtype}.gguf"),
-                    outtype, mmproj=False)
-            convert(llama_cpp, hf_dir, os.path.join(OUT, f"mmproj-{NAME}-{outtype}.gguf"),
-                    outtype, mmproj=True)
-        make_goldens(hf_dir)
+    hf_dir = args.checkpoint
+    if os.path.isdir(hf_dir):
+        shutil.rmtree(hf_dir)
+    make_checkpoint(hf_dir)
+    os.makedirs(OUT, exist_ok=True)
+    for outtype in ("f32", "f16"):
+        convert(llama_cpp, hf_dir, os.path.join(OUT, f"{NAME}-{outtype}.gguf"),
+                outtype, mmproj=False)
+        convert(llama_cpp, hf_dir, os.path.join(OUT, f"mmproj-{NAME}-{outtype}.gguf"),
+                outtype, mmproj=True)
+    make_goldens(hf_dir)
 
 
 if __name__ == "__main__":
