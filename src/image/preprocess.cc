@@ -144,4 +144,14 @@ Tensor Preprocess(const Image& image, const PreprocessConfig& config) {
   return out;
 }
 
+StatusOr<Tensor> PreprocessSquare(const Image& image, const PreprocessConfig& config, int size,
+                                  const char* component) {
+  Tensor px = Preprocess(image, config);
+  if (px.numel() != 3 * int64_t{size} * size) {
+    return Error(StatusCode::kInvalidArgument, component, "preprocessor_config.json resizes to ",
+                 ShapeString(px.shape), " but the vision tower expects ", size, "x", size);
+  }
+  return px;
+}
+
 }  // namespace ocular

@@ -50,4 +50,9 @@ StatusOr<PreprocessConfig> LoadPreprocessConfig(const std::string& path);
 // when !do_resize). REQUIRES: config.Validate() is OK and image has pixels.
 Tensor Preprocess(const Image& image, const PreprocessConfig& config);
 
+// Preprocess for a vision tower of square `size`-pixel inputs (SigLIP: PaliGemma, Gemma 3).
+// Errors: a config that resizes to another shape (kInvalidArgument, tagged `component`).
+StatusOr<Tensor> PreprocessSquare(const Image& image, const PreprocessConfig& config, int size,
+                                  const char* component);
+
 }  // namespace ocular

@@ -72,4 +72,27 @@ Status CheckChatMessages(const std::vector<ChatMessage>& messages, int n_images)
 // Today's date as strftime_now("%d %b %Y") gives it in transformers (local time): "01 Dec 2026".
 std::string TodayDate();
 
+// A Processor whose chats are the checkpoint's chat template (Gemma 3, mllama): chat_format and
+// RenderChat come from `chat_`, which the family's Load fills (ChatTemplate::Load); the family
+// writes BuildChatPrompt, tokenizing the render as its HF processor does.
+class TemplateChatProcessor : public Processor {
+ public:
+  std::string chat_format() const override { return chat_.has_template() ? "jinja" : ""; }
+  // The checkpoint's chat template rendered (ChatTemplate::Render).
+  StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
+                                   const PromptOptions& options) const override {
+    return chat_.Render(messages, options);
+  }
+
+ protected:
+  // processing_utils.py apply_chat_template: a rendered text that starts with bos_token is
+  // tokenized without special tokens (so with that one bos); else the processor adds its own.
+  bool AddSpecialTokensTo(const std::string& rendered) const {
+    const std::string& bos = chat_.bos_token();
+    return bos.empty() || !rendered.starts_with(bos);
+  }
+
+  ChatTemplate chat_;
+};
+
 }  // namespace ocular

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/tensor.h"
@@ -41,6 +42,16 @@ struct PromptOptions {
   std::vector<int> image_crops;
 };
 
+// How many times `marker` (an image marker: never overlapping itself) stands in `text`.
+inline int64_t CountMarkers(std::string_view text, std::string_view marker) {
+  int64_t n = 0;
+  for (size_t at = text.find(marker); at != std::string_view::npos;
+       at = text.find(marker, at + marker.size())) {
+    ++n;
+  }
+  return n;
+}
+
 class Processor {
  public:
   virtual ~Processor() = default;
@@ -55,10 +66,7 @@ class Processor {
   // (Gemma 3 only) the image followed by its pan-and-scan crops (PromptOptions::image_crops
   // then says how many). Errors: pan_and_scan where the family has none (kInvalidArgument).
   virtual StatusOr<std::vector<Tensor>> ImageViews(const Image& image, bool pan_and_scan) const {
-    if (pan_and_scan) {
-      return Error(StatusCode::kInvalidArgument, "image",
-                   "pan-and-scan crops are a Gemma 3 option; this model family has none");
-    }
+    OCULAR_RETURN_IF_ERROR(RefusePanAndScan(pan_and_scan));
     OCULAR_ASSIGN_OR_RETURN(Tensor px, Pixels(image));
     std::vector<Tensor> out;
     out.push_back(std::move(px));
@@ -129,6 +137,14 @@ class Processor {
     OCULAR_ASSIGN_OR_RETURN(std::string text, RenderChat(messages, options));
     (void)text;
     return Error(StatusCode::kUnimplemented, "chat", "no chat prompt for this family");
+  }
+
+ protected:
+  // For a family without pan-and-scan: kInvalidArgument when a request asks for it.
+  static Status RefusePanAndScan(bool pan_and_scan) {
+    if (!pan_and_scan) return Status::Ok();
+    return Error(StatusCode::kInvalidArgument, "image",
+                 "pan-and-scan crops are a Gemma 3 option; this model family has none");
   }
 };
 

@@ -105,8 +105,7 @@ StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images
   int images = n_images;  // with the crops
   if (n_images > 0) {
     const std::string boi = kBoi;
-    int found = 0;
-    for (size_t at = body.find(boi); at != std::string::npos; at = body.find(boi, at + 1)) ++found;
+    const int64_t found = CountMarkers(body, boi);
     if (found != n_images) {
       return Error(StatusCode::kInvalidArgument, "prompt", "the prompt has ", found, " ", boi,
                    " markers but ", n_images, " images were given");
@@ -152,35 +151,18 @@ StatusOr<Prompt> Gemma3Processor::Tokenize(const std::string& text, int n_images
 
 std::string Gemma3Processor::image_marker() const { return has_vision_ ? kBoi : ""; }
 
-std::string Gemma3Processor::chat_format() const { return chat_.has_template() ? "jinja" : ""; }
-
-StatusOr<std::string> Gemma3Processor::RenderChat(const std::vector<ChatMessage>& messages,
-                                                  const PromptOptions& options) const {
-  return chat_.Render(messages, options);
-}
-
 StatusOr<Prompt> Gemma3Processor::BuildChatPrompt(int n_images,
                                                   const std::vector<ChatMessage>& messages,
                                                   const PromptOptions& options) const {
   OCULAR_ASSIGN_OR_RETURN(std::string text, RenderChat(messages, options));
-  // processing_utils.py apply_chat_template: a text that starts with bos_token is tokenized
-  // without special tokens (so with that one bos); else the processor adds its own.
-  const std::string& bos = chat_.bos_token();
-  const bool starts_with_bos = !bos.empty() && text.starts_with(bos);
-  return Tokenize(text, n_images, /*add_special_tokens=*/!starts_with_bos, options.image_crops);
+  return Tokenize(text, n_images, AddSpecialTokensTo(text), options.image_crops);
 }
 
 StatusOr<Tensor> Gemma3Processor::Pixels(const Image& image) const {
   if (!has_vision_) {
     return Error(StatusCode::kInvalidArgument, "gemma3", "a text-only model takes no images");
   }
-  Tensor px = Preprocess(image, pp_);
-  if (px.numel() != 3 * int64_t{image_size_} * image_size_) {
-    return Error(StatusCode::kInvalidArgument, "gemma3", "preprocessor_config.json resizes to ",
-                 ShapeString(px.shape), " but the vision tower expects ", image_size_, "x",
-                 image_size_);
-  }
-  return px;
+  return PreprocessSquare(image, pp_, image_size_, "gemma3");
 }
 
 StatusOr<std::vector<Tensor>> Gemma3Processor::ImageViews(const Image& image,

@@ -19,7 +19,7 @@
 
 namespace ocular::gemma3 {
 
-class Gemma3Processor final : public Processor {
+class Gemma3Processor final : public TemplateChatProcessor {
  public:
   // The tokenizer and, for model_type gemma3, preprocessor_config.json. Errors: the
   // tokenizer's <start_of_image> / <image_soft_token> / <end_of_image> ids disagree with
@@ -47,10 +47,6 @@ class Gemma3Processor final : public Processor {
   bool pan_and_scan_default() const override { return pan_and_scan_default_; }
 
   std::string image_marker() const override;
-  std::string chat_format() const override;
-  // The checkpoint's chat template rendered (models/chat.h ChatTemplate::Render).
-  StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
-                                   const PromptOptions& options) const override;
   // RenderChat's text, markers expanded as BuildPrompt; no special tokens added when the text
   // starts with the bos_token (transformers then adds none), else as BuildPrompt.
   StatusOr<Prompt> BuildChatPrompt(int n_images, const std::vector<ChatMessage>& messages,
@@ -66,7 +62,6 @@ class Gemma3Processor final : public Processor {
   static Status ReadPanAndScan(const nlohmann::json& j, const std::string& where,
                                Gemma3Processor* p);
 
-  ChatTemplate chat_;
   std::unique_ptr<Tokenizer> tok_;
   PreprocessConfig pp_;
   bool has_vision_ = false;

@@ -14,15 +14,6 @@ namespace ocular::mllama {
 namespace {
 constexpr char kImageToken[] = "<|image|>";
 constexpr char kBosToken[] = "<|begin_of_text|>";
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos;
-       at = text.find(what, at + what.size())) {
-    ++n;
-  }
-  return n;
-}
 }  // namespace
 
 std::pair<int, int> OptimalCanvas(int height, int width, int max_tiles, int tile) {
@@ -182,8 +173,8 @@ StatusOr<Prompt> MllamaProcessor::BuildPrompt(int n_images, const std::string& t
 }
 
 Status MllamaProcessor::CheckMarkers(int n_images, const std::string& text) const {
-  const size_t markers = Count(text, kImageToken);
-  if (markers != static_cast<size_t>(n_images)) {
+  const int64_t markers = CountMarkers(text, kImageToken);
+  if (markers != n_images) {
     return Error(StatusCode::kInvalidArgument, "prompt", "the prompt has ", markers, " ",
                  kImageToken, " markers but ", n_images,
                  " images were given (mark where each image goes with ", kImageToken, ")");
@@ -204,13 +195,6 @@ Status MllamaProcessor::CheckImageIds(int n_images, const std::vector<int32_t>& 
   return Status::Ok();
 }
 
-std::string MllamaProcessor::chat_format() const { return chat_.has_template() ? "jinja" : ""; }
-
-StatusOr<std::string> MllamaProcessor::RenderChat(const std::vector<ChatMessage>& messages,
-                                                  const PromptOptions& options) const {
-  return chat_.Render(messages, options);
-}
-
 StatusOr<Prompt> MllamaProcessor::BuildChatPrompt(int n_images,
                                                   const std::vector<ChatMessage>& messages,
                                                   const PromptOptions& options) const {
@@ -229,8 +213,7 @@ StatusOr<Prompt> MllamaProcessor::BuildChatPrompt(int n_images,
   }
   Prompt p;
   OCULAR_ASSIGN_OR_RETURN(p.ids, tok_->Encode(body));
-  const std::string& bos = chat_.bos_token();
-  if (bos.empty() || !text.starts_with(bos)) p.ids = tok_->AddSpecialTokens(p.ids);
+  if (AddSpecialTokensTo(text)) p.ids = tok_->AddSpecialTokens(p.ids);
   OCULAR_RETURN_IF_ERROR(CheckImageIds(n_images, p.ids));
   return p;
 }
@@ -244,10 +227,7 @@ StatusOr<Tensor> MllamaProcessor::Pixels(const Image& image) const {
 
 Status MllamaProcessor::AddImage(const Image& image, bool pan_and_scan, int32_t source,
                                  Prompt* prompt) const {
-  if (pan_and_scan) {
-    return Error(StatusCode::kInvalidArgument, "image",
-                 "pan-and-scan crops are a Gemma 3 option; this model family has none");
-  }
+  OCULAR_RETURN_IF_ERROR(RefusePanAndScan(pan_and_scan));
   const TiledImage t = TileImage(image, tiles_);
   const auto [high, wide] = vision_.supported_aspect_ratios[t.aspect_ratio_id - 1];
   VisionInput in;

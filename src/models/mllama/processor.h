@@ -43,7 +43,7 @@ TiledImage TileImage(const Image& image, const TileConfig& config);
 // leaves them). The aspect ratio travels as the image's VisionInput::grid.
 int64_t PixelFloats(const VisionConfig& v);
 
-class MllamaProcessor final : public Processor {
+class MllamaProcessor final : public TemplateChatProcessor {
  public:
   // The tokenizer and preprocessor_config.json. Errors: a tile size or max_image_tiles that
   // disagrees with config.json, do_resize/do_pad false (not supported by transformers either),
@@ -68,11 +68,8 @@ class MllamaProcessor final : public Processor {
 
   std::string image_marker() const override { return "<|image|>"; }
   int max_images() const override { return kMaxImages; }
-  std::string chat_format() const override;
-  // The checkpoint's chat template rendered (models/chat.h ChatTemplate::Render; the Llama 3.2
-  // Vision template writes "Today Date: " + date_string, options.date, else strftime_now).
-  StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
-                                   const PromptOptions& options) const override;
+  // RenderChat (TemplateChatProcessor): the Llama 3.2 Vision template writes "Today Date: " +
+  // date_string, options.date, else strftime_now.
   // RenderChat's text tokenized as transformers' apply_chat_template does: MllamaProcessor's
   // build_string_from_input, the tokenizer's special tokens unless it starts with bos_token.
   StatusOr<Prompt> BuildChatPrompt(int n_images, const std::vector<ChatMessage>& messages,
@@ -90,7 +87,6 @@ class MllamaProcessor final : public Processor {
   TileConfig tiles_;
   VisionConfig vision_;
   int32_t image_token_id_ = -1;
-  ChatTemplate chat_;
 };
 
 }  // namespace ocular::mllama

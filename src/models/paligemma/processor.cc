@@ -53,13 +53,7 @@ StatusOr<Prompt> PaliGemmaProcessor::BuildPrompt(int n_images, const std::string
 }
 
 StatusOr<Tensor> PaliGemmaProcessor::Pixels(const Image& image) const {
-  Tensor px = Preprocess(image, pp_);
-  if (px.numel() != 3 * int64_t{image_size_} * image_size_) {
-    return Error(StatusCode::kInvalidArgument, "paligemma", "preprocessor_config.json resizes to ",
-                 ShapeString(px.shape), " but the vision tower expects ", image_size_, "x",
-                 image_size_);
-  }
-  return px;
+  return PreprocessSquare(image, pp_, image_size_, "paligemma");
 }
 
 }  // namespace ocular::paligemma
