@@ -106,9 +106,7 @@ float GemmaTextConfig::attention_scale() const {
 
 // Validate() messages state the rule that failed; ParsePaliGemmaConfig prefixes the file.
 Status SiglipVisionConfig::Validate() const {
-  auto fail = [](const auto&... args) {
-    return Error(StatusCode::kDataLoss, "config", "vision_config: ", args...);
-  };
+  const RuleError fail("vision_config");
   if (hidden_size < 1 || hidden_size > kMaxHidden || num_attention_heads < 1 ||
       num_attention_heads > kMaxHeads || intermediate_size < 1 ||
       intermediate_size > kMaxIntermediate || num_hidden_layers < 0 ||
@@ -143,9 +141,7 @@ Status SiglipVisionConfig::Validate() const {
 }
 
 Status GemmaTextConfig::Validate() const {
-  auto fail = [](const auto&... args) {
-    return Error(StatusCode::kDataLoss, "config", "text_config: ", args...);
-  };
+  const RuleError fail("text_config");
   if (vocab_size < 1 || vocab_size > kMaxVocab || hidden_size < 1 || hidden_size > kMaxHidden ||
       intermediate_size < 1 || intermediate_size > kMaxIntermediate || num_hidden_layers < 1 ||
       num_hidden_layers > kMaxLayers || num_attention_heads < 1 ||
@@ -234,8 +230,7 @@ StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
     return top.Fail(StatusCode::kUnimplemented, "model_type '", model_type.substr(0, 40),
                     "' is not supported (supported: paligemma)");
   }
-  OCULAR_RETURN_IF_ERROR(top.String("torch_dtype", &c.torch_dtype));
-  OCULAR_RETURN_IF_ERROR(top.String("dtype", &c.torch_dtype));
+  OCULAR_RETURN_IF_ERROR(top.TorchDtype(&c.torch_dtype));
   OCULAR_RETURN_IF_ERROR(top.Int("image_token_index", 0, kMaxVocab, &c.image_token_index));
   OCULAR_RETURN_IF_ERROR(top.Int("image_token_id", 0, kMaxVocab, &c.image_token_index));
   OCULAR_RETURN_IF_ERROR(top.Int("vocab_size", 1, kMaxVocab, &c.vocab_size));
@@ -254,23 +249,20 @@ StatusOr<PaliGemmaConfig> ParsePaliGemmaConfig(const std::string& json_text,
     OCULAR_RETURN_IF_ERROR(ParseVision(Section(*vc, source, "vision_config"), &c.vision));
   } else {
     // PaliGemmaConfig's own defaults when vision_config is absent.
-    c.vision.intermediate_size = 4096;
-    c.vision.hidden_size = 1152;
-    c.vision.patch_size = 14;
-    c.vision.image_size = 224;
-    c.vision.num_hidden_layers = 27;
-    c.vision.num_attention_heads = 16;
+    c.vision = SiglipVisionConfig{.hidden_size = 1152,
+                                  .intermediate_size = 4096,
+                                  .num_hidden_layers = 27,
+                                  .num_attention_heads = 16,
+                                  .image_size = 224,
+                                  .patch_size = 14};
   }
   OCULAR_ASSIGN_OR_RETURN(const Json* tc, top.Object("text_config"));
   if (tc != nullptr) {
     OCULAR_RETURN_IF_ERROR(ParseText(Section(*tc, source, "text_config"), &c.text));
   } else {
-    c.text.hidden_size = 2048;
-    c.text.num_hidden_layers = 18;
-    c.text.intermediate_size = 16384;
-    c.text.num_attention_heads = 8;
-    c.text.num_key_value_heads = 1;
-    c.text.vocab_size = c.vocab_size;
+    // PaliGemmaConfig's own defaults when text_config is absent (GemmaConfig's for the rest).
+    static_cast<DecoderSizes&>(c.text) =
+        DecoderSizes{c.vocab_size, 2048, 16384, 18, 8, 1, 8192, 1e-6f, 10000.0f};
   }
   return Validated(std::move(c), source);
 }

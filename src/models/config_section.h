@@ -149,6 +149,34 @@ class Section {
     return type->empty() ? String("type", type) : Status::Ok();
   }
 
+  // "rope_scaling": absent, null or of type "default" (nothing to read); else `read(type, r)`
+  // (-> StatusOr<bool>) reads the object `r` of a type the family takes and returns true, or
+  // returns false for one it does not: kUnimplemented "... is not supported (null, default or
+  // `others`)".
+  template <typename Read>
+  Status RopeScaling(const char* others, const Read& read) const {
+    OCULAR_ASSIGN_OR_RETURN(const Json* rs, Object("rope_scaling"));
+    if (rs == nullptr) return Status::Ok();
+    const Section r(*rs, source_, Key("rope_scaling"));
+    std::string type;
+    OCULAR_RETURN_IF_ERROR(r.RopeType(&type));
+    if (type == "default") return Status::Ok();
+    OCULAR_ASSIGN_OR_RETURN(const bool taken, read(type, r));
+    if (taken) return Status::Ok();
+    return r.Fail(StatusCode::kUnimplemented, r.Described(), " is not supported (null, default or ",
+                  others, ")");
+  }
+
+  // "<section> = <its JSON, short>", for an error about the section as a whole.
+  std::string Described() const { return name_ + " = " + Shown(j_); }
+
+  // The checkpoint's dtype: "torch_dtype", or "dtype" (its name since transformers 4.56), which
+  // wins when both are present. Informational.
+  Status TorchDtype(std::string* out) const {
+    OCULAR_RETURN_IF_ERROR(String("torch_dtype", out));
+    return String("dtype", out);
+  }
+
   // A list of integers in [lo, hi] (absent or null: unchanged).
   Status IntList(const char* key, int64_t lo, int64_t hi, std::vector<int>* out) const {
     const Json* v = Find(key);
@@ -181,6 +209,25 @@ class Section {
   const Json& j_;
   const std::string& source_;
   std::string name_;
+};
+
+// The error of a rule a config's Validate() checks in `section` ("text_config"):
+// "[config] text_config: ..." with kDataLoss, or with the code given first (kUnimplemented: a
+// value ocular does not implement).
+class RuleError {
+ public:
+  explicit RuleError(const char* section) : section_(section) {}
+  template <typename... Args>
+  Status operator()(StatusCode code, const Args&... args) const {
+    return Error(code, "config", section_, ": ", args...);
+  }
+  template <typename... Args>
+  Status operator()(const Args&... args) const {
+    return Error(StatusCode::kDataLoss, "config", section_, ": ", args...);
+  }
+
+ private:
+  const char* section_;
 };
 
 // A parsed config after its Validate(): the rule that failed, "[config] rule", as

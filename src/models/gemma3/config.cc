@@ -13,26 +13,17 @@ using namespace config_internal;  // NOLINT: the shared config.json readers
 
 // rope_scaling: null, {"rope_type": "default"} or {"rope_type": "linear", "factor": f}
 // (Gemma 3 4B/12B/27B: linear, factor 8). Other types change the frequencies otherwise.
-Status ParseRopeScaling(const Section& s, const std::string& source, Gemma3TextConfig* c) {
-  OCULAR_ASSIGN_OR_RETURN(const Json* rs, s.Object("rope_scaling"));
-  if (rs != nullptr) {
-    const Section r(*rs, source, s.Key("rope_scaling"));
-    std::string type;
-    OCULAR_RETURN_IF_ERROR(r.RopeType(&type));
-    if (type == "linear") {
-      float factor = 0;
-      OCULAR_RETURN_IF_ERROR(r.Float("factor", 0, true, kMaxScalar, &factor));
-      if (!(factor > 0)) {
-        return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling"), " = ", Shown(*rs),
-                      ": linear scaling needs a factor > 0");
-      }
-      c->rope_scaling_factor = factor;
-    } else if (type != "default") {
-      return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), " = ", Shown(*rs),
-                    " is not supported (null, default or linear)");
+Status ParseRopeScaling(const Section& s, Gemma3TextConfig* c) {
+  return s.RopeScaling("linear", [&](const std::string& type, const Section& r) -> StatusOr<bool> {
+    if (type != "linear") return false;
+    float factor = 0;
+    OCULAR_RETURN_IF_ERROR(r.Float("factor", 0, true, kMaxScalar, &factor));
+    if (!(factor > 0)) {
+      return r.Fail(StatusCode::kDataLoss, r.Described(), ": linear scaling needs a factor > 0");
     }
-  }
-  return Status::Ok();
+    c->rope_scaling_factor = factor;
+    return true;
+  });
 }
 
 // layer_types, else the sliding_window_pattern rule (configuration_gemma3.py: sliding unless
@@ -63,19 +54,13 @@ Status ParseLayerTypes(const Section& s, GemmaTextConfig* tp) {
 }
 
 // Gemma3TextConfig (configuration_gemma3.py), defaults as its __init__.
-Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* c) {
+Status ParseText(const Section& s, Gemma3TextConfig* c) {
   GemmaTextConfig& t = c->gemma;
   t = GemmaTextConfig{};
+  static_cast<DecoderSizes&>(t) =
+      DecoderSizes{262208, 2304, 9216, 26, 8, 4, 131072, 1e-6f, 1000000.0f};
   t.model_type = "gemma3_text";
-  t.vocab_size = 262208;
-  t.hidden_size = 2304;
-  t.intermediate_size = 9216;
-  t.num_hidden_layers = 26;
-  t.num_attention_heads = 8;
-  t.num_key_value_heads = 4;
   t.head_dim = 256;
-  t.max_position_embeddings = 131072;
-  t.rope_theta = 1000000.0f;
   t.query_pre_attn_scalar = 256;
   t.sliding_window = 4096;
   OCULAR_RETURN_IF_ERROR(ExpectModelType(s, "gemma3_text"));
@@ -100,7 +85,7 @@ Status ParseText(const Section& s, const std::string& source, Gemma3TextConfig* 
   OCULAR_RETURN_IF_ERROR(TokenId(s, "bos_token_id", &c->bos_token_id));
   OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id, &c->eos_token_ids));
 
-  OCULAR_RETURN_IF_ERROR(ParseRopeScaling(s, source, c));
+  OCULAR_RETURN_IF_ERROR(ParseRopeScaling(s, c));
   return ParseLayerTypes(s, &t);
 }
 
@@ -112,9 +97,7 @@ float Gemma3TextConfig::attention_scale() const {
 
 Status Gemma3TextConfig::Validate() const {
   OCULAR_RETURN_IF_ERROR(gemma.Validate());
-  auto fail = [](const auto&... args) {
-    return Error(StatusCode::kDataLoss, "config", "text_config: ", args...);
-  };
+  const RuleError fail("text_config");
   if (!(gemma.query_pre_attn_scalar > 0)) return fail("query_pre_attn_scalar must be > 0");
   if (gemma.sliding_window < 1) return fail("sliding_window must be >= 1");
   if (gemma.layer_is_sliding.size() != static_cast<size_t>(gemma.num_hidden_layers)) {
@@ -172,16 +155,14 @@ StatusOr<Gemma3Config> ParseGemma3Config(const std::string& json_text, const std
   const Section top(j, source, "");
   Gemma3Config c;
   OCULAR_RETURN_IF_ERROR(top.String("model_type", &c.model_type));
-  OCULAR_RETURN_IF_ERROR(top.String("torch_dtype", &c.torch_dtype));
-  OCULAR_RETURN_IF_ERROR(top.String("dtype", &c.torch_dtype));
+  OCULAR_RETURN_IF_ERROR(top.TorchDtype(&c.torch_dtype));
   if (c.model_type == "gemma3_text") {
-    OCULAR_RETURN_IF_ERROR(ParseText(top, source, &c.text));
+    OCULAR_RETURN_IF_ERROR(ParseText(top, &c.text));
   } else if (c.model_type == "gemma3") {
     c.has_vision = true;
     OCULAR_ASSIGN_OR_RETURN(const Json* tc, top.Object("text_config"));
     const Json empty = Json::object();
-    OCULAR_RETURN_IF_ERROR(
-        ParseText(Section(tc ? *tc : empty, source, "text_config"), source, &c.text));
+    OCULAR_RETURN_IF_ERROR(ParseText(Section(tc ? *tc : empty, source, "text_config"), &c.text));
     OCULAR_ASSIGN_OR_RETURN(const Json* vc, top.Object("vision_config"));
     if (vc != nullptr) {
       OCULAR_RETURN_IF_ERROR(ParseVision(Section(*vc, source, "vision_config"), &c.vision));

@@ -55,7 +55,7 @@ Status ParseVision(const Section& s, VisionConfig* c) {
   return Status::Ok();
 }
 
-Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
+Status ParseText(const Section& s, TextConfig* c) {
   OCULAR_RETURN_IF_ERROR(ExpectModelType(s, "mllama_text_model"));
   OCULAR_RETURN_IF_ERROR(
       s.RequireDefault("hidden_act", "silu", "the MLP is SwiGLU: silu(gate) * up"));
@@ -67,29 +67,20 @@ Status ParseText(const Section& s, const std::string& source, TextConfig* c) {
   OCULAR_RETURN_IF_ERROR(TokenId(s, "bos_token_id", &c->bos_token_id));
   OCULAR_RETURN_IF_ERROR(TokenId(s, "eos_token_id", &c->eos_token_id, &c->eos_token_ids));
   OCULAR_RETURN_IF_ERROR(TokenId(s, "pad_token_id", &c->pad_token_id));
-  OCULAR_ASSIGN_OR_RETURN(const Json* rs, s.Object("rope_scaling"));
-  if (rs != nullptr) {
-    const Section r(*rs, source, s.Key("rope_scaling"));
-    std::string type;
-    OCULAR_RETURN_IF_ERROR(r.RopeType(&type));
-    if (type == "llama3") {
-      c->rope_factor = 8;
-      OCULAR_RETURN_IF_ERROR(r.Float("factor", 0, true, kMaxScalar, &c->rope_factor));
-      OCULAR_RETURN_IF_ERROR(r.Float("low_freq_factor", 0, true, kMaxScalar, &c->low_freq_factor));
-      OCULAR_RETURN_IF_ERROR(
-          r.Float("high_freq_factor", 0, true, kMaxScalar, &c->high_freq_factor));
-      OCULAR_RETURN_IF_ERROR(r.Int("original_max_position_embeddings", 1, kMaxPositions,
-                                   &c->original_max_position_embeddings));
-      if (!(c->high_freq_factor > c->low_freq_factor)) {
-        return s.Fail(StatusCode::kDataLoss, s.Key("rope_scaling"), " = ", Shown(*rs),
-                      ": high_freq_factor must exceed low_freq_factor");
-      }
-    } else if (type != "default") {
-      return s.Fail(StatusCode::kUnimplemented, s.Key("rope_scaling"), " = ", Shown(*rs),
-                    " is not supported (null, default or llama3)");
+  return s.RopeScaling("llama3", [&](const std::string& type, const Section& r) -> StatusOr<bool> {
+    if (type != "llama3") return false;
+    c->rope_factor = 8;
+    OCULAR_RETURN_IF_ERROR(r.Float("factor", 0, true, kMaxScalar, &c->rope_factor));
+    OCULAR_RETURN_IF_ERROR(r.Float("low_freq_factor", 0, true, kMaxScalar, &c->low_freq_factor));
+    OCULAR_RETURN_IF_ERROR(r.Float("high_freq_factor", 0, true, kMaxScalar, &c->high_freq_factor));
+    OCULAR_RETURN_IF_ERROR(r.Int("original_max_position_embeddings", 1, kMaxPositions,
+                                 &c->original_max_position_embeddings));
+    if (!(c->high_freq_factor > c->low_freq_factor)) {
+      return r.Fail(StatusCode::kDataLoss, r.Described(),
+                    ": high_freq_factor must exceed low_freq_factor");
     }
-  }
-  return Status::Ok();
+    return true;
+  });
 }
 
 }  // namespace
@@ -110,9 +101,7 @@ bool TextConfig::IsCross(int layer) const {
 }
 
 Status VisionConfig::Validate() const {
-  auto fail = [](StatusCode code, const auto&... args) {
-    return Error(code, "config", "vision_config: ", args...);
-  };
+  const RuleError fail("vision_config");
   if (hidden_size % num_attention_heads != 0) {
     return fail(StatusCode::kDataLoss, "hidden_size (", hidden_size,
                 ") must be divisible by attention_heads (", num_attention_heads, ")");
@@ -139,9 +128,7 @@ Status VisionConfig::Validate() const {
 }
 
 Status TextConfig::Validate() const {
-  auto fail = [](const auto&... args) {
-    return Error(StatusCode::kDataLoss, "config", "text_config: ", args...);
-  };
+  const RuleError fail("text_config");
   OCULAR_RETURN_IF_ERROR(CheckHeads(hidden_size, num_attention_heads, num_key_value_heads, fail));
   if (head_dim() % 2 != 0) return fail("head_dim (", head_dim(), ") must be even for RoPE");
   for (int l : cross_attention_layers) {
@@ -185,16 +172,14 @@ StatusOr<MllamaConfig> ParseMllamaConfig(const std::string& json_text, const std
     return top.Fail(StatusCode::kUnimplemented, "model_type '", model_type.substr(0, 40),
                     "' is not supported (mllama)");
   }
-  OCULAR_RETURN_IF_ERROR(top.String("torch_dtype", &c.torch_dtype));
-  OCULAR_RETURN_IF_ERROR(top.String("dtype", &c.torch_dtype));
+  OCULAR_RETURN_IF_ERROR(top.TorchDtype(&c.torch_dtype));
   OCULAR_RETURN_IF_ERROR(top.Int("image_token_index", 0, kMaxVocab, &c.image_token_index));
   const Json empty = Json::object();
   OCULAR_ASSIGN_OR_RETURN(const Json* vc, top.Object("vision_config"));
   OCULAR_RETURN_IF_ERROR(
       ParseVision(Section(vc ? *vc : empty, source, "vision_config"), &c.vision));
   OCULAR_ASSIGN_OR_RETURN(const Json* tc, top.Object("text_config"));
-  OCULAR_RETURN_IF_ERROR(
-      ParseText(Section(tc ? *tc : empty, source, "text_config"), source, &c.text));
+  OCULAR_RETURN_IF_ERROR(ParseText(Section(tc ? *tc : empty, source, "text_config"), &c.text));
   return Validated(std::move(c), source);
 }
 

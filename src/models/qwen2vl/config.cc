@@ -112,14 +112,9 @@ bool VisionConfig::full_attention(int block) const {
 }
 
 Status VisionConfig::Validate() const {
-  auto fail = [](StatusCode code, const auto&... args) {
-    return Error(code, "config", "vision_config: ", args...);
-  };
-  if (embed_dim % num_heads != 0 || head_dim() % 4 != 0) {
-    return fail(StatusCode::kDataLoss, "embed_dim (", embed_dim, ") / num_heads (", num_heads,
-                ") must be a whole head size divisible by 4 (the 2-D rotary)");
-  }
-  if (in_channels != 3) return fail(StatusCode::kUnimplemented, "in_channels must be 3 (RGB)");
+  const config_internal::RuleError fail("vision_config");
+  OCULAR_RETURN_IF_ERROR(
+      config_shared::CheckVitShape("embed_dim", embed_dim, num_heads, in_channels));
   if (mlp_dim() < 1) return fail(StatusCode::kDataLoss, "embed_dim * mlp_ratio is below 1");
   if (qwen25 && window_merged() < 1) {
     return fail(StatusCode::kDataLoss, "window_size (", window_size,
@@ -129,25 +124,18 @@ Status VisionConfig::Validate() const {
 }
 
 Status TextConfig::Validate() const {
-  auto fail = [](const auto&... args) {
-    return Error(StatusCode::kDataLoss, "config", "text_config: ", args...);
-  };
+  const config_internal::RuleError fail("text_config");
   OCULAR_RETURN_IF_ERROR(CheckHeads(hidden_size, num_attention_heads, num_key_value_heads, fail));
   const int half = head_dim() / 2;
   if (head_dim() % 2 != 0 || mrope_section[0] + mrope_section[1] + mrope_section[2] != half) {
     return fail("rope_scaling.mrope_section [", mrope_section[0], ", ", mrope_section[1], ", ",
                 mrope_section[2], "] must sum to head_dim / 2 = ", half);
   }
-  if (eos_token_id >= vocab_size) {
-    return fail("eos_token_id (", eos_token_id, ") is past the vocabulary (", vocab_size, ")");
-  }
   return Status::Ok();
 }
 
 Status Qwen2VLConfig::Validate() const {
-  OCULAR_RETURN_IF_ERROR(vision.Validate());
-  OCULAR_RETURN_IF_ERROR(text.Validate());
-  OCULAR_RETURN_IF_ERROR(config_shared::CheckTokenIds(*this));
+  OCULAR_RETURN_IF_ERROR(config_shared::ValidateParts(*this));
   if (vision.hidden_size != text.hidden_size) {
     return Error(StatusCode::kDataLoss, "config", "vision_config.hidden_size (", vision.hidden_size,
                  ") must be the text hidden_size (", text.hidden_size,

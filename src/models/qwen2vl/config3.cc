@@ -74,14 +74,9 @@ int Vision3Config::grid_per_side() const {
 }
 
 Status Vision3Config::Validate() const {
-  auto fail = [](StatusCode code, const auto&... args) {
-    return Error(code, "config", "vision_config: ", args...);
-  };
-  if (hidden_size % num_heads != 0 || head_dim() % 4 != 0) {
-    return fail(StatusCode::kDataLoss, "hidden_size (", hidden_size, ") / num_heads (", num_heads,
-                ") must be a whole head size divisible by 4 (the 2-D rotary)");
-  }
-  if (in_channels != 3) return fail(StatusCode::kUnimplemented, "in_channels must be 3 (RGB)");
+  const config_internal::RuleError fail("vision_config");
+  OCULAR_RETURN_IF_ERROR(
+      config_shared::CheckVitShape("hidden_size", hidden_size, num_heads, in_channels));
   for (size_t k = 0; k < deepstack_visual_indexes.size(); ++k) {
     const int i = deepstack_visual_indexes[k];
     if (std::find(deepstack_visual_indexes.begin(), deepstack_visual_indexes.begin() + k, i) !=
@@ -98,9 +93,7 @@ Status Vision3Config::Validate() const {
 }
 
 Status Text3Config::Validate() const {
-  auto fail = [](const auto&... args) {
-    return Error(StatusCode::kDataLoss, "config", "text_config: ", args...);
-  };
+  const config_internal::RuleError fail("text_config");
   if (num_attention_heads % num_key_value_heads != 0 || head_dim % 2 != 0) {
     return fail("num_attention_heads (", num_attention_heads,
                 ") must be divisible by num_key_value_heads (", num_key_value_heads,
@@ -108,16 +101,11 @@ Status Text3Config::Validate() const {
   }
   // apply_interleaved_mrope takes any sections: its slices stop at head_dim / 2 (and so does
   // InterleavedMrope); the temporal axis keeps the rest.
-  if (eos_token_id >= vocab_size) {
-    return fail("eos_token_id (", eos_token_id, ") is past the vocabulary (", vocab_size, ")");
-  }
   return Status::Ok();
 }
 
 Status Qwen3VLConfig::Validate() const {
-  OCULAR_RETURN_IF_ERROR(vision.Validate());
-  OCULAR_RETURN_IF_ERROR(text.Validate());
-  OCULAR_RETURN_IF_ERROR(config_shared::CheckTokenIds(*this));
+  OCULAR_RETURN_IF_ERROR(config_shared::ValidateParts(*this));
   if (vision.out_hidden_size != text.hidden_size) {
     return Error(StatusCode::kDataLoss, "config", "vision_config.out_hidden_size (",
                  vision.out_hidden_size, ") must be the text hidden_size (", text.hidden_size,

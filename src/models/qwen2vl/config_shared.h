@@ -27,6 +27,18 @@ Status ParsePatchGrid(const Section& s, VisionConfig* c) {
   return s.Int("temporal_patch_size", 1, 64, &c->temporal_patch_size);
 }
 
+// The rules both ViTs share: `width` (vision_config's `width_key`) is a whole number of heads
+// of a size divisible by 4 (the 2-D rotary); the input is RGB.
+inline Status CheckVitShape(const char* width_key, int width, int num_heads, int in_channels) {
+  const config_internal::RuleError fail("vision_config");
+  if (width % num_heads != 0 || (width / num_heads) % 4 != 0) {
+    return fail(width_key, " (", width, ") / num_heads (", num_heads,
+                ") must be a whole head size divisible by 4 (the 2-D rotary)");
+  }
+  if (in_channels != 3) return fail(StatusCode::kUnimplemented, "in_channels must be 3 (RGB)");
+  return Status::Ok();
+}
+
 // layer_types, when present, lists full_attention only.
 Status FullAttentionOnly(const Section& s);
 
@@ -49,8 +61,7 @@ Status ParseText(const Section& s, TextConfig* c) {
 // The top level's dtype (informational) and the four vision token ids.
 template <typename Config>
 Status ParseTop(const Section& top, Config* c) {
-  OCULAR_RETURN_IF_ERROR(top.String("torch_dtype", &c->torch_dtype));
-  OCULAR_RETURN_IF_ERROR(top.String("dtype", &c->torch_dtype));
+  OCULAR_RETURN_IF_ERROR(top.TorchDtype(&c->torch_dtype));
   for (auto [key, id] : {std::pair{"image_token_id", &c->image_token_id},
                          std::pair{"video_token_id", &c->video_token_id},
                          std::pair{"vision_start_token_id", &c->vision_start_token_id},
@@ -60,15 +71,23 @@ Status ParseTop(const Section& top, Config* c) {
   return Status::Ok();
 }
 
-// The four vision token ids are inside the vocabulary.
+// The vision and text configs' own rules (their Validate), then the token ids: the four
+// vision tokens and text_config.eos_token_id inside the vocabulary.
 template <typename Config>
-Status CheckTokenIds(const Config& c) {
+Status ValidateParts(const Config& c) {
+  OCULAR_RETURN_IF_ERROR(c.vision.Validate());
+  OCULAR_RETURN_IF_ERROR(c.text.Validate());
+  const int vocab = c.text.vocab_size;
   for (int id :
        {c.image_token_id, c.video_token_id, c.vision_start_token_id, c.vision_end_token_id}) {
-    if (id >= c.text.vocab_size) {
+    if (id >= vocab) {
       return Error(StatusCode::kDataLoss, "config", "the vision token id ", id,
-                   " is past the vocabulary (", c.text.vocab_size, ")");
+                   " is past the vocabulary (", vocab, ")");
     }
+  }
+  if (c.text.eos_token_id >= vocab) {
+    return Error(StatusCode::kDataLoss, "config", "text_config: eos_token_id (",
+                 c.text.eos_token_id, ") is past the vocabulary (", vocab, ")");
   }
   return Status::Ok();
 }
