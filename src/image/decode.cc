@@ -4,7 +4,6 @@
 #include <new>
 #include <string_view>
 
-#include "core/enum_names.h"
 #include "core/mapped_file.h"
 #include "image/codecs.h"
 #include "image/image.h"
@@ -79,13 +78,37 @@ int TiffOrientation(std::span<const uint8_t> t) {
 
 }  // namespace
 
+namespace {
+
+// One row per format ocular decodes: its name, its decoder and its EXIF orientation reader
+// (null: the format carries none). Declared functions only, so the table may precede them.
+struct FormatRow {
+  ImageFormat format;
+  const char* name;
+  StatusOr<Image> (*decode)(std::span<const uint8_t> data, int64_t max_pixels);
+  int (*exif_orientation)(std::span<const uint8_t> data);
+};
+constexpr FormatRow kFormats[] = {
+    {ImageFormat::kJpeg, "JPEG", image_internal::DecodeJpeg, JpegExifOrientation},
+    {ImageFormat::kPng, "PNG", image_internal::DecodePng, PngExifOrientation},
+    {ImageFormat::kWebp, "WebP", image_internal::DecodeWebp, WebpExifOrientation},
+    {ImageFormat::kGif, "GIF", image_internal::DecodeGif, nullptr},
+    {ImageFormat::kBmp, "BMP", image_internal::DecodeBmp, nullptr},
+};
+
+// The row of `f`; null for kUnknown.
+const FormatRow* FindFormat(ImageFormat f) {
+  for (const FormatRow& row : kFormats) {
+    if (row.format == f) return &row;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 const char* ImageFormatName(ImageFormat f) {
-  static constexpr EnumName<ImageFormat> kNames[] = {{ImageFormat::kJpeg, "JPEG"},
-                                                     {ImageFormat::kPng, "PNG"},
-                                                     {ImageFormat::kWebp, "WebP"},
-                                                     {ImageFormat::kGif, "GIF"},
-                                                     {ImageFormat::kBmp, "BMP"}};
-  return NameOf(f, kNames, "unknown");
+  const FormatRow* row = FindFormat(f);
+  return row != nullptr ? row->name : "unknown";
 }
 
 ImageFormat DetectImageFormat(std::span<const uint8_t> data) {
@@ -212,49 +235,29 @@ Image ApplyExifOrientation(const Image& in, int orientation) {
 }
 
 StatusOr<Image> DecodeImage(std::span<const uint8_t> data, const DecodeOptions& options) {
-  using namespace image_internal;  // NOLINT: the per-format decoders
   if (data.empty()) return Error(StatusCode::kInvalidArgument, "image", "empty input");
-  const ImageFormat format = DetectImageFormat(data);
+  const FormatRow* row = FindFormat(DetectImageFormat(data));
+  if (row == nullptr) {
+    std::string head;
+    for (size_t i = 0; i < data.size() && i < 8; ++i) {
+      static const char kHex[] = "0123456789abcdef";
+      head += StrCat(i ? " " : "", kHex[data[i] >> 4], kHex[data[i] & 15]);
+    }
+    return Error(
+        StatusCode::kInvalidArgument, "image",
+        "unrecognized image format (not JPEG, PNG, WebP, GIF or BMP); first bytes: ", head);
+  }
   StatusOr<Image> image = Status(StatusCode::kInternal, "unreachable");
   // The pixel budget is checked before allocating, but a budget the machine cannot hold (a
   // raised --max-pixels) must still end in an error, not std::bad_alloc.
   try {
-    switch (format) {
-      case ImageFormat::kJpeg:
-        image = DecodeJpeg(data, options.max_pixels);
-        break;
-      case ImageFormat::kPng:
-        image = DecodePng(data, options.max_pixels);
-        break;
-      case ImageFormat::kWebp:
-        image = DecodeWebp(data, options.max_pixels);
-        break;
-      case ImageFormat::kGif:
-        image = DecodeGif(data, options.max_pixels);
-        break;
-      case ImageFormat::kBmp:
-        image = DecodeBmp(data, options.max_pixels);
-        break;
-      case ImageFormat::kUnknown: {
-        std::string head;
-        for (size_t i = 0; i < data.size() && i < 8; ++i) {
-          static const char kHex[] = "0123456789abcdef";
-          head += StrCat(i ? " " : "", kHex[data[i] >> 4], kHex[data[i] & 15]);
-        }
-        return Error(
-            StatusCode::kInvalidArgument, "image",
-            "unrecognized image format (not JPEG, PNG, WebP, GIF or BMP); first bytes: ", head);
-      }
-    }
+    image = row->decode(data, options.max_pixels);
   } catch (const std::bad_alloc&) {
-    return Error(StatusCode::kResourceExhausted, "image", ImageFormatName(format),
+    return Error(StatusCode::kResourceExhausted, "image", row->name,
                  " image: not enough memory for its pixels (lower --max-pixels)");
   }
-  if (image.ok() && options.exif_rotate) {
-    const int orientation = format == ImageFormat::kJpeg   ? JpegExifOrientation(data)
-                            : format == ImageFormat::kPng  ? PngExifOrientation(data)
-                            : format == ImageFormat::kWebp ? WebpExifOrientation(data)
-                                                           : 1;
+  if (image.ok() && options.exif_rotate && row->exif_orientation != nullptr) {
+    const int orientation = row->exif_orientation(data);
     if (orientation != 1) return ApplyExifOrientation(*image, orientation);
   }
   return image;

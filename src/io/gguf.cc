@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <utility>
 
 #include "core/check.h"
 
@@ -161,34 +163,28 @@ const GgmlType* FindGgmlType(uint32_t id) {
   return nullptr;
 }
 
+namespace {
+
+// The ggml type id of each weight format (ggml.h's enum ggml_type).
+constexpr std::pair<WFormat, uint32_t> kGgmlIds[] = {
+    {WFormat::kF32, 0},  {WFormat::kF16, 1},   {WFormat::kBF16, 30}, {WFormat::kQ8_0, 8},
+    {WFormat::kQ4_0, 2}, {WFormat::kQ4_K, 12}, {WFormat::kQ6_K, 14}, {WFormat::kQ5_0, 6}};
+static_assert(std::size(kGgmlIds) == kNumWFormats, "every WFormat has a ggml type");
+
+}  // namespace
+
 uint32_t GgmlTypeOf(WFormat f) {
-  switch (f) {
-    case WFormat::kF32:
-      return 0;
-    case WFormat::kF16:
-      return 1;
-    case WFormat::kBF16:
-      return 30;
-    case WFormat::kQ8_0:
-      return 8;
-    case WFormat::kQ4_0:
-      return 2;
-    case WFormat::kQ4_K:
-      return 12;
-    case WFormat::kQ6_K:
-      return 14;
-    case WFormat::kQ5_0:
-      return 6;
+  for (const auto& [format, id] : kGgmlIds) {
+    if (format == f) return id;
   }
   OCULAR_CHECK(false, "HINT: a WFormat without a ggml type");
   return 0;
 }
 
 bool WFormatFromGgml(uint32_t id, WFormat* out) {
-  for (int i = 0; i < kNumWFormats; ++i) {
-    const WFormat f = static_cast<WFormat>(i);
-    if (GgmlTypeOf(f) == id) {
-      *out = f;
+  for (const auto& [format, ggml_id] : kGgmlIds) {
+    if (ggml_id == id) {
+      *out = format;
       return true;
     }
   }

@@ -14,21 +14,17 @@
 #include "runtime/kv_pool.h"
 #include "runtime/runner.h"
 #include "runtime/sampler.h"
+#include "runtime/sequence.h"
 
 namespace ocular {
 
-struct GenerationRequest {
-  // The whole prompt: ids (image tokens included), positions, attention spans, and its images
-  // with their pixel values. REQUIRES: set.
-  std::shared_ptr<const Prompt> prompt;
+// The sequence's parameters (SequenceParams: the typed prompt — ids with image tokens,
+// positions, attention spans, the images and their pixel values —, max_new_tokens, sampling,
+// eos_ids, and a constraint of its own, never shared), then how the run is fed and recorded.
+struct GenerationRequest : SequenceParams {
   // The images' features computed before ([prompt->feature_rows(), feature_floats()]), or null:
   // the images are encoded.
   const Tensor* features = nullptr;
-  int max_new_tokens = 16;
-  SamplingParams sampling;
-  std::vector<int32_t> eos_ids;  // stop after emitting any of these; empty: never early
-  // Constrained decoding (SequenceParams::constraint); one per request, never shared.
-  std::shared_ptr<TokenConstraint> constraint;
   bool record_prompt_logits = false;  // logits of every prompt position (tracing)
   bool record_decode_logits = false;  // the logits row that chose each generated token
   // Records the encode's and the prefill's taps (the prefill then runs in one step). Null: none.

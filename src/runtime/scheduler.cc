@@ -382,12 +382,7 @@ bool Scheduler::Start(Job& job, bool* encoded, StepTimes* t) {
   }
 
   const Clock::time_point t0 = Clock::now();
-  SequenceParams p;
-  p.prompt = g.prompt;
-  p.max_new_tokens = g.max_new_tokens;
-  p.sampling = g.sampling;
-  p.eos_ids = g.eos_ids;
-  p.constraint = g.constraint;
+  SequenceParams p = static_cast<const SequenceParams&>(g);
   // With room for the images' cross-attention K/V where the layout has them (mllama).
   const int64_t image_rows = kv_.layout().HasCross() ? prompt.feature_rows() : 0;
   StatusOr<KvHandle> cache = kv_.Acquire(prompt.size() + g.max_new_tokens, image_rows);

@@ -85,21 +85,17 @@ Frag GrammarBuilder::Alt(const std::vector<Frag>& alternatives) {
   return f;
 }
 
-Frag GrammarBuilder::Optional(Frag a) {
+Frag GrammarBuilder::Skippable(Frag a, bool repeat) {
   Frag f{NewNode(), NewNode()};
   g_.nodes[f.in].eps.push_back(a.in);
   g_.nodes[f.in].eps.push_back(f.out);
-  g_.nodes[a.out].eps.push_back(f.out);
+  g_.nodes[a.out].eps.push_back(repeat ? f.in : f.out);
   return f;
 }
 
-Frag GrammarBuilder::Star(Frag a) {
-  Frag f{NewNode(), NewNode()};
-  g_.nodes[f.in].eps.push_back(a.in);
-  g_.nodes[f.in].eps.push_back(f.out);
-  g_.nodes[a.out].eps.push_back(f.in);
-  return f;
-}
+Frag GrammarBuilder::Optional(Frag a) { return Skippable(a, /*repeat=*/false); }
+
+Frag GrammarBuilder::Star(Frag a) { return Skippable(a, /*repeat=*/true); }
 
 StatusOr<Grammar> GrammarBuilder::Finish(int32_t root) {
   if (too_large_) {

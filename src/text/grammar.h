@@ -91,6 +91,8 @@ class GrammarBuilder {
   int32_t node_count() const { return static_cast<int32_t>(g_.nodes.size()); }
 
  private:
+  // `a` or nothing: in → a.in | out; a.out → out (once), or → in when `repeat` (any times).
+  Frag Skippable(Frag a, bool repeat);
   Grammar g_;
   bool too_large_ = false;
 };

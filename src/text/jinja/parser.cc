@@ -797,31 +797,33 @@ class Parser {
     return t;
   }
 
+  // The items after an opening bracket up to `close`, comma-separated (a trailing comma
+  // allowed), each read by `item`.
+  template <typename ReadItem>
+  void CommaSeparated(std::string_view close, ReadItem item) {
+    ++i_;
+    for (bool first = true; !SkipOp(close); first = false) {
+      if (!first) {
+        ExpectOp(",");
+        if (SkipOp(close)) break;
+      }
+      item();
+    }
+  }
+
   ExprPtr ListLiteral() {
     auto l = MakeExpr(Expr::Kind::kList, Cur().line);
-    ++i_;
-    while (!SkipOp("]")) {
-      if (!l->args.empty()) {
-        ExpectOp(",");
-        if (SkipOp("]")) break;
-      }
-      l->args.push_back(Expression(true));
-    }
+    CommaSeparated("]", [&] { l->args.push_back(Expression(true)); });
     return l;
   }
 
   ExprPtr DictLiteral() {
     auto d = MakeExpr(Expr::Kind::kDict, Cur().line);
-    ++i_;
-    while (!SkipOp("}")) {
-      if (!d->args.empty()) {
-        ExpectOp(",");
-        if (SkipOp("}")) break;
-      }
+    CommaSeparated("}", [&] {
       d->args.push_back(Expression(true));
       ExpectOp(":");
       d->args.push_back(Expression(true));
-    }
+    });
     return d;
   }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/enum_names.h"
 #include "text/utf8.h"
 
 namespace ocular::jinja {
@@ -132,27 +133,14 @@ bool Value::Truthy() const {
 }
 
 const char* Value::TypeName() const {
-  switch (kind_) {
-    case Kind::kUndefined:
-      return "Undefined";
-    case Kind::kNone:
-      return "NoneType";
-    case Kind::kBool:
-      return "bool";
-    case Kind::kInt:
-      return "int";
-    case Kind::kFloat:
-      return "float";
-    case Kind::kString:
-      return "str";
-    case Kind::kList:
-      return !view_.empty() ? view_.c_str() : tuple_ ? "tuple" : "list";
-    case Kind::kDict:
-      return ns_ ? "Namespace" : "dict";
-    case Kind::kFunction:
-      return "function";
-  }
-  return "?";
+  if (kind_ == Kind::kList) return !view_.empty() ? view_.c_str() : tuple_ ? "tuple" : "list";
+  if (kind_ == Kind::kDict) return ns_ ? "Namespace" : "dict";
+  static constexpr EnumName<Kind> kNames[] = {
+      {Kind::kUndefined, "Undefined"}, {Kind::kNone, "NoneType"},
+      {Kind::kBool, "bool"},           {Kind::kInt, "int"},
+      {Kind::kFloat, "float"},         {Kind::kString, "str"},
+      {Kind::kFunction, "function"}};
+  return NameOf(kind_, kNames, "?");
 }
 
 std::string FloatRepr(double f) {
