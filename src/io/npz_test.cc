@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
 #include <random>
-#include <sstream>
+
+#include "core/mapped_file.h"
 
 namespace ocular {
 namespace {
@@ -24,11 +24,10 @@ std::string Npy(const std::string& dict, size_t data_bytes, int major = 1) {
   return out + header + std::string(data_bytes, '\0');
 }
 
+// The file at `path`, or "" when it cannot be read (the checks on it then fail).
 std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  StatusOr<std::string> bytes = ReadFileToString(path);
+  return bytes.ok() ? std::move(*bytes) : std::string();
 }
 
 TEST(Npy, ParsesTheHeadersNumpyWrites) {

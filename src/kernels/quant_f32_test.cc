@@ -227,31 +227,27 @@ TEST(QuantF32Test, EveryIsaIsTheProductWithTheDequantizedRowsOnOddShapes) {
 TEST(QuantF32Test, RowsDoNotDependOnTheBatchTileOrThreads) {
   const int64_t K = 2304, N = 83, M = 40;
   const std::vector<float> a = MakeActivations(M, K, 11);
-  for (WFormat f : kQuantFormats) {
-    const QuantWeights w = MakeWeights(f, N, K, 12);
-    ForEachIsa([&](const std::string&) {
-      TestExec one(1), four(4);
-      one.ex.quant_activations = four.ex.quant_activations = QuantActivations::kF32;
-      std::vector<float> single(M * N), batch(M * N), threads(M * N);
-      for (int64_t m = 0; m < M; ++m) {
-        ops::MatMul(one.ex, a.data() + m * K, 1, K, K, w.m, nullptr, single.data() + m * N, N);
+  ForEachQuantMatrixAndIsa(N, K, 12, [&](WFormat f, const QuantWeights& w, const std::string&) {
+    TestExec one(1), four(4);
+    one.ex.quant_activations = four.ex.quant_activations = QuantActivations::kF32;
+    std::vector<float> single(M * N), batch(M * N), threads(M * N);
+    for (int64_t m = 0; m < M; ++m) {
+      ops::MatMul(one.ex, a.data() + m * K, 1, K, K, w.m, nullptr, single.data() + m * N, N);
+    }
+    for (int64_t b : {2, 3, 4, 5, 7, 8, 9, 17, 40}) {
+      for (int64_t m0 = 0; m0 < M; m0 += b) {
+        const int64_t rows = std::min(b, M - m0);
+        ops::MatMul(one.ex, a.data() + m0 * K, rows, K, K, w.m, nullptr, batch.data() + m0 * N, N);
+        ops::MatMul(four.ex, a.data() + m0 * K, rows, K, K, w.m, nullptr, threads.data() + m0 * N,
+                    N);
       }
-      for (int64_t b : {2, 3, 4, 5, 7, 8, 9, 17, 40}) {
-        for (int64_t m0 = 0; m0 < M; m0 += b) {
-          const int64_t rows = std::min(b, M - m0);
-          ops::MatMul(one.ex, a.data() + m0 * K, rows, K, K, w.m, nullptr, batch.data() + m0 * N,
-                      N);
-          ops::MatMul(four.ex, a.data() + m0 * K, rows, K, K, w.m, nullptr, threads.data() + m0 * N,
-                      N);
-        }
-        for (int64_t i = 0; i < M * N; ++i) {
-          ASSERT_EQ(Bits(batch[i]), Bits(single[i]))
-              << WFormatName(f) << " batch " << b << " m=" << i / N << " n=" << i % N;
-          ASSERT_EQ(Bits(threads[i]), Bits(single[i])) << WFormatName(f) << " batch " << b;
-        }
+      for (int64_t i = 0; i < M * N; ++i) {
+        ASSERT_EQ(Bits(batch[i]), Bits(single[i]))
+            << WFormatName(f) << " batch " << b << " m=" << i / N << " n=" << i % N;
+        ASSERT_EQ(Bits(threads[i]), Bits(single[i])) << WFormatName(f) << " batch " << b;
       }
-    });
-  }
+    }
+  });
 }
 
 // The option reaches the kernels: with Gemma-like outliers in the activations, int8 activation

@@ -215,22 +215,19 @@ TEST(QuantMatMulTest, VectorizedActivationQuantizationIsByteIdentical) {
 TEST(QuantMatMulTest, ResultsDoNotDependOnBatchOrThreads) {
   const int64_t K = 2304, N = 83, M = 9;
   const std::vector<float> a = MakeActivations(M, K, 11);
-  for (WFormat f : kQuantFormats) {
-    const QuantWeights w = MakeWeights(f, N, K, 12);
-    ForEachIsa([&](const std::string&) {
-      TestExec one(1), four(4);
-      std::vector<float> batch(M * N), threads(M * N), single(N);
-      ops::MatMul(one.ex, a.data(), M, K, K, w.m, nullptr, batch.data(), N);
-      ops::MatMul(four.ex, a.data(), M, K, K, w.m, nullptr, threads.data(), N);
-      for (int64_t m = 0; m < M; ++m) {
-        ops::MatMul(four.ex, a.data() + m * K, 1, K, K, w.m, nullptr, single.data(), N);
-        for (int64_t n = 0; n < N; ++n) {
-          ASSERT_EQ(batch[m * N + n], single[n]) << WFormatName(f) << " m=" << m << " n=" << n;
-          ASSERT_EQ(batch[m * N + n], threads[m * N + n]) << WFormatName(f);
-        }
+  ForEachQuantMatrixAndIsa(N, K, 12, [&](WFormat f, const QuantWeights& w, const std::string&) {
+    TestExec one(1), four(4);
+    std::vector<float> batch(M * N), threads(M * N), single(N);
+    ops::MatMul(one.ex, a.data(), M, K, K, w.m, nullptr, batch.data(), N);
+    ops::MatMul(four.ex, a.data(), M, K, K, w.m, nullptr, threads.data(), N);
+    for (int64_t m = 0; m < M; ++m) {
+      ops::MatMul(four.ex, a.data() + m * K, 1, K, K, w.m, nullptr, single.data(), N);
+      for (int64_t n = 0; n < N; ++n) {
+        ASSERT_EQ(batch[m * N + n], single[n]) << WFormatName(f) << " m=" << m << " n=" << n;
+        ASSERT_EQ(batch[m * N + n], threads[m * N + n]) << WFormatName(f);
       }
-    });
-  }
+    }
+  });
 }
 
 // A row's output is bit-identical whatever M: decode rows (1-8, weights read in place), prefill
@@ -239,27 +236,24 @@ TEST(QuantMatMulTest, ResultsDoNotDependOnBatchOrThreads) {
 void ExpectRowsBitIdentical(int64_t K, int64_t N, const std::vector<int64_t>& Ms) {
   const int64_t max_m = *std::max_element(Ms.begin(), Ms.end());
   const std::vector<float> a = MakeActivations(max_m, K, 31);
-  for (WFormat f : kQuantFormats) {
-    const QuantWeights w = MakeWeights(f, N, K, 32);
-    ForEachIsa([&](const std::string& isa) {
-      TestExec one(1), three(3);
-      std::vector<float> alone(static_cast<size_t>(max_m * N)), got(alone.size());
-      for (int64_t m = 0; m < max_m; ++m) {
-        ops::MatMul(one.ex, a.data() + m * K, 1, K, K, w.m, nullptr, alone.data() + m * N, N);
-      }
-      for (int64_t M : Ms) {
-        for (TestExec* t : {&one, &three}) {
-          // The batch starts at a different row each time: row r sits at position r - start.
-          const int64_t start = (M * 7) % (max_m - M + 1);
-          ops::MatMul(t->ex, a.data() + start * K, M, K, K, w.m, nullptr, got.data(), N);
-          for (int64_t i = 0; i < M * N; ++i) {
-            ASSERT_EQ(got[i], alone[start * N + i]) << isa << " " << WFormatName(f) << " K=" << K
-                                                    << " M=" << M << " row " << start + i / N;
-          }
+  ForEachQuantMatrixAndIsa(N, K, 32, [&](WFormat f, const QuantWeights& w, const std::string& isa) {
+    TestExec one(1), three(3);
+    std::vector<float> alone(static_cast<size_t>(max_m * N)), got(alone.size());
+    for (int64_t m = 0; m < max_m; ++m) {
+      ops::MatMul(one.ex, a.data() + m * K, 1, K, K, w.m, nullptr, alone.data() + m * N, N);
+    }
+    for (int64_t M : Ms) {
+      for (TestExec* t : {&one, &three}) {
+        // The batch starts at a different row each time: row r sits at position r - start.
+        const int64_t start = (M * 7) % (max_m - M + 1);
+        ops::MatMul(t->ex, a.data() + start * K, M, K, K, w.m, nullptr, got.data(), N);
+        for (int64_t i = 0; i < M * N; ++i) {
+          ASSERT_EQ(got[i], alone[start * N + i]) << isa << " " << WFormatName(f) << " K=" << K
+                                                  << " M=" << M << " row " << start + i / N;
         }
       }
-    });
-  }
+    }
+  });
 }
 
 TEST(QuantMatMulTest, RowsAreBitIdenticalAtEveryM) {

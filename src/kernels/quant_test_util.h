@@ -48,6 +48,16 @@ inline std::vector<float> MakeActivations(int64_t M, int64_t lda, uint32_t seed)
   return a;
 }
 
+// fn(f, w, isa) for every quantized format's [N, K] test matrix (MakeWeights(f, N, K, seed)) at
+// every ISA.
+template <class Fn>
+void ForEachQuantMatrixAndIsa(int64_t N, int64_t K, uint32_t seed, const Fn& fn) {
+  for (WFormat f : kQuantFormats) {
+    const QuantWeights w = MakeWeights(f, N, K, seed);
+    ForEachIsa([&](const std::string& isa) { fn(f, w, isa); });
+  }
+}
+
 inline std::string What(WFormat f, int64_t M, int64_t K, int64_t N) {
   return std::string(WFormatName(f)) + " M=" + std::to_string(M) + " K=" + std::to_string(K) +
          " N=" + std::to_string(N);

@@ -15,23 +15,28 @@ TEST(Sampler, GreedyTakesFirstMaximum) {
   EXPECT_EQ(s.Next(l.data(), 4), 1);
 }
 
+// How often one Sampler of `p` draws each id in `n` draws over `logits`.
+std::map<int, int> Draws(const SamplingParams& p, const std::vector<float>& logits, int n) {
+  Sampler s(p);
+  std::map<int, int> seen;
+  for (int i = 0; i < n; ++i) ++seen[s.Next(logits.data(), static_cast<int>(logits.size()))];
+  return seen;
+}
+
 TEST(Sampler, SuppressedIdsAreNeverChosen) {
   std::vector<float> l = {0.1f, 0.2f, 9.0f};
   SamplingParams p;
   p.suppress_from = 2;
   EXPECT_EQ(Sampler(p).Next(l.data(), 3), 1);
   p.temperature = 1.0f;
-  Sampler s(p);
-  for (int i = 0; i < 100; ++i) EXPECT_LT(s.Next(l.data(), 3), 2);
+  EXPECT_EQ(Draws(p, l, 100).count(2), 0u);
 }
 
 TEST(Sampler, TopKOneIsGreedy) {
-  std::vector<float> l = {0.5f, 0.4f, 0.6f};
   SamplingParams p;
   p.temperature = 5.0f;
   p.top_k = 1;
-  Sampler s(p);
-  for (int i = 0; i < 50; ++i) EXPECT_EQ(s.Next(l.data(), 3), 2);
+  EXPECT_EQ(Draws(p, {0.5f, 0.4f, 0.6f}, 50), (std::map<int, int>{{2, 50}}));
 }
 
 TEST(Sampler, TopPKeepsSmallestNucleus) {
@@ -40,12 +45,9 @@ TEST(Sampler, TopPKeepsSmallestNucleus) {
   SamplingParams p;
   p.temperature = 1.0f;
   p.top_p = 0.6f;
-  Sampler a(p);
-  for (int i = 0; i < 50; ++i) EXPECT_EQ(a.Next(l.data(), 3), 0);
+  EXPECT_EQ(Draws(p, l, 50), (std::map<int, int>{{0, 50}}));
   p.top_p = 0.8f;
-  Sampler b(p);
-  std::map<int, int> seen;
-  for (int i = 0; i < 400; ++i) ++seen[b.Next(l.data(), 3)];
+  std::map<int, int> seen = Draws(p, l, 400);
   EXPECT_EQ(seen.count(2), 0u);
   EXPECT_GT(seen[1], 50);
 }

@@ -8,33 +8,34 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tasks/box_testing.h"
+
 namespace ocular {
 namespace {
+
+// Detections on a 1023 x 1023 image, where <locN> is N pixels.
+std::vector<Detection> OnLocGrid(const std::string& text) {
+  return ParseDetections(text, 1023, 1023);
+}
 
 TEST(ParseDetections, OneObjectDecodesPerLocOver1023TimesSize) {
   // (y0, x0, y1, x1) = (0, 1023, 511, 256) on a 200 (w) x 100 (h) image.
   auto d = ParseDetections("<loc0000><loc1023><loc0511><loc0256> circle", 200, 100);
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].label, "circle");
-  EXPECT_FLOAT_EQ(d[0].y0, 0.0f);
-  EXPECT_FLOAT_EQ(d[0].y1, 511.0f / 1023.0f * 100.0f);
   // x0 > x1 in the text: the corners come back ordered.
-  EXPECT_FLOAT_EQ(d[0].x0, 256.0f / 1023.0f * 200.0f);
-  EXPECT_FLOAT_EQ(d[0].x1, 200.0f);
+  ExpectBox(d[0], 256.0f / 1023.0f * 200.0f, 0.0f, 200.0f, 511.0f / 1023.0f * 100.0f);
 }
 
 TEST(ParseDetections, SeveralObjectsAndMultiWordLabels) {
-  auto d = ParseDetections(
+  auto d = OnLocGrid(
       "<loc0010><loc0020><loc0030><loc0040> red square ; <loc0100><loc0200><loc0300><loc0400> "
-      "blue triangle",
-      1023, 1023);
+      "blue triangle");
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].label, "red square");
   EXPECT_EQ(d[1].label, "blue triangle");
-  EXPECT_FLOAT_EQ(d[0].x0, 20.0f);
-  EXPECT_FLOAT_EQ(d[0].y0, 10.0f);
-  EXPECT_FLOAT_EQ(d[1].x1, 400.0f);
-  EXPECT_FLOAT_EQ(d[1].y1, 300.0f);
+  ExpectBox(d[0], 20.0f, 10.0f, 40.0f, 30.0f);
+  ExpectBox(d[1], 200.0f, 100.0f, 400.0f, 300.0f);
 }
 
 TEST(ParseDetections, SkipsSegmentationTokens) {
@@ -42,7 +43,7 @@ TEST(ParseDetections, SkipsSegmentationTokens) {
   for (int i = 0; i < 16; ++i)
     text += "<seg" + std::string(i < 10 ? "00" : "0") + std::to_string(i) + ">";
   text += " cat";
-  auto d = ParseDetections(text, 1023, 1023);
+  auto d = OnLocGrid(text);
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].label, "cat");
   EXPECT_FLOAT_EQ(d[0].x1, 4.0f);
@@ -56,20 +57,19 @@ TEST(ParseDetections, MalformedInputsAreSkippedNotFatal) {
   EXPECT_TRUE(ParseDetections("<loc1024><loc0002><loc0003><loc0004> out of range", 10, 10).empty());
   EXPECT_TRUE(ParseDetections("<loc12><loc0002><loc0003><loc0004> x", 10, 10).empty());
   // Garbage before, between and after; missing label; trailing " ;".
-  auto d = ParseDetections(
+  auto d = OnLocGrid(
       "junk <loc0001> <loc0001><loc0002><loc0003><loc0004> ; !!<loc0005><loc0006><loc0007>"
-      "<loc0008> star ; <loc0009>",
-      1023, 1023);
+      "<loc0008> star ; <loc0009>");
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].label, "");
-  EXPECT_FLOAT_EQ(d[0].y0, 1.0f);
+  ExpectBox(d[0], 2.0f, 1.0f, 4.0f, 3.0f);
   EXPECT_EQ(d[1].label, "star");
-  EXPECT_FLOAT_EQ(d[1].x1, 8.0f);
-  auto t = ParseDetections("<loc0001><loc0002><loc0003><loc0004> a ;", 1023, 1023);
+  ExpectBox(d[1], 6.0f, 5.0f, 8.0f, 7.0f);
+  auto t = OnLocGrid("<loc0001><loc0002><loc0003><loc0004> a ;");
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].label, "a");
   // Five locs in a row: the first four make the box; the fifth starts nothing.
-  auto f = ParseDetections("<loc0001><loc0002><loc0003><loc0004><loc0005> b", 1023, 1023);
+  auto f = OnLocGrid("<loc0001><loc0002><loc0003><loc0004><loc0005> b");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].label, "");
   // Non-positive sizes give normalised coordinates instead of crashing.

@@ -16,11 +16,14 @@ struct Canvas {
     const uint8_t* p = &rgb[(size_t(y) * w + x) * 3];
     return {p[0], p[1], p[2]};
   }
+  void Draw(const std::vector<Detection>& detections, const DrawOptions& options) {
+    DrawDetections(rgb.data(), w, h, detections, options);
+  }
 };
 
 TEST(DrawDetections, OutlineHasTheLabelColourAndInteriorIsUntouched) {
   Canvas c(100, 80);
-  DrawDetections(c.rgb.data(), c.w, c.h, {{20, 30, 60, 70, ""}}, {.thickness = 2});
+  c.Draw({{20, 30, 60, 70, ""}}, {.thickness = 2});
   const Rgb color = PaletteColor(0);
   EXPECT_EQ(c.at(20, 50), color);  // left edge
   EXPECT_EQ(c.at(21, 50), color);
@@ -34,9 +37,7 @@ TEST(DrawDetections, OutlineHasTheLabelColourAndInteriorIsUntouched) {
 
 TEST(DrawDetections, DistinctLabelsGetDistinctColours) {
   Canvas c(100, 100);
-  DrawDetections(c.rgb.data(), c.w, c.h,
-                 {{5, 40, 30, 60, ""}, {50, 40, 90, 60, ""}, {5, 70, 30, 95, ""}},
-                 {.thickness = 2});
+  c.Draw({{5, 40, 30, 60, ""}, {50, 40, 90, 60, ""}, {5, 70, 30, 95, ""}}, {.thickness = 2});
   EXPECT_EQ(c.at(5, 50), PaletteColor(0));
   EXPECT_EQ(c.at(50, 50), PaletteColor(0));  // same (empty) label, same colour
   Canvas d(100, 100);
@@ -50,12 +51,11 @@ TEST(DrawDetections, DistinctLabelsGetDistinctColours) {
 TEST(DrawDetections, ClipsAtBordersAndSkipsOutsideOrNan) {
   Canvas c(50, 40);
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  DrawDetections(c.rgb.data(), c.w, c.h,
-                 {{-20, -10, 30, 25, ""},       // crosses top-left corner
-                  {40, 30, 1e9f, 1e9f, ""},     // runs off bottom-right, huge values
-                  {60, 50, 90, 80, "outside"},  // fully outside: skipped
-                  {nan, 0, 10, 10, "nan"}},
-                 {.thickness = 2});
+  c.Draw({{-20, -10, 30, 25, ""},       // crosses top-left corner
+          {40, 30, 1e9f, 1e9f, ""},     // runs off bottom-right, huge values
+          {60, 50, 90, 80, "outside"},  // fully outside: skipped
+          {nan, 0, 10, 10, "nan"}},
+         {.thickness = 2});
   EXPECT_EQ(c.at(28, 10), PaletteColor(0));       // right edge of the first box
   EXPECT_EQ(c.at(10, 23), PaletteColor(0));       // bottom edge of the first box
   EXPECT_EQ(c.at(40, 35), PaletteColor(0));       // left edge of the second box
@@ -67,8 +67,7 @@ TEST(DrawDetections, LabelTextIsRenderedWithTheFont) {
   auto font = Font::Load(Font::kDefaultPath, 14);
   if (!font.ok()) GTEST_SKIP() << font.status().ToString();
   Canvas c(200, 120);
-  DrawDetections(c.rgb.data(), c.w, c.h, {{40, 60, 160, 110, "circle"}},
-                 {.thickness = 2, .font = font->get()});
+  c.Draw({{40, 60, 160, 110, "circle"}}, {.thickness = 2, .font = font->get()});
   // The label strip sits above the box: y in [60 - strip, 60). It is filled with the
   // label colour and the glyphs are white on it, so both colours appear there.
   const Rgb color = PaletteColor(0);
@@ -96,8 +95,7 @@ TEST(DrawDetections, LabelAtTopBorderGoesInsideTheBox) {
   auto font = Font::Load(Font::kDefaultPath, 12);
   if (!font.ok()) GTEST_SKIP() << font.status().ToString();
   Canvas c(120, 80);
-  DrawDetections(c.rgb.data(), c.w, c.h, {{10, 0, 110, 70, "star"}},
-                 {.thickness = 2, .font = font->get()});
+  c.Draw({{10, 0, 110, 70, "star"}}, {.thickness = 2, .font = font->get()});
   EXPECT_EQ(c.at(12, 5), PaletteColor(0));  // strip drawn inside, at the top
 }
 
@@ -111,7 +109,7 @@ TEST(Font, MissingOrBadFontIsAnErrorNotACrash) {
   EXPECT_FALSE(Font::Load(Font::kDefaultPath, 0).ok());
   // Drawing without a font still draws the box.
   Canvas c(30, 30);
-  DrawDetections(c.rgb.data(), c.w, c.h, {{5, 15, 25, 25, "label"}}, {});
+  c.Draw({{5, 15, 25, 25, "label"}}, {});
   EXPECT_EQ(c.at(5, 20), PaletteColor(0));
 }
 
@@ -127,7 +125,7 @@ TEST(DrawDetections, PaintsMasksTranslucentlyInTheLabelColour) {
   m.height = 2;
   m.bits = {1, 1, 0, 1, 0, 0, 0, 1};
   d.mask = m;
-  DrawDetections(c.rgb.data(), c.w, c.h, {d}, {.thickness = 1});
+  c.Draw({d}, {.thickness = 1});
   const Rgb color = PaletteColor(0);
   const Rgb painted = c.at(10, 10);
   // 0.45 of the colour over the grey 200 background.

@@ -13,8 +13,8 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "core/mapped_file.h"
 #include "io/npz.h"
 #include "io/safetensors.h"
 #include "tasks/detection.h"
@@ -28,11 +28,10 @@ std::unique_ptr<MaskDecoder> LoadOrDie(const std::string& path) {
   return d.ok() ? std::move(*d) : nullptr;
 }
 
+// The file at `path`, or "" when it cannot be read (the checks on it then fail).
 std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  StatusOr<std::string> bytes = ReadFileToString(path);
+  return bytes.ok() ? std::move(*bytes) : std::string();
 }
 
 // max |a − b| / max |b| over the 64×64 logits of every fixture row.

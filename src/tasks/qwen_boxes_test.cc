@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "tasks/box_testing.h"
+
 namespace ocular {
 namespace {
 
@@ -16,13 +18,9 @@ TEST(ParseQwenBoxes, FencedListInResizedPixelsMapsToTheOriginal) {
   auto d = ParseQwenBoxes(answer, 812, 392, 1000, 500);
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0].label, "cat");
-  EXPECT_FLOAT_EQ(d[0].x0, 500.0f);
-  EXPECT_FLOAT_EQ(d[0].y0, 250.0f);
-  EXPECT_FLOAT_EQ(d[0].x1, 1000.0f);
-  EXPECT_FLOAT_EQ(d[0].y1, 500.0f);
+  ExpectBox(d[0], 500.0f, 250.0f, 1000.0f, 500.0f);
   EXPECT_EQ(d[1].label, "dog");
-  EXPECT_FLOAT_EQ(d[1].x1, 250.0f);
-  EXPECT_FLOAT_EQ(d[1].y1, 125.0f);
+  ExpectBox(d[1], 0.0f, 0.0f, 250.0f, 125.0f);
   EXPECT_EQ(d[0].loc[0], -1);  // not from <loc> tokens
 }
 
@@ -31,10 +29,7 @@ TEST(ParseQwenBoxes, Grid1000ScalesByTheOriginalSize) {
   auto d = ParseQwenBoxes(R"([{"bbox_2d": [250, 400, 750, 1000], "label": "person"}])", 1000, 1000,
                           1920, 1080);
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_FLOAT_EQ(d[0].x0, 480.0f);
-  EXPECT_FLOAT_EQ(d[0].y0, 432.0f);
-  EXPECT_FLOAT_EQ(d[0].x1, 1440.0f);
-  EXPECT_FLOAT_EQ(d[0].y1, 1080.0f);
+  ExpectBox(d[0], 480.0f, 432.0f, 1440.0f, 1080.0f);
 }
 
 TEST(ParseQwenBoxes, SingleObjectsWrappedListsAndSwappedCorners) {
@@ -42,10 +37,7 @@ TEST(ParseQwenBoxes, SingleObjectsWrappedListsAndSwappedCorners) {
       ParseQwenBoxes(R"(Here: {"bbox_2d": [10, 20, 0, 5], "label": "x"})", 100, 100, 100, 100);
   // Not JSON as a whole (text around it): the complete object is still read, corners ordered.
   ASSERT_EQ(one.size(), 1u);
-  EXPECT_FLOAT_EQ(one[0].x0, 0.0f);
-  EXPECT_FLOAT_EQ(one[0].x1, 10.0f);
-  EXPECT_FLOAT_EQ(one[0].y0, 5.0f);
-  EXPECT_FLOAT_EQ(one[0].y1, 20.0f);
+  ExpectBox(one[0], 0.0f, 5.0f, 10.0f, 20.0f);
   auto wrapped = ParseQwenBoxes(R"({"objects": [{"bbox_2d": [1, 2, 3, 4]}]})", 10, 10, 10, 10);
   ASSERT_EQ(wrapped.size(), 1u);
   EXPECT_EQ(wrapped[0].label, "");
@@ -53,9 +45,7 @@ TEST(ParseQwenBoxes, SingleObjectsWrappedListsAndSwappedCorners) {
   auto out =
       ParseQwenBoxes(R"([{"bbox_2d": [-5, -5, 2000, 2000], "label": "all"}])", 1000, 1000, 64, 48);
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_FLOAT_EQ(out[0].x0, 0.0f);
-  EXPECT_FLOAT_EQ(out[0].x1, 64.0f);
-  EXPECT_FLOAT_EQ(out[0].y1, 48.0f);
+  ExpectBox(out[0], 0.0f, 0.0f, 64.0f, 48.0f);
 }
 
 // An answer cut short by max_tokens keeps its complete objects; malformed ones give nothing.

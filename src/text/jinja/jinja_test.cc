@@ -3,20 +3,18 @@
 // The full differential sweep over llama.cpp's templates is tools/reference/jinja_sweep.py.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "core/mapped_file.h"
 #include "text/jinja/template.h"
 
 namespace ocular::jinja {
 namespace {
 
+// The file at `path`, or "" when it cannot be read (the checks on it then fail).
 std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  StatusOr<std::string> bytes = ReadFileToString(path);
+  return bytes.ok() ? std::move(*bytes) : std::string();
 }
 
 StatusOr<std::string> RenderText(std::string_view source, const nlohmann::ordered_json& context,
