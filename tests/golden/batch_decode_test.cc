@@ -53,6 +53,79 @@ struct Track {
   std::vector<std::vector<float>> logits;
 };
 
+// Scenarios: B sequences joining together (B = 1..8), then a staggered one where sequences
+// join at different steps and leave early (short max_new) while others continue.
+std::vector<std::vector<Track>> Scenarios(int n_inputs) {
+  std::vector<std::vector<Track>> scenarios;
+  for (int B = 1; B <= 8; ++B) {
+    std::vector<Track> s(B);
+    for (int i = 0; i < B; ++i) s[i] = Track{i % n_inputs, 0, 6, nullptr, {}};
+    scenarios.push_back(std::move(s));
+  }
+  std::vector<Track> s;
+  const int joins[] = {0, 0, 1, 2, 2, 4, 5, 7};
+  const int lengths[] = {9, 2, 7, 3, 8, 1, 5, 4};
+  for (int i = 0; i < 8; ++i)
+    s.push_back(Track{(i * 5) % n_inputs, joins[i], lengths[i], nullptr, {}});
+  scenarios.push_back(std::move(s));
+  return scenarios;
+}
+
+// Track t joins the batch: its image encoded, its prompt prefilled, the prefill's logits row
+// recorded.
+void Join(Harness& m, const Input& in, Track& t) {
+  const ModelSpec& spec = m.model->spec();
+  SequenceParams p;
+  p.prompt = testing_support::FixturePrompt(spec, in.ids, &in.pixels);
+  const Prompt& prompt = *p.prompt;
+  p.max_new_tokens = t.max_new;
+  auto kv = m.kv.Acquire(static_cast<int64_t>(in.ids.size()) + t.max_new);
+  ASSERT_TRUE(kv.ok());
+  t.seq = std::make_unique<Sequence>(std::move(p), std::move(*kv), spec.vocab_size);
+  std::vector<float> features;
+  if (!prompt.images.empty()) {
+    features.resize(prompt.feature_rows() * spec.hidden_size);
+    m.runner.EncodeImages(prompt, 0, prompt.images.size(), features.data(), nullptr);
+  }
+  ASSERT_TRUE(m.runner.Prefill(*t.seq, features.empty() ? nullptr : features.data(), nullptr).ok());
+  t.logits.emplace_back(m.runner.last_logits(0), m.runner.last_logits(0) + spec.vocab_size);
+}
+
+// Runs the tracks as one batch: each joins at its step, every running sequence takes one
+// decode step together, finished ones leave and return their cache; each step's logits rows
+// are recorded per track.
+void RunBatched(Harness& m, const std::vector<Input>& inputs, std::vector<Track>& tracks) {
+  const int64_t V = m.model->spec().vocab_size;
+  std::vector<Sequence*> running;
+  for (int step = 0;; ++step) {
+    for (Track& t : tracks) {
+      if (t.join_step != step) continue;
+      ASSERT_NO_FATAL_FAILURE(Join(m, inputs[t.input], t));
+      running.push_back(t.seq.get());
+    }
+    // Leaves: finished sequences drop out of the batch and return their cache.
+    std::vector<Sequence*> active;
+    for (Sequence* s : running) {
+      if (s->done()) {
+        s->ReleaseCache();
+      } else {
+        active.push_back(s);
+      }
+    }
+    running = active;
+    bool pending = false;
+    for (const Track& t : tracks) pending |= t.join_step > step;
+    if (active.empty() && !pending) break;
+    m.runner.DecodeStep(active);
+    for (size_t i = 0; i < active.size(); ++i) {
+      for (Track& t : tracks) {
+        if (t.seq.get() == active[i])
+          t.logits.emplace_back(m.runner.last_logits(i), m.runner.last_logits(i) + V);
+      }
+    }
+  }
+}
+
 class BatchDecodeTest : public testing::TestWithParam<const char*> {};
 
 TEST_P(BatchDecodeTest, BatchedEqualsAloneWithJoinsAndLeaves) {
@@ -77,72 +150,11 @@ TEST_P(BatchDecodeTest, BatchedEqualsAloneWithJoinsAndLeaves) {
     return *out;
   };
 
-  // Scenarios: B sequences joining together (B = 1..8), then a staggered one where sequences
-  // join at different steps and leave early (short max_new) while others continue.
-  std::vector<std::vector<Track>> scenarios;
-  for (int B = 1; B <= 8; ++B) {
-    std::vector<Track> s(B);
-    for (int i = 0; i < B; ++i)
-      s[i] = Track{i % static_cast<int>(inputs.size()), 0, 6, nullptr, {}};
-    scenarios.push_back(std::move(s));
-  }
-  {
-    std::vector<Track> s;
-    const int joins[] = {0, 0, 1, 2, 2, 4, 5, 7};
-    const int lengths[] = {9, 2, 7, 3, 8, 1, 5, 4};
-    for (int i = 0; i < 8; ++i)
-      s.push_back(
-          Track{(i * 5) % static_cast<int>(inputs.size()), joins[i], lengths[i], nullptr, {}});
-    scenarios.push_back(std::move(s));
-  }
-
+  std::vector<std::vector<Track>> scenarios = Scenarios(static_cast<int>(inputs.size()));
   for (size_t sc = 0; sc < scenarios.size(); ++sc) {
     SCOPED_TRACE("scenario " + std::to_string(sc));
     std::vector<Track>& tracks = scenarios[sc];
-    std::vector<Sequence*> running;
-    for (int step = 0;; ++step) {
-      // Joins: encode the image, prefill, record the prefill's logits row.
-      for (Track& t : tracks) {
-        if (t.join_step != step) continue;
-        const Input& in = inputs[t.input];
-        SequenceParams p;
-        p.prompt = testing_support::FixturePrompt(spec, in.ids, &in.pixels);
-        const Prompt& prompt = *p.prompt;
-        p.max_new_tokens = t.max_new;
-        auto kv = m.kv.Acquire(static_cast<int64_t>(in.ids.size()) + t.max_new);
-        ASSERT_TRUE(kv.ok());
-        t.seq = std::make_unique<Sequence>(std::move(p), std::move(*kv), spec.vocab_size);
-        std::vector<float> features;
-        if (!prompt.images.empty()) {
-          features.resize(prompt.feature_rows() * spec.hidden_size);
-          m.runner.EncodeImages(prompt, 0, prompt.images.size(), features.data(), nullptr);
-        }
-        ASSERT_TRUE(
-            m.runner.Prefill(*t.seq, features.empty() ? nullptr : features.data(), nullptr).ok());
-        t.logits.emplace_back(m.runner.last_logits(0), m.runner.last_logits(0) + V);
-        running.push_back(t.seq.get());
-      }
-      // Leaves: finished sequences drop out of the batch and return their cache.
-      std::vector<Sequence*> active;
-      for (Sequence* s : running) {
-        if (s->done()) {
-          s->ReleaseCache();
-        } else {
-          active.push_back(s);
-        }
-      }
-      running = active;
-      bool pending = false;
-      for (const Track& t : tracks) pending |= t.join_step > step;
-      if (active.empty() && !pending) break;
-      m.runner.DecodeStep(active);
-      for (size_t i = 0; i < active.size(); ++i) {
-        for (Track& t : tracks) {
-          if (t.seq.get() == active[i])
-            t.logits.emplace_back(m.runner.last_logits(i), m.runner.last_logits(i) + V);
-        }
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(RunBatched(m, inputs, tracks));
     for (size_t i = 0; i < tracks.size(); ++i) {
       SCOPED_TRACE("sequence " + std::to_string(i));
       const Track& t = tracks[i];

@@ -101,33 +101,10 @@ struct BadCase {
   std::string content_type = "application/json";
 };
 
-std::vector<BadCase> Corpus() {
-  const std::string png = ReadFile("testdata/golden/inputs/photo.png");
-  const std::string url = DataUrl(png);
+// Malformed JSON, wrong shapes, missing or mistyped fields.
+std::vector<BadCase> ShapeCases() {
   const std::string img = "messages[0].content[1].image_url.url";
-  const std::string root = std::filesystem::canonical("testdata/golden/inputs").string();
-  // A BMP header claiming 30000×30000 pixels with no pixel data (a decompression bomb).
-  std::string bomb = "BM";
-  auto le32 = [](std::string* s, uint32_t v) {
-    for (int i = 0; i < 4; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  };
-  le32(&bomb, 54 + 16);
-  le32(&bomb, 0);
-  le32(&bomb, 54);
-  le32(&bomb, 40);
-  le32(&bomb, 30000);
-  le32(&bomb, 30000);
-  bomb += std::string("\x01\x00\x18\x00", 4);
-  bomb += std::string(24, '\0') + std::string(16, '\x7f');
-  std::string many_images;
-  for (int i = 0; i < 3; ++i) {
-    many_images += R"(,{"type":"image_url","image_url":{"url":")" + url + R"("}})";
-  }
-  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kKey}};
-  std::string long_prompt;
-  for (int i = 0; i < 400; ++i) long_prompt += "word ";
-
-  std::vector<BadCase> c = {
+  return {
       // Malformed JSON and wrong shapes.
       {"empty body", "", 400, "invalid_json"},
       {"truncated json", R"({"messages":[{"role":"user")", 400, "invalid_json"},
@@ -178,6 +155,12 @@ std::vector<BadCase> Corpus() {
       {"model number", ChatBody("x", "", R"(,"model":1)"), 400, "model"},
       {"unknown model", ChatBody("x", "", R"(,"model":"gpt-4o")"), 404, "model_not_found"},
       {"empty model", ChatBody("x", "", R"(,"model":"")"), 400, "model"},
+  };
+}
+
+// Numbers out of range, negative, non-finite or of the wrong type; unsupported options.
+std::vector<BadCase> NumberCases() {
+  return {
       // Numbers out of range, negative, non-finite, wrong type.
       {"max_tokens 0", ChatBody("x", "", R"(,"max_tokens":0)"), 400, "max_tokens"},
       {"max_tokens negative", ChatBody("x", "", R"(,"max_tokens":-1)"), 400, "max_tokens"},
@@ -218,6 +201,38 @@ std::vector<BadCase> Corpus() {
                 R"(,"response_format":{"type":"json_schema","json_schema":{"name":"a",)"
                 R"("schema":{"type":"object","properties":{"a":{"not":{}}}}}})"),
        400, "response_format"},
+  };
+}
+
+// A BMP header claiming 30000×30000 pixels with no pixel data (a decompression bomb).
+std::string BmpBomb() {
+  std::string bomb = "BM";
+  auto le32 = [](std::string* s, uint32_t v) {
+    for (int i = 0; i < 4; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  le32(&bomb, 54 + 16);
+  le32(&bomb, 0);
+  le32(&bomb, 54);
+  le32(&bomb, 40);
+  le32(&bomb, 30000);
+  le32(&bomb, 30000);
+  bomb += std::string("\x01\x00\x18\x00", 4);
+  bomb += std::string(24, '\0') + std::string(16, '\x7f');
+  return bomb;
+}
+
+// Images: encodings, sizes, counts, sources.
+std::vector<BadCase> ImageCases() {
+  const std::string png = ReadFile("testdata/golden/inputs/photo.png");
+  const std::string url = DataUrl(png);
+  const std::string img = "messages[0].content[1].image_url.url";
+  const std::string root = std::filesystem::canonical("testdata/golden/inputs").string();
+  const std::string bomb = BmpBomb();
+  std::string many_images;
+  for (int i = 0; i < 3; ++i) {
+    many_images += R"(,{"type":"image_url","image_url":{"url":")" + url + R"("}})";
+  }
+  return {
       // Images: encodings, sizes, counts, sources.
       {"invalid base64", ChatBody("x", "data:image/png;base64,!!!notbase64!!!"), 400, img},
       {"base64 with spaces", ChatBody("x", "data:image/png;base64,aGVs bG8="), 400, img},
@@ -264,6 +279,15 @@ std::vector<BadCase> Corpus() {
       {"file url nul escape", ChatBody("x", "file://" + root + "/photo.png%00.txt"), 400, img},
       {"file url malformed escape", ChatBody("x", "file://" + root + "/%zz.png"), 400, img},
       {"file url truncated escape", ChatBody("x", "file://" + root + "/photo.png%2"), 400, img},
+  };
+}
+
+// Prompt limits, authentication, content types.
+std::vector<BadCase> LimitAndAuthCases() {
+  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kKey}};
+  std::string long_prompt;
+  for (int i = 0; i < 400; ++i) long_prompt += "word ";
+  return {
       // Prompt limits.
       {"prompt over token limit", ChatBody(long_prompt, ""), 400, "context_length_exceeded"},
       {"prompt over byte limit", ChatBody(std::string(70000, 'a'), ""), 400,
@@ -303,6 +327,14 @@ std::vector<BadCase> Corpus() {
       {"multipart body", ChatBody("x", ""), 415, "unsupported_media_type", auth,
        "multipart/form-data; boundary=x"},
   };
+}
+
+std::vector<BadCase> Corpus() {
+  std::vector<BadCase> c;
+  for (auto* group : {&ShapeCases, &NumberCases, &ImageCases, &LimitAndAuthCases}) {
+    std::vector<BadCase> cases = group();
+    c.insert(c.end(), std::make_move_iterator(cases.begin()), std::make_move_iterator(cases.end()));
+  }
   return c;
 }
 

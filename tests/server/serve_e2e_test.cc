@@ -116,6 +116,51 @@ std::string RunAnswer(const std::string& prompt, int max_tokens) {
   return out;
 }
 
+// The "data: " payloads of a server-sent-events body, in order.
+void SseEvents(const std::string& body, std::vector<std::string>* events) {
+  for (size_t pos = 0; pos < body.size();) {
+    const size_t end = body.find("\n\n", pos);
+    ASSERT_NE(end, std::string::npos) << body;
+    const std::string ev = body.substr(pos, end - pos);
+    ASSERT_EQ(ev.rfind("data: ", 0), 0u) << ev;
+    events->push_back(ev.substr(6));
+    pos = end + 2;
+  }
+}
+
+// What a chat completion's stream adds up to: its content deltas, the finish_reason and the
+// "ocular" extras of the chunk that has one, the usage chunk's usage.
+struct StreamedAnswer {
+  std::string text;
+  std::string finish;
+  json usage;
+  json last_extra;
+};
+
+// The chunks (every event but the final [DONE]) collected; each is a chat.completion.chunk of
+// the same id.
+StreamedAnswer Collect(const std::vector<std::string>& events) {
+  StreamedAnswer a;
+  std::string id;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    json c = json::parse(events[i]);
+    EXPECT_EQ(c["object"], "chat.completion.chunk");
+    if (id.empty()) id = c["id"];
+    EXPECT_EQ(c["id"], id);
+    if (c["choices"].empty()) {
+      a.usage = c["usage"];
+      continue;
+    }
+    const json& ch = c["choices"][0];
+    if (ch["delta"].contains("content")) a.text += ch["delta"]["content"].get<std::string>();
+    if (!ch["finish_reason"].is_null()) {
+      a.finish = ch["finish_reason"];
+      a.last_extra = ch["ocular"];
+    }
+  }
+  return a;
+}
+
 TEST(ServeE2E, AnswersEqualOcularRun) {
   ServeProcess serve({"--api-key", "sk-e2e"});
   ASSERT_TRUE(serve.ready()) << serve.log();
@@ -151,41 +196,14 @@ TEST(ServeE2E, AnswersEqualOcularRun) {
   ASSERT_EQ(s->status, 200) << s->body;
   EXPECT_EQ(s->get_header_value("Content-Type"), "text/event-stream");
   std::vector<std::string> events;
-  for (size_t pos = 0; pos < s->body.size();) {
-    const size_t end = s->body.find("\n\n", pos);
-    ASSERT_NE(end, std::string::npos) << s->body;
-    const std::string ev = s->body.substr(pos, end - pos);
-    ASSERT_EQ(ev.rfind("data: ", 0), 0u) << ev;
-    events.push_back(ev.substr(6));
-    pos = end + 2;
-  }
+  ASSERT_NO_FATAL_FAILURE(SseEvents(s->body, &events));
   ASSERT_GE(events.size(), 4u);
   EXPECT_EQ(events.back(), "[DONE]");
-  std::string text;
-  std::string id;
-  std::string finish;
-  json usage;
-  json last_extra;
-  for (size_t i = 0; i + 1 < events.size(); ++i) {
-    json c = json::parse(events[i]);
-    EXPECT_EQ(c["object"], "chat.completion.chunk");
-    if (id.empty()) id = c["id"];
-    EXPECT_EQ(c["id"], id);
-    if (c["choices"].empty()) {
-      usage = c["usage"];
-      continue;
-    }
-    const json& ch = c["choices"][0];
-    if (ch["delta"].contains("content")) text += ch["delta"]["content"].get<std::string>();
-    if (!ch["finish_reason"].is_null()) {
-      finish = ch["finish_reason"];
-      last_extra = ch["ocular"];
-    }
-  }
-  EXPECT_EQ(text, expected);
-  EXPECT_EQ(finish, "stop");
-  EXPECT_EQ(last_extra["detections"], boxes);
-  EXPECT_EQ(usage["completion_tokens"].get<int>(), completion);
+  const StreamedAnswer streamed = Collect(events);
+  EXPECT_EQ(streamed.text, expected);
+  EXPECT_EQ(streamed.finish, "stop");
+  EXPECT_EQ(streamed.last_extra["detections"], boxes);
+  EXPECT_EQ(streamed.usage["completion_tokens"].get<int>(), completion);
 
   // A client that disconnects mid-stream does not stop the server from serving.
   {

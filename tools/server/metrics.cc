@@ -98,28 +98,31 @@ void Metric(std::string* out, const char* name, const char* type, const char* he
 
 }  // namespace
 
-std::string RenderEngineStats(const EngineStats& s) {
-  std::string out;
+namespace {
+
+// A histogram of the sequences each decode step ran together (buckets 1 .. max_batch), the
+// batch's running and waiting sequences, and the share of its KV caches in use.
+void RenderDecodeBatch(std::string* out, const EngineStats& s) {
   char line[256];
   // A histogram of the sequences each decode step ran together (buckets 1 .. max_batch).
   const char* name = "ocular_decode_batch_size";
   std::snprintf(line, sizeof line,
                 "# HELP %s Sequences decoded together, per decode step.\n# TYPE %s histogram\n",
                 name, name);
-  out += line;
+  *out += line;
   unsigned long long cumulative = 0, sum = 0;
   for (size_t b = 1; b < s.decode_steps_by_batch.size(); ++b) {
     cumulative += s.decode_steps_by_batch[b];
     sum += b * s.decode_steps_by_batch[b];
     std::snprintf(line, sizeof line, "%s_bucket{le=\"%zu\"} %llu\n", name, b, cumulative);
-    out += line;
+    *out += line;
   }
   std::snprintf(line, sizeof line, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %llu\n%s_count %llu\n",
                 name, cumulative, name, sum, name, cumulative);
-  out += line;
-  Metric(&out, "ocular_decode_batch_running", "gauge", "Sequences in the decode batch now.",
+  *out += line;
+  Metric(out, "ocular_decode_batch_running", "gauge", "Sequences in the decode batch now.",
          static_cast<unsigned long long>(s.running));
-  Metric(&out, "ocular_decode_batch_waiting", "gauge",
+  Metric(out, "ocular_decode_batch_waiting", "gauge",
          "Requests waiting for a place in the decode batch.",
          static_cast<unsigned long long>(s.waiting));
   // The Gateway API Inference Extension's KVCacheUtilization (docs/scale-out.md): a running
@@ -130,26 +133,11 @@ std::string RenderEngineStats(const EngineStats& s) {
                 "use (running / max batch).\n# TYPE ocular_kv_cache_usage_ratio gauge\n"
                 "ocular_kv_cache_usage_ratio %.6f\n",
                 slots == 0 ? 0.0 : static_cast<double>(s.running) / static_cast<double>(slots));
-  out += line;
-  Metric(&out, "ocular_prefills_total", "counter", "Prompts prefilled.", s.prefills);
-  Metric(&out, "ocular_prefill_chunks_total", "counter",
-         "Pieces the prefills ran in (a prefill spread over several decode steps).",
-         s.prefill_chunks);
-  Metric(&out, "ocular_prefills_merged_total", "counter",
-         "Prefill pieces run in one pass with other prompts' (merged prefills), per prompt.",
-         s.merged_prefills);
-  Metric(&out, "ocular_scheduler_steps_total", "counter",
-         "Scheduler iterations that ran the model.", s.scheduler_steps);
-  out +=
-      "# HELP ocular_model_seconds_total Seconds the model spent, by phase.\n"
-      "# TYPE ocular_model_seconds_total counter\n";
-  std::snprintf(line, sizeof line,
-                "ocular_model_seconds_total{phase=\"encode\"} %.6f\n"
-                "ocular_model_seconds_total{phase=\"prefill\"} %.6f\n"
-                "ocular_model_seconds_total{phase=\"decode\"} %.6f\n",
-                s.encode_seconds, s.prefill_seconds, s.decode_seconds);
-  out += line;
-  // (name, type, help, value) of the caches' and the KV pool's counters and gauges.
+  *out += line;
+}
+
+// The caches' and the KV pool's counters and gauges: (name, type, help, value).
+void RenderCaches(std::string* out, const EngineStats& s) {
   const struct {
     const char* name;
     const char* type;
@@ -190,7 +178,34 @@ std::string RenderEngineStats(const EngineStats& s) {
       {"ocular_kv_cache_bytes_pooled", "gauge", "Released KV cache bytes kept for reuse.",
        s.kv_bytes_pooled},
   };
-  for (const auto& m : metrics) Metric(&out, m.name, m.type, m.help, m.value);
+  for (const auto& m : metrics) Metric(out, m.name, m.type, m.help, m.value);
+}
+
+}  // namespace
+
+std::string RenderEngineStats(const EngineStats& s) {
+  std::string out;
+  char line[256];
+  RenderDecodeBatch(&out, s);
+  Metric(&out, "ocular_prefills_total", "counter", "Prompts prefilled.", s.prefills);
+  Metric(&out, "ocular_prefill_chunks_total", "counter",
+         "Pieces the prefills ran in (a prefill spread over several decode steps).",
+         s.prefill_chunks);
+  Metric(&out, "ocular_prefills_merged_total", "counter",
+         "Prefill pieces run in one pass with other prompts' (merged prefills), per prompt.",
+         s.merged_prefills);
+  Metric(&out, "ocular_scheduler_steps_total", "counter",
+         "Scheduler iterations that ran the model.", s.scheduler_steps);
+  out +=
+      "# HELP ocular_model_seconds_total Seconds the model spent, by phase.\n"
+      "# TYPE ocular_model_seconds_total counter\n";
+  std::snprintf(line, sizeof line,
+                "ocular_model_seconds_total{phase=\"encode\"} %.6f\n"
+                "ocular_model_seconds_total{phase=\"prefill\"} %.6f\n"
+                "ocular_model_seconds_total{phase=\"decode\"} %.6f\n",
+                s.encode_seconds, s.prefill_seconds, s.decode_seconds);
+  out += line;
+  RenderCaches(&out, s);
   return out;
 }
 
