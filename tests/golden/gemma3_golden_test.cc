@@ -35,8 +35,11 @@
 namespace ocular {
 namespace {
 
+using testing_support::CaseFiles;
+using testing_support::FloatGguf;
 using testing_support::Ids;
 using testing_support::Split;
+using testing_support::ToTensor;
 
 namespace fs = std::filesystem;
 
@@ -77,39 +80,12 @@ constexpr Checkpoint kCheckpoints[] = {
     {"gemma3-lc", 1e-5, false, kPairText[0], kPairMmproj[0]},
     {"gemma3-lc", 1e-5, false, kPairText[1], kPairMmproj[1], "_f16"}};
 
-std::vector<std::string> Cases(const std::string& ck) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator("testdata/golden/" + ck)) {
-    if (e.path().extension() == ".safetensors") out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string ToGguf(const std::string& dir, const std::string& name, bool bf16) {
-  QuantizeOptions o;
-  o.input = dir;
-  o.output = (fs::temp_directory_path() /
-              ("ocular_golden_" + name + "_" + std::to_string(::getpid()) + ".gguf"))
-                 .string();
-  o.type = bf16 ? "bf16" : "f32";
-  auto r = QuantizeModel(o);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return o.output;
-}
-
 // Any registered family below the public API (tests/support/harness.h is PaliGemma's).
 using Loaded = testing_support::LoadedRunner;
 
 StatusOr<std::unique_ptr<Loaded>> Load(const std::string& path, const char* mmproj = nullptr) {
   return testing_support::LoadRunner(path, RunnerLimits{.max_batch = 1, .max_images = 8},
                                      mmproj ? mmproj : "");
-}
-
-Tensor ToTensor(const TensorView& t) {
-  Tensor out(t.shape);
-  std::copy_n(t.as<float>(), t.numel(), out.data.data());
-  return out;
 }
 
 // Runs every case's golden input_ids and pixel_values through `m`: every tap, the logits and
@@ -150,10 +126,10 @@ TEST_P(Gemma3GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   const Checkpoint ck = GetParam();
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
   const std::string dir = ck.path ? ck.path : std::string("testdata/tiny/") + ck.name;
-  const std::vector<std::string> cases = Cases(ck.name);
+  const std::vector<std::string> cases = CaseFiles(ck.name);
   ASSERT_GE(cases.size(), 3u);
   const std::string path =
-      ck.via_gguf ? ToGguf(dir, ck.name, std::string(ck.name).ends_with("bf16")) : dir;
+      ck.via_gguf ? FloatGguf(dir, ck.name, std::string(ck.name).ends_with("bf16")) : dir;
   auto h = Load(path, ck.mmproj);
   if (ck.via_gguf) fs::remove(path);  // mapped: the data stays until unmapped
   ASSERT_TRUE(h.ok()) << h.status().ToString();
@@ -177,7 +153,7 @@ TEST(Gemma3SoftcapTest, SoftcapsAreAppliedAsTransformersDoes) {
     auto h = Load(dir.string());
     fs::remove_all(dir);  // mapped: the data stays until unmapped
     ASSERT_TRUE(h.ok()) << h.status().ToString();
-    const std::vector<std::string> cases = Cases(base + "-softcap");
+    const std::vector<std::string> cases = CaseFiles(base + "-softcap");
     ASSERT_FALSE(cases.empty());
     ExpectCasesMatch(**h, cases, 1e-5);
   }
@@ -200,7 +176,7 @@ TEST(Gemma3ProcessorTest, PromptIdsAndPixelsMatchGemma3Processor) {
                   : ck == "gemma3-lc"       ? LoadModel(kPairText[1], kPairMmproj[1])
                                             : LoadModel("testdata/tiny/" + ck);
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-    for (const std::string& file : Cases(ck)) {
+    for (const std::string& file : CaseFiles(ck)) {
       SCOPED_TRACE(file);
       auto taps = fixture::GoldenTaps::Open(file);
       ASSERT_TRUE(taps.ok());

@@ -38,6 +38,8 @@
 namespace ocular {
 namespace {
 
+using testing_support::CaseFiles;
+using testing_support::FloatGguf;
 using testing_support::Ids;
 using testing_support::Split;
 
@@ -61,51 +63,18 @@ constexpr Checkpoint kCheckpoints[] = {{"mllama", 1e-5},
                                        {"mllama-bf16", 1e-3, true}};
 constexpr const char* kProcessorCheckpoints[] = {"mllama", "mllama-1x"};
 
-std::vector<std::string> Cases(const std::string& ck) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator("testdata/golden/" + ck)) {
-    if (e.path().extension() == ".safetensors") out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// The checkpoint as a GGUF file in a per-process temporary file (ctest runs the ISA variants
-// at once), weights in their stored float type.
-std::string ToGguf(const std::string& name) {
-  QuantizeOptions o;
-  o.input = "testdata/tiny/" + name;
-  o.output = (fs::temp_directory_path() /
-              ("ocular_golden_" + name + "_" + std::to_string(::getpid()) + ".gguf"))
-                 .string();
-  o.type = name.ends_with("bf16") ? "bf16" : "f32";
-  auto r = QuantizeModel(o);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return o.output;
-}
-
-struct Loaded {
-  LoadedModel m;
-  ThreadPool pool{2};
-  Backend backend{pool};
-  std::unique_ptr<KvPool> kv;
-  std::unique_ptr<Runner> runner;
+// The tiny checkpoint's runner (as the engine's "auto": a bf16 checkpoint runs in bf16 with a
+// bf16 KV cache) and its mllama model.
+struct Loaded : testing_support::LoadedRunner {
   const mllama::Mllama& model() const { return dynamic_cast<const mllama::Mllama&>(*m.model); }
 };
 
 std::unique_ptr<Loaded> Load(const std::string& path) {
   auto l = std::make_unique<Loaded>();
-  auto m = LoadModel(path);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  if (!m.ok()) return nullptr;
-  l->m = std::move(*m);
-  // As the engine's "auto": a bf16 checkpoint runs in bf16 with a bf16 KV cache.
-  const bool bf16 = l->m.model->spec().weight_dtype == DType::kBF16;
-  l->kv = std::make_unique<KvPool>(l->m.model->spec().kv, bf16 ? KvDType::kBF16 : KvDType::kF32);
-  l->runner =
-      std::make_unique<Runner>(*l->m.model, l->backend, bf16 ? Precision::kBF16 : Precision::kF32,
-                               RunnerLimits{.max_batch = 2, .max_images = 3});
-  return l;
+  const Status loaded =
+      testing_support::LoadRunnerInto(path, RunnerLimits{.max_batch = 2, .max_images = 3}, l.get());
+  EXPECT_TRUE(loaded.ok()) << loaded.ToString();
+  return loaded.ok() ? std::move(l) : nullptr;
 }
 
 // make_mllama.py synthetic(): the pattern of the images that are not PNG files.
@@ -187,9 +156,11 @@ class MllamaGoldenTest : public testing::TestWithParam<Checkpoint> {};
 TEST_P(MllamaGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
   const std::string ck = GetParam().name;
-  const std::vector<std::string> cases = Cases(ck);
+  const std::vector<std::string> cases = CaseFiles(ck);
   ASSERT_GE(cases.size(), 2u);
-  const std::string path = GetParam().via_gguf ? ToGguf(ck) : "testdata/tiny/" + ck;
+  const std::string path = GetParam().via_gguf
+                               ? FloatGguf("testdata/tiny/" + ck, ck, ck.ends_with("bf16"))
+                               : "testdata/tiny/" + ck;
   auto m = Load(path);
   if (GetParam().via_gguf) fs::remove(path);  // mapped: the data stays until unmapped
   ASSERT_TRUE(m);
@@ -214,7 +185,7 @@ TEST(MllamaBosTokenizerTest, MetaFormatIdsAndTheModelOnThem) {
   const Tokenizer& tok = m->m.processor->tokenizer();
   const int32_t bos = tok.TokenToId("<|begin_of_text|>");
   ASSERT_EQ(tok.AddSpecialTokens(std::vector<int32_t>{7}), (std::vector<int32_t>{bos, 7}));
-  const std::vector<std::string> cases = Cases("mllama-bos");
+  const std::vector<std::string> cases = CaseFiles("mllama-bos");
   ASSERT_EQ(cases.size(), 2u);
   for (const std::string& file : cases) {
     SCOPED_TRACE(file);
@@ -303,7 +274,7 @@ TEST(MllamaProcessorTest, PromptIdsAndCasePixelsMatchMllamaProcessor) {
   for (const char* ck : kProcessorCheckpoints) {
     auto loaded = LoadModel(std::string("testdata/tiny/") + ck);
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-    for (const std::string& file : Cases(ck)) {
+    for (const std::string& file : CaseFiles(ck)) {
       SCOPED_TRACE(file);
       auto taps = fixture::GoldenTaps::Open(file);
       ASSERT_TRUE(taps.ok());

@@ -2,16 +2,15 @@
 // Inputs are locked: input_ids and pixel_values come from the golden file, so this test checks
 // the model alone; the tokenizer and image pipeline have their own reference tests.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "ocular/quantize.h"
 #include "runtime/generator.h"
 #include "runtime/parity.h"
 #include "runtime/recorder.h"
+#include "support/cases.h"
 #include "support/fixture.h"
 #include "support/golden.h"
 #include "support/harness.h"
@@ -36,31 +35,9 @@ constexpr Checkpoint kCheckpoints[] = {{"pg1", 1e-5},       {"pg2", 1e-5},
                                        {"pg2-bf16", 1e-3},  {"pg1", 1e-5, true},
                                        {"pg2", 1e-5, true}, {"pg2-bf16", 1e-3, true}};
 
-// The checkpoint as a GGUF file in a temporary folder (float weights as stored).
-std::string ToGguf(const std::string& dir, const std::string& name, bool bf16) {
-  QuantizeOptions o;
-  o.input = dir;
-  // Per process: ctest runs the ISA variants of this test at the same time.
-  o.output = (std::filesystem::temp_directory_path() /
-              ("ocular_golden_" + name + "_" + std::to_string(::getpid()) + ".gguf"))
-                 .string();
-  o.type = bf16 ? "bf16" : "f32";
-  auto r = QuantizeModel(o);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return o.output;
-}
-
-std::vector<int32_t> Ids(const TensorView& t) {
-  std::vector<int32_t> ids(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) ids[i] = static_cast<int32_t>(t.as<int64_t>()[i]);
-  return ids;
-}
-
-Tensor ToTensor(const TensorView& t) {
-  Tensor out(t.shape);
-  std::copy_n(t.as<float>(), t.numel(), out.data.data());
-  return out;
-}
+using testing_support::FloatGguf;
+using testing_support::Ids;
+using testing_support::ToTensor;
 
 class GoldenTest : public testing::TestWithParam<Checkpoint> {};
 
@@ -73,7 +50,7 @@ TEST_P(GoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers) {
   ASSERT_GE(golden_ck->cases.size(), 9u);
   if (testing_support::RequestedIsaUnavailable()) GTEST_SKIP() << "ISA not available";
   const std::string model =
-      ck.via_gguf ? ToGguf(golden_ck->model_dir, ck.name, std::string(ck.name) == "pg2-bf16")
+      ck.via_gguf ? FloatGguf(golden_ck->model_dir, ck.name, std::string(ck.name) == "pg2-bf16")
                   : golden_ck->model_dir;
   auto h = testing_support::Harness::Load(model);
   if (ck.via_gguf) std::filesystem::remove(model);  // mapped: the data stays until unmapped

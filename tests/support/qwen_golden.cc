@@ -16,12 +16,7 @@
 namespace ocular::qwen_golden {
 
 std::vector<std::string> Cases(const std::string& checkpoint) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator("testdata/golden/" + checkpoint)) {
-    if (e.path().extension() == ".safetensors") out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  return testing_support::CaseFiles(checkpoint);
 }
 
 int64_t Differ(const std::vector<float>& mine, const TensorView& ref) {
