@@ -217,6 +217,14 @@ TEST(GemmBf16Test, Bf16FastRoundsActivationsWhereTheCpuHasBf16DotProducts) {
   });
 }
 
+// a · wᵀ + b for the [M, K] activations `a` (rows of K) in t's precision: [M, N].
+std::vector<float> Linear(const TestExec& t, const std::vector<float>& a, int64_t M, int64_t K,
+                          const Weights& w, const Weights& b, int64_t N) {
+  std::vector<float> out(M * N);
+  ops::MatMul(t.ex, a.data(), M, K, K, w.matrix(), &b.view, out.data(), N);
+  return out;
+}
+
 // Under kBF16 the bf16 dot products (the GEMM, and the batched-decode kernel for 2-8 rows)
 // run only on activations that are bf16 values; any other input takes the f32 kernel, whose
 // result rounded to bf16 is what the epilogue gives.
@@ -229,9 +237,8 @@ TEST(GemmBf16Test, Bf16PrecisionKeepsF32KernelForInexactActivations) {
     Weights b = RandomWeights(DType::kBF16, {N}, 7);
     ForEachIsa([&](const std::string&) {
       TestExec f32(2), bf16(2, Precision::kBF16);
-      std::vector<float> want(M * N), got(M * N);
-      ops::MatMul(f32.ex, a.data(), M, K, K, w.matrix(), &b.view, want.data(), N);
-      ops::MatMul(bf16.ex, a.data(), M, K, K, w.matrix(), &b.view, got.data(), N);
+      const std::vector<float> want = Linear(f32, a, M, K, w, b, N);
+      const std::vector<float> got = Linear(bf16, a, M, K, w, b, N);
       for (int64_t i = 0; i < M * N; ++i)
         ASSERT_EQ(got[i], RoundBf16(want[i])) << "M=" << M << " " << i;
     });
@@ -249,10 +256,9 @@ TEST(GemmBf16Test, Bf16PrecisionOnBf16ActivationsAddsBiasAndRounds) {
     Weights b = RandomWeights(DType::kBF16, {N}, 10);
     ForEachIsa([&](const std::string&) {
       TestExec f32(1), bf16(2, Precision::kBF16), bf16_one(1, Precision::kBF16);
-      std::vector<float> want(M * N), got(M * N), got_one(M * N);
-      ops::MatMul(f32.ex, a.data(), M, K, K, w.matrix(), &b.view, want.data(), N);
-      ops::MatMul(bf16.ex, a.data(), M, K, K, w.matrix(), &b.view, got.data(), N);
-      ops::MatMul(bf16_one.ex, a.data(), M, K, K, w.matrix(), &b.view, got_one.data(), N);
+      const std::vector<float> want = Linear(f32, a, M, K, w, b, N);
+      const std::vector<float> got = Linear(bf16, a, M, K, w, b, N);
+      const std::vector<float> got_one = Linear(bf16_one, a, M, K, w, b, N);
       const std::vector<float> scale = AbsScale(a, M, K, K, w, N);
       for (int64_t i = 0; i < M * N; ++i) {
         ASSERT_EQ(got[i], RoundBf16(got[i])) << i;
