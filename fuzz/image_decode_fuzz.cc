@@ -1,9 +1,9 @@
 // libFuzzer target: DecodeImage over arbitrary bytes (all five codecs, EXIF parsing), then a
 // small resize of whatever decodes. Any crash, sanitizer report or inconsistent Image is a bug.
 //
-//   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DOCULAR_FUZZ=ON -DOCULAR_SANITIZE=ON
-//   cmake --build build-fuzz --target image_decode_fuzz
-//   build-fuzz/fuzz/image_decode_fuzz -max_len=65536 corpus/ testdata/images/inputs/
+//   CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DOCULAR_FUZZ=ON -DOCULAR_SANITIZE=ON
+//   cmake --build build-asan --target image_decode_fuzz
+//   build-asan/fuzz/image_decode_fuzz -max_len=65536 corpus/ testdata/images/inputs/
 #include <cstdint>
 #include <cstdlib>
 #include <span>
