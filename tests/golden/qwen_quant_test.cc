@@ -81,7 +81,7 @@ std::vector<Case> Cases(const std::string& ck, const Processor& proc) {
       auto im = LoadImage("testdata/golden/" + dir + name + ".png");
       EXPECT_TRUE(im.ok()) << name;
       if (!im.ok()) continue;
-      EXPECT_TRUE(proc.AddImage(*im, false, n++, &images).ok());
+      EXPECT_TRUE(proc.AddImage(*im, ImageOptions{}, n++, &images).ok());
     }
     PromptOptions o;
     o.chat = meta.contains("chat");

@@ -242,9 +242,10 @@ StatusOr<Tensor> MllamaProcessor::Pixels(const Image& image) const {
   return out;
 }
 
-Status MllamaProcessor::AddImage(const Image& image, bool pan_and_scan, int32_t source,
+Status MllamaProcessor::AddImage(const Image& image, const ImageOptions& options, int32_t source,
                                  Prompt* prompt) const {
-  if (pan_and_scan) {
+  OCULAR_RETURN_IF_ERROR(CheckResize(options.resize));
+  if (options.pan_and_scan) {
     return Error(StatusCode::kInvalidArgument, "image",
                  "pan-and-scan crops are a Gemma 3 option; this model family has none");
   }
