@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   auto ref = OrDie(testing_support::AnyModel::Load(ref_dir, &f32, 1));
   auto q = OrDie(testing_support::AnyModel::Load(quant, &f32, 1));
   Prompt vision;
-  const Status added = ref->processor->AddImage(OrDie(LoadImage(image)), false, 0, &vision);
+  const Status added =
+      ref->processor->AddImage(OrDie(LoadImage(image)), ImageOptions{}, 0, &vision);
   if (!added.ok()) OrDie(StatusOr<int>(added));
   const auto shared = std::make_shared<const Prompt>(
       OrDie(ref->processor->MakePrompt(std::move(vision), 1, text, nullptr, {})));

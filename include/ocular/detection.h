@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ocular/image_resize.h"
 #include "ocular/status.h"
 
 namespace ocular {
@@ -62,9 +63,16 @@ struct GroundingFormat {
 };
 
 // The format of the checkpoint at model_path, from its config.json model_type (qwen2_5_vl,
-// qwen3_vl) and, for Qwen2.5-VL, its preprocessor_config.json. A GGUF file or another family:
-// kLocTokens. Errors: a Qwen2.5-VL directory whose preprocessor_config.json is unreadable.
-StatusOr<GroundingFormat> LoadGroundingFormat(const std::string& model_path);
+// qwen3_vl) and, for Qwen2.5-VL, its preprocessor_config.json with `resize`'s non-zero bounds
+// in place of its own (the engine's EngineOptions::image_resize). A GGUF file or another
+// family: kLocTokens. Errors: a Qwen2.5-VL directory whose preprocessor_config.json is
+// unreadable.
+StatusOr<GroundingFormat> LoadGroundingFormat(const std::string& model_path,
+                                              const ImageResize& resize = {});
+
+// `format` with `resize`'s non-zero bounds in place of its own: the boxes of a request whose
+// images were resized with GenerateOptions::image_resize.
+GroundingFormat WithImageResize(GroundingFormat format, const ImageResize& resize);
 
 // The boxes of a generated answer in pixels of the first image (image_w x image_h), read as
 // `format` says. Never fails: malformed parts are skipped (tasks/qwen_boxes.h for the JSON).

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ocular/chat.h"
+#include "ocular/image_resize.h"
 #include "ocular/status.h"
 
 namespace ocular {
@@ -30,6 +31,13 @@ namespace ocular {
 struct EngineOptions {
   int threads = 0;                        // 0: number of physical cores
   int64_t max_image_pixels = 50'000'000;  // decoded images larger than this are rejected
+  // The image processor's resize bounds in place of the checkpoint's preprocessor_config.json:
+  // Qwen2VLImageProcessor's min_pixels / max_pixels (Qwen2-VL, Qwen2.5-VL, Qwen3-VL; `ocular
+  // run --min-pixels / --max-pixels`). The workspace is planned for images of max_pixels; a
+  // request may lower them (GenerateOptions::image_resize). Another family refuses them
+  // (kInvalidArgument). Errors: a bound under one merge window (28x28 or 32x32 pixels) or over
+  // 2^28, min_pixels > max_pixels.
+  ImageResize image_resize = {};
   bool exif_rotate = false;  // transformers ignores EXIF orientation; so do we by default
   // How activations are computed: "auto" (bf16 for a bf16 checkpoint, else f32), "f32",
   // "bf16" (reproduces torch's bf16 run; needs a bf16 checkpoint), "bf16-fast" (f32
@@ -132,6 +140,11 @@ struct GenerateOptions {
   // checkpoint's preprocessor_config.json (do_pan_and_scan, usually off). true on another
   // family: kInvalidArgument.
   std::optional<bool> pan_and_scan;
+  // This request's image resize bounds (vLLM's mm_processor_kwargs {"min_pixels",
+  // "max_pixels"}); a zero field keeps the engine's (EngineOptions::image_resize, else the
+  // checkpoint's). Qwen-VL only, another family refuses them (kInvalidArgument), as it does
+  // bounds that would make more patches per image than the engine was loaded for.
+  ImageResize image_resize = {};
   // Never emit ids >= image_token_index (PaliGemma's untrained padding rows). Off = HF parity.
   bool suppress_padding_tokens = false;
   // Generation also ends when the answer text contains one of these strings (finish_reason

@@ -117,6 +117,8 @@ def _options(
     stop_at_eos: bool = True,
     separate_newline: bool = False,
     pan_and_scan: Optional[bool] = None,
+    min_pixels: Optional[int] = None,
+    max_pixels: Optional[int] = None,
     date: str = "",
     json_schema: Any = None,
     json_object: bool = False,
@@ -136,6 +138,8 @@ def _options(
         "stop_at_eos": bool(stop_at_eos),
         "separate_newline": bool(separate_newline),
         "pan_and_scan": pan_and_scan,
+        "min_pixels": int(min_pixels or 0),
+        "max_pixels": int(max_pixels or 0),
         "date": date,
         "json_schema": json_schema or "",
         "json_object": bool(json_object),
@@ -235,7 +239,9 @@ class Model:
             ``(H, W, 3)`` uint8 numpy array (RGB).
         options: max_tokens=64, temperature=0.0 (greedy), top_k=0, top_p=1.0, seed=0,
             stop=None (strings that end the answer, cut before them), stop_at_eos=True,
-            separate_newline=False, pan_and_scan=None (Gemma 3), date="" (Llama 3.2 chat);
+            separate_newline=False, pan_and_scan=None (Gemma 3), date="" (Llama 3.2 chat),
+            min_pixels=None / max_pixels=None (Qwen-VL: this request's resize bounds, at most
+            the model's as loaded);
             structured output (one of): json_schema=dict or JSON text (the answer matches the
             schema), json_object=True (any JSON object), regex=str (the answer matches it).
             A schema the compiler does not support raises ``InvalidArgumentError`` naming
@@ -343,6 +349,8 @@ def load(
     image_cache_bytes: int = 0,
     max_image_pixels: int = 50_000_000,
     seg_model: Optional[str] = None,
+    min_pixels: Optional[int] = None,
+    max_pixels: Optional[int] = None,
 ) -> Model:
     """Loads a model: an HF directory or a GGUF file (as ``ocular run -m``).
 
@@ -352,6 +360,10 @@ def load(
     quant_activations: "int8" (default) or "f32", for quantized GGUF weights.
     max_batch: sequences decoded together (concurrent requests, generate_batch).
     image_cache_bytes: vision features kept for images seen again (0: off).
+    max_image_pixels: images with more pixels are refused before they are decoded.
+    min_pixels, max_pixels: Qwen-VL's image processor bounds (Qwen2VLImageProcessor's
+        min_pixels / max_pixels) in place of the checkpoint's; other families raise
+        InvalidArgumentError. None: the checkpoint's.
     seg_model: the mask model for ``segment`` answers (None: the one next to the checkpoint).
     mmproj: llama.cpp's mmproj file (vision encoder + projector) paired with a llama.cpp text
         GGUF given as ``path`` (as ``llama-mtmd-cli -m text.gguf --mmproj mmproj.gguf``).
@@ -366,6 +378,8 @@ def load(
         int(max_batch),
         int(image_cache_bytes),
         int(max_image_pixels),
+        int(min_pixels or 0),
+        int(max_pixels or 0),
         seg_model or "",
         os.fspath(mmproj) if mmproj is not None else "",
     )

@@ -17,6 +17,8 @@ class Engine:
         max_batch: int,
         image_cache_bytes: int,
         max_image_pixels: int,
+        min_pixels: int,
+        max_pixels: int,
         seg_model: str,
         mmproj: str,
     ) -> Engine: ...

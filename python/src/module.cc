@@ -80,6 +80,10 @@ ocular::GenerateOptions ToOptions(nb::dict d) {
       o.separate_newline = nb::cast<bool>(v);
     } else if (key == "pan_and_scan") {
       if (!v.is_none()) o.pan_and_scan = nb::cast<bool>(v);
+    } else if (key == "min_pixels") {
+      o.image_resize.min_pixels = nb::cast<int64_t>(v);
+    } else if (key == "max_pixels") {
+      o.image_resize.max_pixels = nb::cast<int64_t>(v);
     } else if (key == "date") {
       o.date = nb::cast<std::string>(v);
     } else if (key == "json_schema") {
@@ -170,7 +174,8 @@ class Model {
   static Model* Load(const std::string& path, int threads, const std::string& precision,
                      const std::string& kv_cache, const std::string& quant_activations,
                      int max_batch, size_t image_cache_bytes, int64_t max_image_pixels,
-                     const std::string& seg_model, const std::string& mmproj) {
+                     int64_t min_pixels, int64_t max_pixels, const std::string& seg_model,
+                     const std::string& mmproj) {
     ocular::EngineOptions o;
     o.mmproj = mmproj;
     o.threads = threads;
@@ -180,6 +185,7 @@ class Model {
     o.max_batch = max_batch;
     o.image_cache_bytes = image_cache_bytes;
     o.max_image_pixels = max_image_pixels;
+    o.image_resize = {min_pixels, max_pixels};
     auto engine = [&] {
       nb::gil_scoped_release release;
       return ocular::Engine::Load(path, o);
@@ -419,7 +425,8 @@ NB_MODULE(_ocular, m) {
   nb::class_<Model>(m, "Engine")
       .def_static("load", &Model::Load, "path"_a, "threads"_a, "precision"_a, "kv_cache"_a,
                   "quant_activations"_a, "max_batch"_a, "image_cache_bytes"_a, "max_image_pixels"_a,
-                  "seg_model"_a, "mmproj"_a, nb::rv_policy::take_ownership)
+                  "min_pixels"_a, "max_pixels"_a, "seg_model"_a, "mmproj"_a,
+                  nb::rv_policy::take_ownership)
       .def("generate", &Model::Generate, "images"_a, "prompt"_a.none(), "messages"_a.none(),
            "options"_a, "on_text"_a.none())
       .def("generate_batch", &Model::GenerateBatch, "requests"_a, "make_error"_a)

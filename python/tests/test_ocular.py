@@ -248,6 +248,11 @@ def test_errors_carry_code_and_message(model, tmp_path):
         model.generate("caption en", images=[3])
     with pytest.raises(ocular.InvalidArgumentError, match="--mmproj pairs an mmproj file"):
         ocular.load(MODEL, mmproj="x.gguf")
+    # Qwen-VL's processor bounds: PaliGemma has none and refuses them, at load and per request.
+    with pytest.raises(ocular.InvalidArgumentError, match="Qwen2VLImageProcessor"):
+        ocular.load(MODEL, max_pixels=50176)
+    with pytest.raises(ocular.InvalidArgumentError, match="Qwen2VLImageProcessor"):
+        model.generate("caption en", images=IMAGE, min_pixels=3136)
 
 
 PAIR = ("testdata/llamacpp/gemma3-lc-f32.gguf", "testdata/llamacpp/mmproj-gemma3-lc-f32.gguf")

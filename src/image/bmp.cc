@@ -70,7 +70,7 @@ StatusOr<BmpHeader> ParseHeader(std::span<const uint8_t> data) {
       // field as an unsigned row count of 2^31 or more. Both readings are named.
       return Error(StatusCode::kResourceExhausted, "image", "BMP header declares a height of ",
                    static_cast<int32_t>(U32(p + 22)), ", which Pillow reads as ", h.height,
-                   " rows: a side over any image, beyond any --max-pixels");
+                   " rows: a side over any image, beyond any --max-image-pixels");
     }
     h.bits = U16(p + 28);
     h.compression = U32(p + 30);

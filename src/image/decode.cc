@@ -24,12 +24,12 @@ Status CheckDimensions(const char* format, int64_t width, int64_t height, int64_
   if (width > kMaxSide || height > kMaxSide) {
     // Sides may come from unsigned 32-bit fields: their product could overflow int64.
     return Error(StatusCode::kResourceExhausted, "image", format, " image is ", width, "x", height,
-                 ": a side over ", kMaxSide, " pixels, beyond any --max-pixels");
+                 ": a side over ", kMaxSide, " pixels, beyond any --max-image-pixels");
   }
   if (width * height > max_pixels) {
     return Error(StatusCode::kResourceExhausted, "image", format, " image is ", width, "x", height,
                  " = ", width * height, " pixels, over the limit of ", max_pixels,
-                 " pixels (--max-pixels)");
+                 " pixels (--max-image-pixels)");
   }
   return Status::Ok();
 }
@@ -249,12 +249,12 @@ StatusOr<Image> DecodeImage(std::span<const uint8_t> data, const DecodeOptions& 
   }
   StatusOr<Image> image = Status(StatusCode::kInternal, "unreachable");
   // The pixel budget is checked before allocating, but a budget the machine cannot hold (a
-  // raised --max-pixels) must still end in an error, not std::bad_alloc.
+  // raised --max-image-pixels) must still end in an error, not std::bad_alloc.
   try {
     image = row->decode(data, options.max_pixels);
   } catch (const std::bad_alloc&) {
     return Error(StatusCode::kResourceExhausted, "image", row->name,
-                 " image: not enough memory for its pixels (lower --max-pixels)");
+                 " image: not enough memory for its pixels (lower --max-image-pixels)");
   }
   if (image.ok() && options.exif_rotate && row->exif_orientation != nullptr) {
     const int orientation = row->exif_orientation(data);

@@ -15,7 +15,15 @@
 
 namespace ocular {
 
-StatusOr<GroundingFormat> LoadGroundingFormat(const std::string& model_path) {
+GroundingFormat WithImageResize(GroundingFormat format, const ImageResize& resize) {
+  if (format.kind != GroundingFormat::Kind::kQwenResizedPixels) return format;
+  if (resize.min_pixels != 0) format.min_pixels = resize.min_pixels;
+  if (resize.max_pixels != 0) format.max_pixels = resize.max_pixels;
+  return format;
+}
+
+StatusOr<GroundingFormat> LoadGroundingFormat(const std::string& model_path,
+                                              const ImageResize& resize) {
   GroundingFormat f;
   std::error_code ec;
   if (!std::filesystem::is_directory(model_path, ec)) return f;  // a GGUF file: no Qwen
@@ -27,7 +35,7 @@ StatusOr<GroundingFormat> LoadGroundingFormat(const std::string& model_path) {
   if (j.is_object() && type != j.end() && type->is_string()) {
     if (*type == "qwen3_vl") f.kind = GroundingFormat::Kind::kQwenGrid1000;
     if (*type == "qwen2_5_vl") {
-      OCULAR_ASSIGN_OR_RETURN(qwen2vl::ImageConfig c, qwen2vl::LoadImageConfig(files));
+      OCULAR_ASSIGN_OR_RETURN(qwen2vl::ImageConfig c, qwen2vl::LoadImageConfig(files, resize));
       f.kind = GroundingFormat::Kind::kQwenResizedPixels;
       f.factor = c.factor();
       f.min_pixels = c.min_pixels;

@@ -13,6 +13,7 @@
 #include "image/image.h"
 #include "models/prompt.h"
 #include "ocular/chat.h"
+#include "ocular/image_resize.h"
 #include "ocular/status.h"
 #include "text/tokenizer.h"
 
@@ -52,6 +53,14 @@ inline int64_t CountMarkers(std::string_view text, std::string_view marker) {
   return n;
 }
 
+// How one request's images are preprocessed.
+struct ImageOptions {
+  bool pan_and_scan = false;  // Gemma 3's crops (ImageViews)
+  // The request's resize bounds (GenerateOptions::image_resize; Qwen-VL only); empty: those the
+  // processor was loaded with.
+  ImageResize resize;
+};
+
 class Processor {
  public:
   virtual ~Processor() = default;
@@ -73,12 +82,13 @@ class Processor {
     return out;
   }
   // Appends what the model encodes of the request's image `source` to prompt->images and
-  // prompt->pixels: each of ImageViews(image, pan_and_scan), image_tokens() feature rows and
-  // prompt tokens each. A family whose images differ in size or grid (mllama's tiles, Qwen-VL's
-  // patches) overrides it. Errors: those of ImageViews.
-  virtual Status AddImage(const Image& image, bool pan_and_scan, int32_t source,
+  // prompt->pixels: each of ImageViews(image, options.pan_and_scan), image_tokens() feature rows
+  // and prompt tokens each. A family whose images differ in size or grid (mllama's tiles,
+  // Qwen-VL's patches) overrides it. Errors: those of CheckResize and ImageViews.
+  virtual Status AddImage(const Image& image, const ImageOptions& options, int32_t source,
                           Prompt* prompt) const {
-    OCULAR_ASSIGN_OR_RETURN(std::vector<Tensor> views, ImageViews(image, pan_and_scan));
+    OCULAR_RETURN_IF_ERROR(CheckResize(options.resize));
+    OCULAR_ASSIGN_OR_RETURN(std::vector<Tensor> views, ImageViews(image, options.pan_and_scan));
     for (const Tensor& v : views) {
       VisionInput in;
       in.feature_rows = in.tokens = image_tokens();
@@ -86,6 +96,16 @@ class Processor {
       prompt->AddImage(v.data.data(), v.numel(), in);
     }
     return Status::Ok();
+  }
+  // Whether a request may resize its images with `resize` (ImageOptions::resize; at load,
+  // EngineOptions::image_resize): OK when it is empty. Only Qwen2VLImageProcessor has such
+  // bounds; every other family refuses them (kInvalidArgument), never ignores them.
+  virtual Status CheckResize(const ImageResize& resize) const {
+    if (resize.empty()) return Status::Ok();
+    return Error(StatusCode::kInvalidArgument, "image",
+                 "min_pixels / max_pixels (--min-pixels / --max-pixels) are the resize bounds of ",
+                 "Qwen2VLImageProcessor (Qwen2-VL, Qwen2.5-VL, Qwen3-VL); this model family's ",
+                 "processor resizes every image to its own fixed size");
   }
   // Feature rows (and prompt tokens) of one image for the default AddImage; 0 when the family
   // has no fixed count.

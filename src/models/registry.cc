@@ -20,12 +20,14 @@ namespace ocular {
 
 namespace {
 
-// A family's model and its processor (built from the model's config).
+// A family's model and its processor (built from the model's config). `resize` must be
+// empty: the processor's CheckResize refuses it otherwise.
 template <typename Model, typename Processor>
-StatusOr<LoadedModel> LoadFamily(const ModelFiles& files) {
+StatusOr<LoadedModel> LoadFamily(const ModelFiles& files, const ImageResize& resize) {
   LoadedModel out;
   OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(files));
   OCULAR_ASSIGN_OR_RETURN(out.processor, Processor::Load(*files.files, model->config()));
+  OCULAR_RETURN_IF_ERROR(out.processor->CheckResize(resize));
   out.model = std::move(model);
   return out;
 }
@@ -33,16 +35,27 @@ StatusOr<LoadedModel> LoadFamily(const ModelFiles& files) {
 constexpr auto LoadPaliGemma = LoadFamily<paligemma::PaliGemma, paligemma::PaliGemmaProcessor>;
 constexpr auto LoadGemma3 = LoadFamily<gemma3::Gemma3, gemma3::Gemma3Processor>;
 constexpr auto LoadMllama = LoadFamily<mllama::Mllama, mllama::MllamaProcessor>;
-constexpr auto LoadQwen2VL = LoadFamily<qwen2vl::Qwen2VL, qwen2vl::Qwen2VLProcessor>;
 
-StatusOr<LoadedModel> LoadQwen3VL(const ModelFiles& files) {
+const qwen2vl::Qwen2VLConfig& ProcessorConfig(const qwen2vl::Qwen2VLConfig& c) { return c; }
+qwen2vl::Qwen2VLConfig ProcessorConfig(const qwen2vl::Qwen3VLConfig& c) {
+  return c.ProcessorConfig();
+}
+
+// A Qwen-VL model and Qwen2VLProcessor, both from preprocessor_config.json WithResize(resize):
+// the workspace is planned for the images the processor makes.
+template <typename Model>
+StatusOr<LoadedModel> LoadQwen(const ModelFiles& files, const ImageResize& resize) {
   LoadedModel out;
-  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<qwen2vl::Qwen3VL> model, qwen2vl::Qwen3VL::Load(files));
-  OCULAR_ASSIGN_OR_RETURN(out.processor, qwen2vl::Qwen2VLProcessor::Load(
-                                             *files.files, model->config().ProcessorConfig()));
+  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(files, resize));
+  OCULAR_ASSIGN_OR_RETURN(
+      out.processor,
+      qwen2vl::Qwen2VLProcessor::Load(*files.files, ProcessorConfig(model->config()), resize));
   out.model = std::move(model);
   return out;
 }
+
+constexpr auto LoadQwen2VL = LoadQwen<qwen2vl::Qwen2VL>;
+constexpr auto LoadQwen3VL = LoadQwen<qwen2vl::Qwen3VL>;
 
 // A GGUF file converted by llama.cpp (and its mmproj file, if given): the side files of the
 // family its architecture names.
@@ -60,7 +73,7 @@ StatusOr<std::unique_ptr<FileSet>> AdaptLlamaCppGguf(const GgufFile& gguf, const
 
 struct Family {
   const char* model_type;
-  StatusOr<LoadedModel> (*load)(const ModelFiles& files);
+  StatusOr<LoadedModel> (*load)(const ModelFiles& files, const ImageResize& resize);
 };
 
 constexpr Family kFamilies[] = {
@@ -80,7 +93,8 @@ std::vector<std::string> RegisteredModelTypes() {
   return out;
 }
 
-StatusOr<LoadedModel> LoadModel(const std::string& model_path, const std::string& mmproj) {
+StatusOr<LoadedModel> LoadModel(const std::string& model_path, const std::string& mmproj,
+                                const ImageResize& resize) {
   OCULAR_ASSIGN_OR_RETURN(ModelFiles files,
                           ModelFiles::Open(model_path, AdaptLlamaCppGguf, mmproj));
   const std::string path = files.files->Where("config.json");
@@ -103,7 +117,7 @@ StatusOr<LoadedModel> LoadModel(const std::string& model_path, const std::string
   }
   const std::string type = it->get<std::string>();
   for (const Family& f : kFamilies) {
-    if (type == f.model_type) return f.load(files);
+    if (type == f.model_type) return f.load(files, resize);
   }
   std::string known;
   for (const Family& f : kFamilies) known += std::string(known.empty() ? "" : ", ") + f.model_type;

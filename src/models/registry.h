@@ -8,6 +8,7 @@
 
 #include "models/model.h"
 #include "models/processor.h"
+#include "ocular/image_resize.h"
 
 namespace ocular {
 
@@ -20,7 +21,10 @@ struct LoadedModel {
 // quantize`, or llama.cpp's text GGUF, with its mmproj file as `mmproj` for the vision
 // model), and loads the model and processor of the family its model_type names.
 // Unimplemented for a model_type no family handles (the message lists the known ones).
-StatusOr<LoadedModel> LoadModel(const std::string& path, const std::string& mmproj = "");
+// `resize`: the image processor's bounds in place of the checkpoint's (Qwen-VL only; another
+// family refuses a non-empty one: Processor::CheckResize).
+StatusOr<LoadedModel> LoadModel(const std::string& path, const std::string& mmproj = "",
+                                const ImageResize& resize = {});
 
 // The model_type values LoadModel accepts.
 std::vector<std::string> RegisteredModelTypes();

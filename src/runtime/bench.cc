@@ -32,7 +32,7 @@ StatusOr<std::shared_ptr<Prompt>> BenchPrompt(const ModelSpec& s, const Processo
     for (size_t i = 0; i < image.rgb.size(); ++i) {
       image.rgb[i] = static_cast<uint8_t>((i * 7919 + static_cast<size_t>(q) * 104729) % 251);
     }
-    OCULAR_RETURN_IF_ERROR(processor.AddImage(image, /*pan_and_scan=*/false, 0, p.get()));
+    OCULAR_RETURN_IF_ERROR(processor.AddImage(image, ImageOptions{}, 0, p.get()));
   }
   for (const VisionInput& in : p->images) p->ids.insert(p->ids.end(), in.tokens, s.image_token_id);
   const int32_t bos = processor.tokenizer().bos_id() >= 0 ? processor.tokenizer().bos_id() : 2;

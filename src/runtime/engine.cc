@@ -325,7 +325,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const Eng
     return Error(StatusCode::kInvalidArgument, "engine", "prefill_chunk must be >= 1, got ",
                  o.prefill_chunk);
   }
-  OCULAR_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(dir, o.mmproj));
+  OCULAR_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(dir, o.mmproj, o.image_resize));
   if (o.max_context < 0 || o.max_context > loaded.model->spec().max_positions) {
     return Error(StatusCode::kInvalidArgument, "engine", "max_context must be in [0, ",
                  loaded.model->spec().max_positions, "] (the model's context length), got ",

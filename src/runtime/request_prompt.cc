@@ -58,7 +58,12 @@ StatusOr<Prompt> BuildRequestPrompt(const Processor& processor, const EngineOpti
     return Error(StatusCode::kInvalidArgument, "engine", n,
                  " images given; the model takes at most ", max_images, " per prompt");
   }
-  const bool pan_and_scan = o.pan_and_scan.value_or(processor.pan_and_scan_default());
+  ImageOptions image_options;
+  image_options.pan_and_scan = o.pan_and_scan.value_or(processor.pan_and_scan_default());
+  image_options.resize = o.image_resize;
+  // The processor's refusal holds for a request without images too: never ignored.
+  OCULAR_RETURN_IF_ERROR(processor.CheckResize(o.image_resize));
+  const bool pan_and_scan = image_options.pan_and_scan;
   DecodeOptions d;
   d.max_pixels = eo.max_image_pixels;
   d.exif_rotate = eo.exif_rotate;
@@ -72,7 +77,7 @@ StatusOr<Prompt> BuildRequestPrompt(const Processor& processor, const EngineOpti
     sizes->push_back({img->width, img->height});
     const size_t before = vision.images.size();
     OCULAR_RETURN_IF_ERROR(
-        processor.AddImage(*img, pan_and_scan, static_cast<int32_t>(i), &vision));
+        processor.AddImage(*img, image_options, static_cast<int32_t>(i), &vision));
     // Gemma 3's pan-and-scan: the crops that follow the image.
     if (pan_and_scan) po.image_crops.push_back(static_cast<int>(vision.images.size() - before) - 1);
     if (progress) progress({Stage::kImages, i + 1, n, MsSince(t0)});

@@ -1,7 +1,7 @@
 """Writes the committed bad image files under tests/bad_inputs/files/ (standard library only).
 
 PNGs with valid CRCs whose headers declare absurd sizes: the CRC check must not be what
-stops them; the pixel budget (--max-pixels) or the size check must.
+stops them; the pixel budget (--max-image-pixels) or the size check must.
 Usage: python3 tests/bad_inputs/make_files.py
 """
 import pathlib

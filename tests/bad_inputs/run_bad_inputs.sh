@@ -229,15 +229,15 @@ head -c 300 "$IMG" >"$TMP/trunc.png"; img truncated_png 4 'trunc.png' "$TMP/trun
 head -c 33 "$IMG" >"$TMP/header_only.png"; img header_only_png 4 'header_only.png' "$TMP/header_only.png"
 # Committed PNGs with valid CRCs and absurd headers (tests/bad_inputs/make_files.py).
 F=$ROOT/tests/bad_inputs/files
-img huge_png_header 6 'huge_dims.png.*100000x100000.*--max-pixels' "$F/huge_dims.png"
-img huge_png_header_raised_limit 6 'huge_dims.png.*--max-pixels' "$F/huge_dims.png" --max-pixels 268435456
+img huge_png_header 6 'huge_dims.png.*100000x100000.*--max-image-pixels' "$F/huge_dims.png"
+img huge_png_header_raised_limit 6 'huge_dims.png.*--max-image-pixels' "$F/huge_dims.png" --max-image-pixels 268435456
 img wide_png_header 4 'wide_dims.png: corrupt PNG' "$F/wide_dims.png"
 img zero_width_png 4 'zero_width.png: corrupt PNG' "$F/zero_width.png"
 img short_pixel_data_png 4 'short_idat.png' "$F/short_idat.png"
-img over_max_pixels 6 'photo.png.*over the limit of 100 pixels \(--max-pixels\)' "$IMG" --max-pixels 100
+img over_max_pixels 6 'photo.png.*over the limit of 100 pixels \(--max-image-pixels\)' "$IMG" --max-image-pixels 100
 { printf 'BM'; printf '\x00\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00\x28\x00\x00\x00';
   printf '\xff\xff\xff\x7f\xff\xff\xff\x7f\x01\x00\x18\x00\x00\x00\x00\x00'; head -c 40 /dev/zero; } >"$TMP/huge.bmp"
-img huge_bmp_header 6 'huge.bmp.*--max-pixels' "$TMP/huge.bmp"
+img huge_bmp_header 6 'huge.bmp.*--max-image-pixels' "$TMP/huge.bmp"
 { printf 'BM'; printf '\x00\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00\x28\x00\x00\x00';
   printf '\x10\x00\x00\x00\x10\x00\x00\x00\x01\x00\x18\x00\x00\x00\x00\x00'; head -c 40 /dev/zero; } >"$TMP/trunc.bmp"
 img truncated_bmp 4 'trunc.bmp.*truncated' "$TMP/trunc.bmp"
@@ -265,7 +265,7 @@ img bmp_palette_too_big 4 'palette_huge.bmp: BMP palette size 70000' "$TMP/palet
 { bmp 2 -2147483647 24 0 0; head -c 64 /dev/zero; } >"$TMP/neg_height.bmp"
 img bmp_height_int_min 6 'neg_height.bmp: BMP header declares a height of -2147483647' "$TMP/neg_height.bmp"
 printf 'GIF89a\xff\xff\xff\xff\x00\x00\x00' >"$TMP/huge.gif"
-img huge_gif_screen 6 'huge.gif.*65535x65535.*--max-pixels' "$TMP/huge.gif"
+img huge_gif_screen 6 'huge.gif.*65535x65535.*--max-image-pixels' "$TMP/huge.gif"
 
 # ---------------------------------------------------------------------------------------------
 # Options: absurd values are refused by name before anything is loaded.
@@ -286,8 +286,15 @@ opt temperature_negative 2 '--temperature' "${R[@]}" --temperature -1
 opt top_p_nan 2 '--top-p' "${R[@]}" --top-p nan
 opt top_p_over_one 2 '--top-p' "${R[@]}" --top-p 2
 opt top_k_negative 2 '--top-k' "${R[@]}" --top-k -1
-opt max_pixels_zero 2 '--max-pixels' "${R[@]}" --max-pixels 0
-opt max_pixels_huge 2 '--max-pixels' "${R[@]}" --max-pixels 1000000000000
+opt max_pixels_zero 2 '--max-image-pixels' "${R[@]}" --max-image-pixels 0
+opt max_pixels_huge 2 '--max-image-pixels' "${R[@]}" --max-image-pixels 1000000000000
+opt min_pixels_zero 2 '--min-pixels' "${R[@]}" --min-pixels 0
+opt max_pixels_huge_processor 2 '--max-pixels' "${R[@]}" --max-pixels 1000000000000
+# The processor's bounds are Qwen2VLImageProcessor's: another family refuses them at load.
+opt max_pixels_paligemma 2 'Qwen2VLImageProcessor.*fixed size' "${R[@]}" --max-pixels 50176
+Q=(run -m testdata/tiny/qwen25vl -i "$IMG" -p "hi" --max-tokens 1)
+opt min_pixels_over_max_qwen 2 'min_pixels \(100352\) exceeds max_pixels \(50176\)' "${Q[@]}" --min-pixels 100352 --max-pixels 50176
+opt max_pixels_under_window_qwen 2 'max_pixels = 700 must be in \[784, ' "${Q[@]}" --max-pixels 700
 opt unknown_flag 2 '--frobnicate' "${R[@]}" --frobnicate
 opt max_tokens_over_context 6 'exceed the context length 8192' "${R[@]}" --max-tokens 1000000
 opt prompt_over_context 6 'exceed the context length' run -m "$BASE" -i "$IMG" -p "$(printf 'word %.0s' {1..20000})"
@@ -420,9 +427,11 @@ ok_run gguf_weight_dtype '"weight_dtype":"quantized"' run -m "$GGUF" -i "$IMG" -
 ok_run help_shows_defaults 'max-tokens INT:INT in \[0 - 1048576\]=64' run --help
 ok_run help_lists_environment 'OCULAR_THREADS' --help
 ok_run tokenize_has_no_image_options '^Options:' tokenize --help
-if grep -q -- '--max-pixels' "$TMP/out"; then
-  echo "FAIL [accepted] tokenize --help lists --max-pixels"; fails=$((fails + 1))
-fi
+for flag in --max-image-pixels --max-pixels --min-pixels; do
+  if grep -q -- "$flag" "$TMP/out"; then
+    echo "FAIL [accepted] tokenize --help lists $flag"; fails=$((fails + 1))
+  fi
+done
 
 # ---------------------------------------------------------------------------------------------
 echo

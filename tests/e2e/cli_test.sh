@@ -266,10 +266,12 @@ contains "run --help lists OCULAR_ISA" "$TMP/help.txt" "OCULAR_ISA="
 contains "run --help lists OCULAR_THREADS" "$TMP/help.txt" "OCULAR_THREADS="
 "$OCULAR" tokenize --help >"$TMP/help.txt"
 lacks "tokenize --help: no compute options" "$TMP/help.txt" "--precision"
-lacks "tokenize --help: no image options" "$TMP/help.txt" "--max-pixels"
+lacks "tokenize --help: no image options" "$TMP/help.txt" "--max-image-pixels"
+lacks "tokenize --help: no processor bounds" "$TMP/help.txt" "--max-pixels"
 "$OCULAR" bench --help >"$TMP/help.txt"
 lacks "bench --help: no image options" "$TMP/help.txt" "--exif-rotate"
 contains "bench --help: threads" "$TMP/help.txt" "--threads"
+contains "bench --help: the processor's bounds" "$TMP/help.txt" "--max-pixels"
 
 # README's eval example, on the one held-out image shipped (sample.png is scene 22).
 mkdir -p "$TMP/heldout"

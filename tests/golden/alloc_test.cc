@@ -150,7 +150,7 @@ TEST_P(QwenAllocationTest, EncodePrefillAndDecodeAllocateNothing) {
   for (const char* name : {"photo", "gray"}) {
     auto image = LoadImage(std::string("testdata/golden/inputs/") + name + ".png");
     ASSERT_TRUE(image.ok()) << image.status().ToString();
-    ASSERT_TRUE(loaded->processor->AddImage(*image, false, 0, &images).ok());
+    ASSERT_TRUE(loaded->processor->AddImage(*image, ImageOptions{}, 0, &images).ok());
   }
   auto made = loaded->processor->MakePrompt(std::move(images), 2, "what differs?", nullptr, {});
   ASSERT_TRUE(made.ok()) << made.status().ToString();

@@ -88,6 +88,22 @@ TEST(Engine, RejectsBadRequestsClearly) {
   auto big = (*tight)->Generate({"testdata/golden/inputs/photo.png"}, "caption en", {});
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted);
+  // Qwen2VLImageProcessor's min_pixels / max_pixels: PaliGemma has no such bounds and refuses
+  // them at load and per request (text-only too), never ignores them.
+  EngineOptions resized;
+  resized.image_resize.max_pixels = 50176;
+  auto refused = Engine::Load("testdata/tiny/pg1", resized);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("Qwen2VLImageProcessor"), std::string::npos);
+  GenerateOptions per_request;
+  per_request.image_resize.min_pixels = 3136;
+  for (const std::vector<ImageInput>& images :
+       {std::vector<ImageInput>{"testdata/golden/inputs/photo.png"}, std::vector<ImageInput>{}}) {
+    auto r2 = (*engine)->Generate(images, "caption en", per_request);
+    ASSERT_FALSE(r2.ok());
+    EXPECT_EQ(r2.status().code(), StatusCode::kInvalidArgument);
+  }
 }
 
 TEST(Engine, RejectsNanAndOutOfRangeSamplingOptions) {

@@ -288,7 +288,8 @@ TEST(MllamaProcessorTest, PromptIdsAndCasePixelsMatchMllamaProcessor) {
           loaded->model->spec(), {}, *pv, *taps->file().Find("aspect_ratio_ids"));
       for (size_t i = 0; i < images.size(); ++i) {
         Prompt got;
-        ASSERT_TRUE(loaded->processor->AddImage(CaseImage(images[i]), false, 0, &got).ok());
+        ASSERT_TRUE(
+            loaded->processor->AddImage(CaseImage(images[i]), ImageOptions{}, 0, &got).ok());
         ASSERT_EQ(got.images.size(), 1u);
         ASSERT_EQ(got.images[0].pixel_count, want->images[i].pixel_count);
         EXPECT_EQ(got.images[0].grid, want->images[i].grid) << images[i] << ": aspect ratio";

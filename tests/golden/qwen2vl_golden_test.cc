@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -64,33 +66,88 @@ TEST(Qwen2VLProcessorTest, SmartResizeRoundsScalesAndRefuses) {
 // palette with tRNS, whose alpha it drops; CMYK JPEG, 16-bit grey and RGB, 1-bit, EXIF
 // orientation 6 in a PNG and a JPEG, which it does not apply): pixel values and image_grid_thw
 // byte-identical.
-TEST(Qwen2VLProcessorTest, PixelsAndGridsMatchQwen2VLImageProcessor) {
-  auto fx = fixture::GoldenTaps::Open("testdata/golden/qwen2vl-pixels.safetensors");
-  ASSERT_TRUE(fx.ok()) << fx.status().ToString();
-  const auto& meta = fx->file().metadata();
-  qwen2vl::ImageConfig c;  // the defaults, as make_processor's (CLIP mean/std, BICUBIC)
+// The pixel fixture's processor settings (make_qwen2vl.py make_pixel_fixture): the defaults,
+// as make_processor's (CLIP mean/std, BICUBIC), with its patch size and bounds.
+qwen2vl::ImageConfig PixelFixtureConfig(const fixture::GoldenTaps& fx) {
+  const auto& meta = fx.file().metadata();
+  qwen2vl::ImageConfig c;
   c.patch_size = std::stoi(meta.at("patch_size"));
   c.min_pixels = std::stoll(meta.at("min_pixels"));
   c.max_pixels = std::stoll(meta.at("max_pixels"));
   auto parsed = qwen2vl::ParseImageConfig("{}", "defaults");
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-  c.pp = parsed->pp;
+  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+  if (parsed.ok()) c.pp = parsed->pp;
+  return c;
+}
+
+// Patchify of the fixture image `key` under `c` is byte-identical to the taps `prefix`/.
+void ExpectPatches(const fixture::GoldenTaps& fx, const std::string& key, const std::string& prefix,
+                   const qwen2vl::ImageConfig& c) {
+  SCOPED_TRACE(prefix);
+  const std::string stem = "testdata/golden/qwen2vl-pixels/" + key;
+  auto image = LoadImage(std::filesystem::exists(stem + ".png") ? stem + ".png" : stem + ".jpg");
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  auto patches = qwen2vl::Patchify(*image, c);
+  ASSERT_TRUE(patches.ok()) << patches.status().ToString();
+  const std::vector<int64_t> grid = I64(*fx.file().Find(prefix + "/image_grid_thw"));
+  EXPECT_EQ(std::vector<int64_t>(patches->grid.begin(), patches->grid.end()), grid);
+  EXPECT_EQ(Differ(patches->values, *fx.file().Find(prefix + "/pixel_values")), 0);
+}
+
+TEST(Qwen2VLProcessorTest, PixelsAndGridsMatchQwen2VLImageProcessor) {
+  auto fx = fixture::GoldenTaps::Open("testdata/golden/qwen2vl-pixels.safetensors");
+  ASSERT_TRUE(fx.ok()) << fx.status().ToString();
+  const qwen2vl::ImageConfig c = PixelFixtureConfig(*fx);
   int images = 0;
   for (const std::string& name : fx->TapNames()) {
-    if (!name.ends_with("/pixel_values")) continue;
     const std::string key = name.substr(0, name.find('/'));
-    SCOPED_TRACE(key);
-    const std::string stem = "testdata/golden/qwen2vl-pixels/" + key;
-    auto image = LoadImage(std::filesystem::exists(stem + ".png") ? stem + ".png" : stem + ".jpg");
-    ASSERT_TRUE(image.ok()) << image.status().ToString();
-    auto patches = qwen2vl::Patchify(*image, c);
-    ASSERT_TRUE(patches.ok()) << patches.status().ToString();
-    const std::vector<int64_t> grid = I64(*fx->file().Find(key + "/image_grid_thw"));
-    EXPECT_EQ(std::vector<int64_t>(patches->grid.begin(), patches->grid.end()), grid);
-    EXPECT_EQ(Differ(patches->values, *fx->file().Find(name)), 0);
+    if (name != key + "/pixel_values") continue;  // <key>/<resize>/...: the test below
+    ExpectPatches(*fx, key, key, c);
     ++images;
   }
   EXPECT_GE(images, 46);
+}
+
+// --min-pixels / --max-pixels: the processor called with min_pixels= / max_pixels= (taps
+// <key>/min<lo>_max<hi>/..., 0 = not given) on 5 of those files, 3 bounds each (a narrow band,
+// max only, both above the defaults): WithResize of the defaults, byte-identical.
+TEST(Qwen2VLProcessorTest, ResizeBoundsMatchQwen2VLImageProcessor) {
+  auto fx = fixture::GoldenTaps::Open("testdata/golden/qwen2vl-pixels.safetensors");
+  ASSERT_TRUE(fx.ok()) << fx.status().ToString();
+  const qwen2vl::ImageConfig defaults = PixelFixtureConfig(*fx);
+  int cases = 0;
+  for (const std::string& name : fx->TapNames()) {
+    const size_t a = name.find('/'), b = name.find('/', a + 1);
+    if (b == std::string::npos || !name.ends_with("/pixel_values")) continue;
+    const std::string bounds = name.substr(a + 1, b - a - 1);  // min<lo>_max<hi>
+    ImageResize r;
+    ASSERT_EQ(
+        std::sscanf(bounds.c_str(), "min%" SCNd64 "_max%" SCNd64, &r.min_pixels, &r.max_pixels), 2)
+        << name;
+    auto c = qwen2vl::WithResize(defaults, r);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ExpectPatches(*fx, name.substr(0, a), name.substr(0, b), *c);
+    ++cases;
+  }
+  EXPECT_EQ(cases, 15);
+}
+
+// What WithResize refuses: a bound under one merge window or over 2^28, min over max; what it
+// keeps: the other bound when one is 0.
+TEST(Qwen2VLProcessorTest, ResizeBoundsRefused) {
+  qwen2vl::ImageConfig c;  // factor 28, min 3136, max 1003520
+  auto keep = qwen2vl::WithResize(c, {0, 28 * 28 * 4});
+  ASSERT_TRUE(keep.ok()) << keep.status().ToString();
+  EXPECT_EQ(keep->min_pixels, 56 * 56);
+  EXPECT_EQ(keep->max_pixels, 28 * 28 * 4);
+  for (ImageResize bad : {ImageResize{100, 0}, ImageResize{0, 783}, ImageResize{-5, 0},
+                          ImageResize{0, int64_t{1} << 29}, ImageResize{28 * 28 * 8, 28 * 28 * 4},
+                          ImageResize{28 * 28 * 2000, 0}}) {
+    auto r = qwen2vl::WithResize(c, bad);
+    ASSERT_FALSE(r.ok()) << bad.min_pixels << " " << bad.max_pixels;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("[image]"), std::string::npos) << r.status().message();
+  }
 }
 
 // The tiny checkpoint's preprocessor_config.json and what is refused.

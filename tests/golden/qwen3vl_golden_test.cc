@@ -259,5 +259,31 @@ TEST(GroundingTest, EachFamilysBoxesMapToTheOriginalImage) {
   EXPECT_EQ(none->kind, GroundingFormat::Kind::kLocTokens);
 }
 
+// --min-pixels / --max-pixels: Qwen2.5-VL's boxes are in the frame the image was resized to with
+// those bounds (60x40 -> 112x84 with min 6272, the "resized" golden's grid 6x8 x 14), set at
+// load (LoadGroundingFormat) or per request (WithImageResize); other frames are unchanged.
+TEST(GroundingTest, ResizeBoundsMoveQwen25Frame) {
+  const ImageResize resize{28 * 28 * 8, 28 * 28 * 12};
+  const std::string answer = "[{\"bbox_2d\": [56, 42, 112, 84], \"label\": \"cat\"}]";
+  auto loaded = LoadGroundingFormat("testdata/tiny/qwen25vl", resize);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto plain = LoadGroundingFormat("testdata/tiny/qwen25vl");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  for (const GroundingFormat& f : {*loaded, WithImageResize(*plain, resize)}) {
+    auto b = ParseGroundedDetections(f, answer, 60, 40);
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_FLOAT_EQ(b[0].x0, 30.0f);  // 56 / 112 * 60
+    EXPECT_FLOAT_EQ(b[0].y0, 20.0f);  // 42 / 84 * 40
+    EXPECT_FLOAT_EQ(b[0].x1, 60.0f);
+    EXPECT_FLOAT_EQ(b[0].y1, 40.0f);
+  }
+  auto bad = LoadGroundingFormat("testdata/tiny/qwen25vl", {100, 0});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  auto q3 = LoadGroundingFormat("testdata/tiny/qwen3vl");
+  ASSERT_TRUE(q3.ok()) << q3.status().ToString();
+  EXPECT_EQ(WithImageResize(*q3, resize).kind, GroundingFormat::Kind::kQwenGrid1000);
+}
+
 }  // namespace
 }  // namespace ocular

@@ -21,9 +21,10 @@ using qwen_golden::Checkpoint;
 // window attention (uneven windows), tied embeddings. qwen3vl: DeepStack after ViT blocks 0
 // and 2, tied. qwen3vl-b: another Qwen3-VL configuration (attention biases, MHA, head_dim =
 // hidden / heads, legacy rope "type", DeepStack after block 1 only, untied). -bf16: the
-// weights in bfloat16, against torch's bf16 run.
+// weights in bfloat16, against torch's bf16 run. qwen25vl's "resized" case: the processor
+// called with min_pixels / max_pixels (`--min-pixels` / `--max-pixels`).
 const Checkpoint kCheckpoints[] = {
-    {"qwen2vl", 1e-5, 8, 0},       {"qwen25vl", 1e-5, 8, 0}, {"qwen2vl-bf16", 1e-2, 2, 0},
+    {"qwen2vl", 1e-5, 8, 0},       {"qwen25vl", 1e-5, 9, 0}, {"qwen2vl-bf16", 1e-2, 2, 0},
     {"qwen25vl-bf16", 1e-2, 2, 0}, {"qwen3vl", 1e-5, 8, 2},  {"qwen3vl-bf16", 1e-2, 2, 2},
     {"qwen3vl-b", 1e-5, 2, 1},
 };
@@ -61,6 +62,26 @@ TEST(QwenEngineTest, TwoImagesFromFilesGiveTransformersTokens) {
     SCOPED_TRACE(checkpoint);
     qwen_golden::ExpectEngineRunsTwoImages(checkpoint);
   }
+}
+
+// `--min-pixels 6272 --max-pixels 9408` as the engine's bounds (the workspace planned for
+// them) and as one request's (vLLM's mm_processor_kwargs) under the checkpoint's: the
+// "resized" case's ids and tokens either way. A request's bounds over the engine's are refused.
+TEST(QwenEngineTest, MinMaxPixelsGiveTransformersTokens) {
+  const ImageResize resize{28 * 28 * 8, 28 * 28 * 12};
+  qwen_golden::ExpectEngineRunsCase("qwen25vl", "resized", EngineOptions{.image_resize = resize},
+                                    {});
+  GenerateOptions request;
+  request.image_resize = resize;
+  qwen_golden::ExpectEngineRunsCase("qwen25vl", "resized", {}, request);
+
+  auto small = Engine::Load("testdata/tiny/qwen25vl",
+                            EngineOptions{.threads = 2, .image_resize = {0, 28 * 28 * 4}});
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  auto r = (*small)->Generate({"testdata/golden/inputs/photo.png"}, "hi", request);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("more than the"), std::string::npos) << r.status().message();
 }
 
 }  // namespace

@@ -11,16 +11,15 @@
 #include <filesystem>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "image/image.h"
 #include "ocular/quantize.h"
 #include "support/agreement.h"
 #include "support/any_model.h"
 #include "support/fixture.h"
 #include "support/harness.h"
+#include "support/qwen_golden.h"
 
 namespace ocular {
 namespace {
@@ -72,20 +71,8 @@ std::vector<Case> Cases(const std::string& ck, const Processor& proc) {
     EXPECT_TRUE(taps.ok()) << taps.status().ToString();
     if (!taps.ok()) continue;
     const auto& meta = taps->file().metadata();
-    Prompt images;
-    std::stringstream names(meta.at("images"));
-    int n = 0;
-    for (std::string name; std::getline(names, name, ',');) {
-      if (name.empty()) continue;
-      const std::string dir = name.find('/') != std::string::npos ? "" : "inputs/";
-      auto im = LoadImage("testdata/golden/" + dir + name + ".png");
-      EXPECT_TRUE(im.ok()) << name;
-      if (!im.ok()) continue;
-      EXPECT_TRUE(proc.AddImage(*im, false, n++, &images).ok());
-    }
-    PromptOptions o;
-    o.chat = meta.contains("chat");
-    auto p = proc.MakePrompt(std::move(images), n, meta.at("prompt"), nullptr, o);
+    auto p = qwen_golden::CasePrompt(proc, meta.at("images"), meta.at("prompt"),
+                                     meta.contains("chat"), qwen_golden::CaseResize(taps->file()));
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     if (!p.ok()) continue;
     EXPECT_EQ(p->ids, *taps->Ids("input_ids")) << e.path();

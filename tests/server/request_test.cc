@@ -93,6 +93,24 @@ TEST(ChatRequest, ChatTemplateKwargs) {
   ExpectError(ChatBody("x", "", R"(,"chat_template_kwargs":"x")"), "chat_template_kwargs");
 }
 
+// vLLM's mm_processor_kwargs: Qwen2VLImageProcessor's min_pixels / max_pixels for this request.
+TEST(ChatRequest, MmProcessorKwargs) {
+  EXPECT_TRUE(Parse(ChatBody("x", "", "")).request.options.image_resize.empty());
+  const ImageResize r =
+      Parse(ChatBody("x", "", R"(,"mm_processor_kwargs":{"min_pixels":3136,"max_pixels":50176})"))
+          .request.options.image_resize;
+  EXPECT_EQ(r.min_pixels, 3136);
+  EXPECT_EQ(r.max_pixels, 50176);
+  EXPECT_EQ(Parse(ChatBody("x", "", R"(,"mm_processor_kwargs":{"max_pixels":784})"))
+                .request.options.image_resize.min_pixels,
+            0);
+  EXPECT_TRUE(Parse(ChatBody("x", "", R"(,"mm_processor_kwargs":null)"))
+                  .request.options.image_resize.empty());
+  ExpectError(ChatBody("x", "", R"(,"mm_processor_kwargs":[])"), "mm_processor_kwargs");
+  ExpectError(ChatBody("x", "", R"(,"mm_processor_kwargs":{"fps":1})"), "mm_processor_kwargs");
+  ExpectError(ChatBody("x", "", R"(,"mm_processor_kwargs":{"max_pixels":-1})"), "max_pixels");
+}
+
 TEST(ChatRequest, LastUserMessageIsThePromptImagesFromAllTurns) {
   const std::string url = DataUrl(kPng);
   ParseResult r = Parse(

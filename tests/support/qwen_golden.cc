@@ -33,14 +33,22 @@ std::unique_ptr<Loaded> LoadTiny(const std::string& checkpoint) {
   return l.ok() ? std::move(*l) : nullptr;
 }
 
+ImageResize CaseResize(const SafetensorsFile& g) {
+  const auto& meta = g.metadata();
+  if (!meta.contains("min_pixels")) return {};
+  return {std::stoll(meta.at("min_pixels")), std::stoll(meta.at("max_pixels"))};
+}
+
 StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images, const std::string& text,
-                            bool chat) {
+                            bool chat, const ImageResize& resize) {
   Prompt with_images;
   const std::vector<std::string> names = Split(images);
+  ImageOptions options;
+  options.resize = resize;
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string dir = names[i].find('/') != std::string::npos ? "" : "inputs/";
     OCULAR_ASSIGN_OR_RETURN(Image im, LoadImage("testdata/golden/" + dir + names[i] + ".png"));
-    OCULAR_RETURN_IF_ERROR(p.AddImage(im, false, static_cast<int32_t>(i), &with_images));
+    OCULAR_RETURN_IF_ERROR(p.AddImage(im, options, static_cast<int32_t>(i), &with_images));
   }
   PromptOptions o;
   o.chat = chat;
@@ -76,7 +84,8 @@ void ExpectCaseMatches(const Processor& processor, Runner& runner, KvPool& kv,
   ASSERT_TRUE(taps.ok()) << taps.status().ToString();
   const SafetensorsFile& g = taps->file();
   const auto& meta = g.metadata();
-  auto prompt = CasePrompt(processor, meta.at("images"), meta.at("prompt"), meta.contains("chat"));
+  auto prompt = CasePrompt(processor, meta.at("images"), meta.at("prompt"), meta.contains("chat"),
+                           CaseResize(g));
   ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
   ExpectProcessorMatches(*prompt, g);
   // Model: every tap, the logits and the greedy continuation.
@@ -146,23 +155,30 @@ void ExpectImageAndTextDecodeTogether(const std::string& checkpoint) {
   EXPECT_EQ(seqs[1]->generated(), want[1]);
 }
 
-void ExpectEngineRunsTwoImages(const std::string& checkpoint) {
-  auto engine = Engine::Load("testdata/tiny/" + checkpoint, EngineOptions{.threads = 2});
+void ExpectEngineRunsCase(const std::string& checkpoint, const std::string& name, EngineOptions eo,
+                          const GenerateOptions& go) {
+  eo.threads = 2;
+  auto engine = Engine::Load("testdata/tiny/" + checkpoint, eo);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  auto taps = fixture::GoldenTaps::Open("testdata/golden/" + checkpoint + "/two.safetensors");
+  auto taps =
+      fixture::GoldenTaps::Open("testdata/golden/" + checkpoint + "/" + name + ".safetensors");
   ASSERT_TRUE(taps.ok()) << taps.status().ToString();
   const auto& meta = taps->file().metadata();
   std::vector<ImageInput> images;
-  for (const std::string& name : Split(meta.at("images"))) {
-    images.emplace_back("testdata/golden/inputs/" + name + ".png");
+  for (const std::string& image : Split(meta.at("images"))) {
+    images.emplace_back("testdata/golden/inputs/" + image + ".png");
   }
-  GenerateOptions o;
+  GenerateOptions o = go;
   o.max_tokens = 32;
   o.stop_at_eos = false;
   auto r = (*engine)->Generate(images, meta.at("prompt"), o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->prompt_ids, Ids(*taps->file().Find("input_ids")));
   EXPECT_EQ(r->output_ids, Ids(*taps->file().Find("generated_ids")));
+}
+
+void ExpectEngineRunsTwoImages(const std::string& checkpoint) {
+  ExpectEngineRunsCase(checkpoint, "two", {}, {});
 }
 
 }  // namespace ocular::qwen_golden

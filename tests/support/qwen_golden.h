@@ -14,6 +14,7 @@
 #include "kernels/exec.h"
 #include "models/processor.h"
 #include "models/registry.h"
+#include "ocular/engine.h"
 #include "runtime/kv_pool.h"
 #include "runtime/runner.h"
 #include "support/cases.h"
@@ -33,11 +34,15 @@ int64_t Differ(const std::vector<float>& mine, const TensorView& ref);
 using Loaded = testing_support::LoadedRunner;
 std::unique_ptr<Loaded> LoadTiny(const std::string& checkpoint);
 
+// The processor's bounds a case was made with (its min_pixels / max_pixels metadata; empty
+// when it has none).
+ImageResize CaseResize(const SafetensorsFile& g);
+
 // The processor's prompt for a case: its images (inputs/<name>.png, or a path under
-// testdata/golden) through AddImage, then MakePrompt; `chat`: the text is one user turn
-// rendered with the checkpoint's chat template (`ocular run --chat`).
+// testdata/golden) through AddImage (with `resize`), then MakePrompt; `chat`: the text is one
+// user turn rendered with the checkpoint's chat template (`ocular run --chat`).
 StatusOr<Prompt> CasePrompt(const Processor& p, const std::string& images, const std::string& text,
-                            bool chat = false);
+                            bool chat = false, const ImageResize& resize = {});
 
 // The processor's ids, get_rope_index positions, rope_deltas, pixel values and grids against the
 // case's, exactly.
@@ -66,8 +71,12 @@ void ExpectCasesMatchTransformers(const Checkpoint& c);
 // together in one batch (other rope_deltas, DeepStack rows): transformers' tokens each.
 void ExpectImageAndTextDecodeTogether(const std::string& checkpoint);
 
-// As `ocular run -m testdata/tiny/<checkpoint> -i photo.png -i gray.png -p "..."` runs the
-// "two" case: files -> processor -> scheduler -> model, transformers' ids and tokens.
+// As `ocular run -m testdata/tiny/<checkpoint> -i ... -p "..."` runs the case `name` (its
+// inputs/ images) with the engine's and the request's options `eo`, `go`: files -> processor
+// -> scheduler -> model, transformers' ids and 32 tokens.
+void ExpectEngineRunsCase(const std::string& checkpoint, const std::string& name, EngineOptions eo,
+                          const GenerateOptions& go);
+// ExpectEngineRunsCase of the "two" case (photo.png, gray.png) with the default options.
 void ExpectEngineRunsTwoImages(const std::string& checkpoint);
 
 }  // namespace ocular::qwen_golden

@@ -59,7 +59,7 @@ void AddEval(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand("eval", "score a model on a held-out set (shapes-world format)");
   auto m = std::make_shared<ModelArgs>();
   auto o = std::make_shared<EvalOptions>();
-  AddModelArgs(cmd, m.get(), kCompute | kImages);
+  AddModelArgs(cmd, m.get(), kCompute | kImages | kResize);
   cmd->add_option("--set", o->eval_set,
                   "held-out JSONL (e.g. models/shapes-paligemma/heldout.jsonl)")
       ->required();
@@ -124,7 +124,7 @@ void AddBench(CLI::App& app, int* rc) {
   auto m = std::make_shared<ModelArgs>();
   auto b = std::make_shared<BenchOptions>();
   auto roofline = std::make_shared<double>(0);
-  AddModelArgs(cmd, m.get(), kCompute);
+  AddModelArgs(cmd, m.get(), kCompute | kResize);
   cmd->add_option("--roofline-gbs", *roofline,
                   "memory bandwidth to compare decode against (default: measured here with a "
                   "simple read probe, which may underestimate what the hardware sustains)");

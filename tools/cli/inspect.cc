@@ -19,7 +19,7 @@ void AddTrace(CLI::App& app, int* rc) {
   auto gen = std::make_shared<GenerateOptions>();
   auto out = std::make_shared<std::string>();
   gen->max_tokens = 16;
-  AddModelArgs(cmd, m.get(), kCompute | kImages);
+  AddModelArgs(cmd, m.get(), kCompute | kImages | kResize);
   cmd->add_option("--image,-i", *images, "image file, or - for stdin (repeatable)")
       ->default_str("none");
   cmd->add_option("--prompt,-p", *prompt, "task prompt, e.g. \"caption en\"")->required();

@@ -145,9 +145,22 @@ void TightenOptions(CLI::App& app) {
       o->check(IntRange(0, kMaxThreads))
           ->description("worker threads; 0 = $OCULAR_THREADS, else the physical cores");
     }
+    if (CLI::Option* o = option("--max-image-pixels")) {
+      o->check(IntRange(1, kMaxPixelsLimit))
+          ->description("refuse images with more pixels than this before decoding them (exit 6)");
+    }
+    if (CLI::Option* o = option("--min-pixels")) {
+      o->check(IntRange(1, kMaxPixelsLimit))
+          ->description(
+              "Qwen-VL: the image processor's min_pixels (smart_resize scales smaller images "
+              "up to it) in place of preprocessor_config.json's; other families refuse it");
+    }
     if (CLI::Option* o = option("--max-pixels")) {
       o->check(IntRange(1, kMaxPixelsLimit))
-          ->description("refuse images with more pixels than this (exit 6)");
+          ->description(
+              "Qwen-VL: the image processor's max_pixels (smart_resize scales larger images "
+              "down to it; the workspace is planned for it) in place of "
+              "preprocessor_config.json's; other families refuse it");
     }
     if (CLI::Option* o = option("--exif-rotate")) {
       o->description(
@@ -221,7 +234,8 @@ int main(int argc, char** argv) {
     // Last line of defence: sizes are validated before allocating, so reaching this is a bug,
     // but the user gets a message and the "over a limit" code rather than an abort.
     std::fflush(stdout);
-    std::fprintf(stderr, "error: out of memory (HINT: a smaller model, image or --max-pixels)\n");
+    std::fprintf(stderr,
+                 "error: out of memory (HINT: a smaller model, image or --max-image-pixels)\n");
     return 6;
   } catch (const std::exception& e) {
     std::fflush(stdout);

@@ -49,8 +49,13 @@ void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups) {
         ->check(CLI::IsMember({"int8", "f32"}));
   }
   if (groups & kImages) {
-    cmd->add_option("--max-pixels", a->max_pixels);
+    cmd->add_option("--max-image-pixels", a->max_image_pixels);
     cmd->add_flag("--exif-rotate", a->exif_rotate);
+  }
+  if (groups & kResize) {
+    // Bounds: TightenOptions.
+    cmd->add_option("--min-pixels", a->resize.min_pixels);
+    cmd->add_option("--max-pixels", a->resize.max_pixels);
   }
 }
 
@@ -63,7 +68,8 @@ StatusOr<std::unique_ptr<Engine>> LoadEngine(const ModelArgs& a, int max_batch,
   o.prefill_chunk = prefill_chunk;
   o.image_cache_bytes = image_cache_bytes;
   o.threads = a.threads;
-  o.max_image_pixels = a.max_pixels;
+  o.max_image_pixels = a.max_image_pixels;
+  o.image_resize = a.resize;
   o.exif_rotate = a.exif_rotate;
   o.precision = a.precision;
   o.kv_cache = a.kv_cache;

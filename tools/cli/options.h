@@ -16,7 +16,8 @@ struct ModelArgs {
   std::string model;
   std::string mmproj;  // --mmproj: llama.cpp's vision file for a llama.cpp text GGUF
   int threads = 0;
-  int64_t max_pixels = 50'000'000;
+  int64_t max_image_pixels = 50'000'000;  // --max-image-pixels: the image decoder's budget
+  ImageResize resize;                     // --min-pixels / --max-pixels: the processor's
   bool exif_rotate = false;
   std::string precision = "auto";
   std::string kv_cache = "auto";
@@ -27,7 +28,8 @@ struct ModelArgs {
 enum ModelOptionGroups : unsigned {
   kModelOnly = 0,
   kCompute = 1,  // --threads, --precision, --kv-cache, --quant-activations: runs the model
-  kImages = 2,   // --max-pixels, --exif-rotate: the command decodes images
+  kImages = 2,   // --max-image-pixels, --exif-rotate: the command decodes images
+  kResize = 4,   // --min-pixels, --max-pixels: Qwen2VLImageProcessor's bounds (load time)
 };
 
 void AddModelArgs(CLI::App* cmd, ModelArgs* a, unsigned groups);

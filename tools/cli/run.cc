@@ -124,7 +124,7 @@ int RunOne(Engine& engine, const RunArgs& a, const RunContext& ctx,
   // (docs/models.md §3, §12).
   std::vector<Detection> boxes;
   if (!r->image_sizes.empty()) {
-    StatusOr<GroundingFormat> grounding = LoadGroundingFormat(a.model.model);
+    StatusOr<GroundingFormat> grounding = LoadGroundingFormat(a.model.model, a.model.resize);
     if (!grounding.ok()) return Fail(grounding.status());
     boxes = ParseGroundedDetections(*grounding, r->text, r->image_sizes[0].width,
                                     r->image_sizes[0].height);
@@ -348,7 +348,7 @@ int RunCommand(const std::shared_ptr<RunArgs>& a, bool has_prompt) {
 void AddRun(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand("run", "answer a prompt about an image (or, --chat, many)");
   auto a = std::make_shared<RunArgs>();
-  AddModelArgs(cmd, &a->model, kCompute | kImages);
+  AddModelArgs(cmd, &a->model, kCompute | kImages | kResize);
   cmd->add_option("--image,-i", a->images,
                   "image file, or - for stdin (repeatable; none = text-only)")
       ->default_str("none");

@@ -102,6 +102,11 @@ CASES = {
     "palette_trns": (["alpha/p_index"], "what is this? " + VISION_TAG),
 }
 CHAT_CASES = ("chat",)
+# `ocular run --min-pixels 6272 --max-pixels 9408` (vLLM's mm_processor_kwargs): the processor
+# called with min_pixels= / max_pixels=; photo (60x40) is scaled up to 112x84. Qwen2.5-VL only
+# (its boxes are in pixels of the resized image): case -> (images, prompt, min, max).
+RESIZE_CASES = {"resized": (["photo"], VISION_TAG + "describe this picture", 28 * 28 * 8,
+                            28 * 28 * 12)}
 # The released chat templates (testdata/chat/README.md says where each comes from): Qwen2-VL-
 # and Qwen2.5-VL-Instruct carry the same one.
 CHAT = os.path.join("testdata", "chat")
@@ -127,6 +132,11 @@ PIXEL_DIR = os.path.join(GOLDEN, "qwen2vl-pixels")
 PIXEL_EXTRA = [(33, 21, "RGBA"), (50, 70, "RGBA"), (27, 45, "LA"), (61, 38, "PA"),
                (44, 30, "CMYK"), (36, 52, "I16"), (29, 40, "RGB16"), (41, 25, "BW"),
                (38, 26, "EXIFPNG"), (46, 34, "EXIFJPG")]
+# `ocular run --min-pixels / --max-pixels` (vLLM's mm_processor_kwargs): the processor called
+# with min_pixels= / max_pixels= on some of those images (taps <key>/<resize>/...). Each pair:
+# both bounds set (a narrow band), max only (below the default), both above the defaults.
+PIXEL_RESIZES = [(8 * 8 * 10, 8 * 8 * 16), (None, 8 * 8 * 6), (8 * 8 * 30, 8 * 8 * 60)]
+PIXEL_RESIZE_KEYS = ["2x2s0RGB", "23x41s8P", "130x98s33RGB", "13x200s34L", "50x70s37RGBA"]
 
 
 def synthetic(width, height, seed, mode="RGB"):
@@ -360,12 +370,17 @@ def make_checkpoint_goldens(name, only=None):
     if os.path.isdir(out_dir) and not only:
         shutil.rmtree(out_dir)
     os.makedirs(out_dir, exist_ok=True)
-    for case, (names, prompt) in CASES.items():
+    cases = {c: (names, prompt, None, None) for c, (names, prompt) in CASES.items()}
+    if name == "qwen25vl":
+        cases.update(RESIZE_CASES)
+    for case, (names, prompt, min_pixels, max_pixels) in cases.items():
         if dtype == torch.bfloat16 and case not in ("two", "text_only"):
             continue
         if only and case not in only:
             continue
         kwargs = dict(images=[images[n] for n in names]) if names else {}
+        if min_pixels is not None:
+            kwargs.update(min_pixels=min_pixels, max_pixels=max_pixels)
         text = chat_prompt(processor, len(names), prompt) if case in CHAT_CASES else prompt
         inputs = processor(text=[text], return_tensors="pt", **kwargs)
         inputs = {k: v for k, v in inputs.items() if k != "attention_mask"}
@@ -375,6 +390,8 @@ def make_checkpoint_goldens(name, only=None):
         meta = {"checkpoint": name, "case": case, "prompt": prompt, "images": ",".join(names)}
         if case in CHAT_CASES:
             meta["chat"] = "user turn"  # prompt: the user's text of the chat turn
+        if min_pixels is not None:
+            meta.update(min_pixels=str(min_pixels), max_pixels=str(max_pixels))
         taps_lib.save_taps(taps, file, meta)
         grids = inputs["image_grid_thw"].tolist() if names else []
         print(f"golden: {name}/{case} T={taps['input_ids'].shape[0]} grids={grids} "
@@ -444,6 +461,21 @@ def make_pixel_fixture():
         taps[f"{key}/pixel_values"] = out["pixel_values"].to(torch.float32)
         taps[f"{key}/image_grid_thw"] = out["image_grid_thw"][0].to(torch.int64)
         grids.append(tuple(out["image_grid_thw"][0].tolist()))
+    for key in PIXEL_RESIZE_KEYS:
+        file = next(os.path.join(PIXEL_DIR, f) for f in os.listdir(PIXEL_DIR)
+                    if os.path.splitext(f)[0] == key)
+        for lo, hi in PIXEL_RESIZES:
+            kwargs = {k: v for k, v in (("min_pixels", lo), ("max_pixels", hi)) if v is not None}
+            out = processor(images=[Image.open(file)], return_tensors="pt", **kwargs)
+            # The same bounds given to the constructor (as a checkpoint's config) agree.
+            built = make_processor(load_tokenizer(), PIXEL_PATCH, lo or PIXEL_MIN,
+                                   hi or PIXEL_MAX).image_processor
+            assert torch.equal(built(images=[Image.open(file)], return_tensors="pt")[
+                "pixel_values"], out["pixel_values"]), (key, lo, hi)
+            name = f"{key}/min{lo or 0}_max{hi or 0}"
+            taps[f"{name}/pixel_values"] = out["pixel_values"].to(torch.float32)
+            taps[f"{name}/image_grid_thw"] = out["image_grid_thw"][0].to(torch.int64)
+            grids.append(tuple(out["image_grid_thw"][0].tolist()))
     taps_lib.I64_TAPS = tuple(set(taps_lib.I64_TAPS) | {n for n in taps if n.endswith("_thw")})
     taps_lib.save_taps(taps, os.path.join(GOLDEN, "qwen2vl-pixels.safetensors"),
                        {"patch_size": PIXEL_PATCH, "min_pixels": PIXEL_MIN,

@@ -567,10 +567,35 @@ bool ReadSampling(const json& body, const RequestLimits& limits, ChatRequest* re
   return true;
 }
 
-// The extensions of other servers ocular takes: pan_and_scan (ocular's, Gemma 3's crops) and
-// chat_template_kwargs (vLLM's and llama-server's).
+// vLLM's mm_processor_kwargs: {"min_pixels", "max_pixels"} (Qwen2VLImageProcessor's bounds,
+// GenerateOptions::image_resize). Any other key is refused, never ignored.
+bool ReadProcessorKwargs(const json& body, ChatRequest* req, ApiError* err) {
+  auto it = body.find("mm_processor_kwargs");
+  if (it == body.end() || it->is_null()) return true;
+  if (!it->is_object()) {
+    *err = Bad("mm_processor_kwargs",
+               StrCat("mm_processor_kwargs must be an object, not ", TypeName(*it)));
+    return false;
+  }
+  for (const auto& [key, value] : it->items()) {
+    if (key != "min_pixels" && key != "max_pixels") {
+      *err = Bad("mm_processor_kwargs",
+                 StrCat("mm_processor_kwargs: '", key.substr(0, 64),
+                        "' is not supported (ocular takes min_pixels and max_pixels)"));
+      return false;
+    }
+  }
+  constexpr int64_t kMaxPixels = int64_t{1} << 28;
+  ImageResize& r = req->options.image_resize;
+  return GetInteger(*it, "min_pixels", 1, kMaxPixels, &r.min_pixels, err) &&
+         GetInteger(*it, "max_pixels", 1, kMaxPixels, &r.max_pixels, err);
+}
+
+// The extensions of other servers ocular takes: pan_and_scan (ocular's, Gemma 3's crops),
+// chat_template_kwargs (vLLM's and llama-server's) and mm_processor_kwargs (vLLM's).
 bool ReadExtensions(const json& body, const RequestLimits& limits, ChatRequest* req,
                     ApiError* err) {
+  if (!ReadProcessorKwargs(body, req, err)) return false;
   // ocular's extension: Gemma 3's pan-and-scan crops (GenerateOptions::pan_and_scan).
   if (auto it = body.find("pan_and_scan"); it != body.end() && !it->is_null()) {
     bool pan_and_scan = false;

@@ -130,6 +130,7 @@ int RunServe(const ServeArgs* a) {
     o.local_files_root = resolved;
   }
   o.model_dir = a->model.model;
+  o.image_resize = a->model.resize;
   o.model_id = std::filesystem::path(a->model.model).filename().string();
   if (o.model_id.empty()) {
     o.model_id = std::filesystem::path(a->model.model).parent_path().filename().string();
@@ -178,7 +179,7 @@ int RunServe(const ServeArgs* a) {
 void AddServe(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand("serve", "serve the OpenAI Chat Completions API over HTTP");
   auto a = std::make_shared<ServeArgs>();
-  AddModelArgs(cmd, &a->model, kCompute | kImages);
+  AddModelArgs(cmd, &a->model, kCompute | kImages | kResize);
   AddListenOptions(cmd, a.get());
   AddLimitOptions(cmd, a.get());
   AddConnectionOptions(cmd, a.get());

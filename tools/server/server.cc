@@ -109,7 +109,7 @@ bool IsJsonType(std::string type) {
 struct Server::Impl {
   explicit Impl(ServerOptions o) : opt(std::move(o)), origins(opt.allowed_origins) {
     // How the checkpoint's answers carry boxes (an unreadable one fails to load anyway).
-    StatusOr<GroundingFormat> g = LoadGroundingFormat(opt.model_dir);
+    StatusOr<GroundingFormat> g = LoadGroundingFormat(opt.model_dir, opt.image_resize);
     if (g.ok()) grounding = *g;
   }
 
@@ -178,7 +178,7 @@ struct Server::Impl {
                                    ChatStream* stream);
   void FinishChat(const ChatRequest& req, const GenerateResult& r, ChatStream* stream);
   void Log(const http::LogEntry& e);
-  json Extras(const GenerateResult& r);
+  json Extras(const GenerateResult& r, const GenerateOptions& o);
   static json Usage(const GenerateResult& r) {
     const int64_t p = static_cast<int64_t>(r.prompt_ids.size());
     const int64_t c = static_cast<int64_t>(r.output_ids.size());
@@ -342,11 +342,12 @@ void Server::Impl::Log(const http::LogEntry& e) {
 
 // The "ocular" extra field: detection boxes (and masks) in the first image's pixels (<loc>
 // tokens, or Qwen's grounding JSON: docs/models.md §12), and timings.
-json Server::Impl::Extras(const GenerateResult& r) {
+json Server::Impl::Extras(const GenerateResult& r, const GenerateOptions& o) {
   json extra = json::object();
   if (!r.image_sizes.empty()) {
     const int w = r.image_sizes[0].width, h = r.image_sizes[0].height;
-    std::vector<Detection> boxes = ParseGroundedDetections(grounding, r.text, w, h);
+    std::vector<Detection> boxes =
+        ParseGroundedDetections(WithImageResize(grounding, o.image_resize), r.text, w, h);
     if (!boxes.empty()) {
       // Masks when a mask model is next to the checkpoint; without one the boxes keep their
       // seg codes (AttachMasks' warning is not an error for a client).
@@ -479,7 +480,7 @@ void Server::Impl::FinishChat(const ChatRequest& req, const GenerateResult& r, C
   metrics.AddTokens(static_cast<int64_t>(r.prompt_ids.size()),
                     static_cast<int64_t>(r.output_ids.size()));
   if (!req.stream) {
-    json message = {{"role", "assistant"}, {"content", r.text}, {"ocular", Extras(r)}};
+    json message = {{"role", "assistant"}, {"content", r.text}, {"ocular", Extras(r, req.options)}};
     http::Response res;
     res.body = Dump({{"id", stream->id},
                      {"object", "chat.completion"},
@@ -495,7 +496,7 @@ void Server::Impl::FinishChat(const ChatRequest& req, const GenerateResult& r, C
   }
   if (!stream->streaming) stream->Start();  // no text at all (an immediate end of sequence)
   json last = ChatStream::Delta(json::object(), FinishReason(r.finish_reason));
-  last[0]["ocular"] = Extras(r);
+  last[0]["ocular"] = Extras(r, req.options);
   ex.Write(stream->Chunk(std::move(last)));
   if (req.include_usage) {
     json u = json::parse(stream->Chunk(json::array()).substr(6), nullptr, false);

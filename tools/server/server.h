@@ -23,7 +23,10 @@ namespace ocular::server {
 struct ServerOptions {
   std::string model_id = "ocular";  // the id /v1/models lists and requests may name
   std::string model_dir;            // where a `segment` answer's mask model is looked up
-  std::string api_key;              // "": no authentication
+  // The engine's image resize bounds (EngineOptions::image_resize): Qwen2.5-VL's boxes are in
+  // pixels of the image as resized.
+  ImageResize image_resize;
+  std::string api_key;  // "": no authentication
   // Requests admitted to run at once: the Engine decodes them together in one batch
   // (continuous batching; make the Engine's max_batch at least this).
   int parallel = 8;

@@ -225,9 +225,10 @@ StatusOr<Tensor> MllamaProcessor::Pixels(const Image& image) const {
   return out;
 }
 
-Status MllamaProcessor::AddImage(const Image& image, bool pan_and_scan, int32_t source,
+Status MllamaProcessor::AddImage(const Image& image, const ImageOptions& options, int32_t source,
                                  Prompt* prompt) const {
-  OCULAR_RETURN_IF_ERROR(RefusePanAndScan(pan_and_scan));
+  OCULAR_RETURN_IF_ERROR(CheckResize(options.resize));
+  OCULAR_RETURN_IF_ERROR(RefusePanAndScan(options.pan_and_scan));
   const TiledImage t = TileImage(image, tiles_);
   const auto [high, wide] = vision_.supported_aspect_ratios[t.aspect_ratio_id - 1];
   VisionInput in;

@@ -62,8 +62,8 @@ class MllamaProcessor final : public TemplateChatProcessor {
   StatusOr<Tensor> Pixels(const Image& image) const override;
   // One image: Pixels, grid {1, tiles high, tiles wide} (its aspect ratio), ImageFeatureRows
   // feature rows (every tile's, for the cross layers) and one prompt token. Errors:
-  // pan_and_scan (Gemma 3 only).
-  Status AddImage(const Image& image, bool pan_and_scan, int32_t source,
+  // pan_and_scan (Gemma 3 only), resize bounds (Qwen-VL only: CheckResize).
+  Status AddImage(const Image& image, const ImageOptions& options, int32_t source,
                   Prompt* prompt) const override;
 
   std::string image_marker() const override { return "<|image|>"; }

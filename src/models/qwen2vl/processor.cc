@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/check.h"
 #include "core/file_io.h"
@@ -108,10 +109,36 @@ StatusOr<ImageConfig> ParseImageConfig(const std::string& json_text, const std::
   return c;
 }
 
-StatusOr<ImageConfig> LoadImageConfig(const FileSet& files) {
+StatusOr<ImageConfig> WithResize(const ImageConfig& c, const ImageResize& resize) {
+  ImageConfig out = c;
+  const int64_t f = c.factor();
+  for (auto [name, value, field] : {std::tuple{"min_pixels", resize.min_pixels, &out.min_pixels},
+                                    std::tuple{"max_pixels", resize.max_pixels, &out.max_pixels}}) {
+    if (value == 0) continue;  // the checkpoint's
+    if (value < f * f || value > kMaxImagePixels) {
+      return Error(StatusCode::kInvalidArgument, "image", name, " = ", value, " must be in [",
+                   f * f, ", ", kMaxImagePixels, "]: smart_resize makes at least ", "one ", f, "x",
+                   f, " merge window (factor = patch_size ", c.patch_size, " x merge_size ",
+                   c.merge_size, ")");
+    }
+    *field = value;
+  }
+  if (out.min_pixels > out.max_pixels) {
+    return Error(StatusCode::kInvalidArgument, "image", "min_pixels (", out.min_pixels,
+                 ") exceeds max_pixels (", out.max_pixels, ")",
+                 resize.min_pixels == 0 || resize.max_pixels == 0
+                     ? " (the other bound is the "
+                       "checkpoint's preprocessor_config.json or the model's as loaded)"
+                     : "");
+  }
+  return out;
+}
+
+StatusOr<ImageConfig> LoadImageConfig(const FileSet& files, const ImageResize& resize) {
   const char* name = "preprocessor_config.json";
   OCULAR_ASSIGN_OR_RETURN(std::string text, files.Read(name, kMaxConfigFileBytes, "image"));
-  return ParseImageConfig(text, files.Where(name));
+  OCULAR_ASSIGN_OR_RETURN(ImageConfig c, ParseImageConfig(text, files.Where(name)));
+  return WithResize(c, resize);
 }
 
 StatusOr<std::pair<int, int>> SmartResize(int height, int width, int factor, int64_t min_pixels,
@@ -219,10 +246,11 @@ std::pair<std::vector<int32_t>, int64_t> RopeIndex(std::span<const int32_t> ids,
 }
 
 StatusOr<std::unique_ptr<Qwen2VLProcessor>> Qwen2VLProcessor::Load(const FileSet& files,
-                                                                   const Qwen2VLConfig& config) {
+                                                                   const Qwen2VLConfig& config,
+                                                                   const ImageResize& resize) {
   auto p = std::unique_ptr<Qwen2VLProcessor>(new Qwen2VLProcessor());
   OCULAR_ASSIGN_OR_RETURN(p->tok_, Tokenizer::Load(files));
-  OCULAR_ASSIGN_OR_RETURN(p->image_, LoadImageConfig(files));
+  OCULAR_ASSIGN_OR_RETURN(p->image_, LoadImageConfig(files, resize));
   p->image_token_ = config.image_token_id;
   p->vision_start_ = config.vision_start_token_id;
   OCULAR_ASSIGN_OR_RETURN(p->chat_, ChatTemplate::Load(files));
@@ -254,13 +282,31 @@ StatusOr<Tensor> Qwen2VLProcessor::Pixels(const Image& image) const {
   return t;
 }
 
-Status Qwen2VLProcessor::AddImage(const Image& image, bool pan_and_scan, int32_t source,
+StatusOr<ImageConfig> Qwen2VLProcessor::RequestConfig(const ImageResize& resize) const {
+  if (resize.empty()) return image_;
+  OCULAR_ASSIGN_OR_RETURN(ImageConfig c, WithResize(image_, resize));
+  if (c.max_patches() > image_.max_patches()) {
+    return Error(StatusCode::kInvalidArgument, "image", "min_pixels ", c.min_pixels,
+                 " / max_pixels ", c.max_pixels, " make images of up to ", c.max_patches(),
+                 " patches, more than the ", image_.max_patches(), " the model was loaded for ",
+                 "(max_pixels ", image_.max_pixels, "); HINT: load it with a larger max_pixels ",
+                 "(--max-pixels, EngineOptions::image_resize)");
+  }
+  return c;
+}
+
+Status Qwen2VLProcessor::CheckResize(const ImageResize& resize) const {
+  return RequestConfig(resize).status();
+}
+
+Status Qwen2VLProcessor::AddImage(const Image& image, const ImageOptions& options, int32_t source,
                                   Prompt* prompt) const {
-  if (pan_and_scan) {
+  if (options.pan_and_scan) {
     return Error(StatusCode::kInvalidArgument, "image",
                  "pan-and-scan crops are a Gemma 3 option; Qwen2-VL takes each image whole");
   }
-  OCULAR_ASSIGN_OR_RETURN(ImagePatches patches, Patchify(image, image_));
+  OCULAR_ASSIGN_OR_RETURN(const ImageConfig c, RequestConfig(options.resize));
+  OCULAR_ASSIGN_OR_RETURN(ImagePatches patches, Patchify(image, c));
   VisionInput in;
   in.grid = patches.grid;
   const int64_t m = image_.merge_size;

@@ -25,6 +25,7 @@
 #include "models/chat.h"
 #include "models/processor.h"
 #include "models/qwen2vl/config.h"
+#include "ocular/image_resize.h"
 #include "text/tokenizer.h"
 
 namespace ocular::qwen2vl {
@@ -49,7 +50,14 @@ struct ImageConfig {
 // Parses preprocessor_config.json. Errors ([image], naming the file): bad values, do_resize
 // false (the grid would not be whole merge windows), a resample filter ocular has not.
 StatusOr<ImageConfig> ParseImageConfig(const std::string& json_text, const std::string& origin);
-StatusOr<ImageConfig> LoadImageConfig(const FileSet& files);
+// `c` with the non-zero bounds of `resize` in place of its min_pixels / max_pixels, as
+// Qwen2VLImageProcessor(min_pixels=, max_pixels=) and its __call__'s kwargs replace them.
+// Errors (kInvalidArgument, [image]): a bound under factor^2 (smart_resize never makes fewer
+// pixels than one merge window: the bound could not hold) or over 2^28, min_pixels > max_pixels.
+StatusOr<ImageConfig> WithResize(const ImageConfig& c, const ImageResize& resize);
+// preprocessor_config.json of `files`, WithResize(resize). The model plans its workspace and
+// the processor resizes from this one description.
+StatusOr<ImageConfig> LoadImageConfig(const FileSet& files, const ImageResize& resize = {});
 
 // smart_resize(height, width, factor, min_pixels, max_pixels) -> (height, width), float64 as
 // Python computes it (round half to even). Errors: an aspect ratio over 200 (kInvalidArgument,
@@ -79,8 +87,10 @@ class Qwen2VLProcessor final : public Processor {
  public:
   static constexpr char kImageTag[] = "<|vision_start|><|image_pad|><|vision_end|>";
 
+  // `resize`: EngineOptions::image_resize (LoadImageConfig).
   static StatusOr<std::unique_ptr<Qwen2VLProcessor>> Load(const FileSet& files,
-                                                          const Qwen2VLConfig& config);
+                                                          const Qwen2VLConfig& config,
+                                                          const ImageResize& resize = {});
 
   const Tokenizer& tokenizer() const override { return *tok_; }
   const ImageConfig& image_config() const { return image_; }
@@ -91,9 +101,13 @@ class Qwen2VLProcessor final : public Processor {
   // Pixel values [t*h*w, patch floats] of one image (Patchify).
   StatusOr<Tensor> Pixels(const Image& image) const override;
   // One VisionInput per image: its patches, grid {t, h, w}, t*h*w / merge^2 feature rows and
-  // prompt pads. Errors: pan_and_scan (Gemma 3's); those of Patchify.
-  Status AddImage(const Image& image, bool pan_and_scan, int32_t source,
+  // prompt pads, resized within options.resize's bounds where it sets them. Errors:
+  // pan_and_scan (Gemma 3's); those of CheckResize and Patchify.
+  Status AddImage(const Image& image, const ImageOptions& options, int32_t source,
                   Prompt* prompt) const override;
+  // OK when the loaded config WithResize(resize) is valid and needs no more patches per image
+  // than the loaded one (the model's workspace is planned for those); else kInvalidArgument.
+  Status CheckResize(const ImageResize& resize) const override;
   // The text with each image's tag expanded to its pads, tokenized, with get_rope_index's
   // positions. A text without any tag gets one tag per image in front of it. Errors: a tag
   // count other than the images', a pad outside a tag, text that is not valid UTF-8; with a
@@ -113,6 +127,8 @@ class Qwen2VLProcessor final : public Processor {
 
  private:
   Qwen2VLProcessor() = default;
+  // The config of a request's images: the loaded one WithResize(resize), within its patches.
+  StatusOr<ImageConfig> RequestConfig(const ImageResize& resize) const;
   // ids of `text` whose i-th tag holds pads[i] image pads, and their positions.
   StatusOr<Prompt> Tokenize(const std::string& text, std::span<const int64_t> pads,
                             std::span<const std::array<int32_t, 3>> grids) const;

@@ -90,10 +90,11 @@ Status ForEachTensor(const Qwen2VLConfig& cfg, Weights* w, const TensorVisitor& 
   return VisitText(TextOf(cfg), w, fn);
 }
 
-StatusOr<std::unique_ptr<Qwen2VL>> Qwen2VL::Load(const ModelFiles& files) {
+StatusOr<std::unique_ptr<Qwen2VL>> Qwen2VL::Load(const ModelFiles& files,
+                                                 const ImageResize& resize) {
   OCULAR_ASSIGN_OR_RETURN(Qwen2VLConfig cfg, LoadQwen2VLConfig(*files.files));
   std::unique_ptr<Qwen2VL> m(new Qwen2VL());
-  OCULAR_ASSIGN_OR_RETURN(m->image_, LoadImageConfig(*files.files));
+  OCULAR_ASSIGN_OR_RETURN(m->image_, LoadImageConfig(*files.files, resize));
   std::unique_ptr<TensorSource> source;
   if (files.gguf != nullptr && files.llamacpp) {  // llama.cpp's text GGUF + mmproj
     OCULAR_ASSIGN_OR_RETURN(source, LlamaCppTensors(files, cfg));

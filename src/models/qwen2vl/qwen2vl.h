@@ -32,7 +32,9 @@ class Qwen2VL final : public QwenVlModel<Qwen2VLConfig, Weights> {
  public:
   // An HF directory, or llama.cpp's text GGUF with its mmproj (llamacpp_gguf.h). Every
   // tensor's presence and shape is checked; an unused tensor is an error (kUnimplemented).
-  static StatusOr<std::unique_ptr<Qwen2VL>> Load(const ModelFiles& files);
+  // `resize`: the processor's bounds the workspace is planned for (LoadImageConfig).
+  static StatusOr<std::unique_ptr<Qwen2VL>> Load(const ModelFiles& files,
+                                                 const ImageResize& resize = {});
 
   // The vision tower (vision.h). Taps: vision.embeddings, vision.layers.{i}, projector.
   void EncodeImages(const Exec& ex, std::span<const VisionInput> images, const float* pixels,

@@ -92,10 +92,11 @@ blocks::AxesRope InterleavedMrope(int64_t head_dim, float theta,
   return out;
 }
 
-StatusOr<std::unique_ptr<Qwen3VL>> Qwen3VL::Load(const ModelFiles& files) {
+StatusOr<std::unique_ptr<Qwen3VL>> Qwen3VL::Load(const ModelFiles& files,
+                                                 const ImageResize& resize) {
   OCULAR_ASSIGN_OR_RETURN(Qwen3VLConfig cfg, LoadQwen3VLConfig(*files.files));
   std::unique_ptr<Qwen3VL> m(new Qwen3VL());
-  OCULAR_ASSIGN_OR_RETURN(m->image_, LoadImageConfig(*files.files));
+  OCULAR_ASSIGN_OR_RETURN(m->image_, LoadImageConfig(*files.files, resize));
   Weights3 scratch;
   OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<TensorSource> source, OpenTensors(files, [&] {
                             // written by `ocular quantize` (gguf_names.h)

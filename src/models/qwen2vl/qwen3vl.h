@@ -38,8 +38,10 @@ Status ForEachTensor(const Qwen3VLConfig& cfg, Weights3* w, const TensorVisitor&
 class Qwen3VL final : public QwenVlModel<Qwen3VLConfig, Weights3> {
  public:
   // An HF directory, or a GGUF written by `ocular quantize`. Every tensor's presence and shape
-  // is checked; an unused tensor is an error (kUnimplemented).
-  static StatusOr<std::unique_ptr<Qwen3VL>> Load(const ModelFiles& files);
+  // is checked; an unused tensor is an error (kUnimplemented). `resize`: the processor's
+  // bounds the workspace is planned for (LoadImageConfig).
+  static StatusOr<std::unique_ptr<Qwen3VL>> Load(const ModelFiles& files,
+                                                 const ImageResize& resize = {});
 
   // The vision tower (vision3.h). Taps: vision.embeddings, vision.layers.{i},
   // vision.deepstack.{k}, projector.
