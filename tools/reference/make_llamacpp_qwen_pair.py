@@ -38,6 +38,10 @@ Writes:
                                                4x4 and 2x4
 
 Run: .venv/bin/python -m tools.reference.make_llamacpp_qwen_pair [--only qwen3vl-lc]
+With --convert DIR [--outtype bf16] [--out FOLDER]: only converts the HF checkpoint DIR (e.g.
+make_fullsize_qwen.py's random-weight Qwen2.5-VL-3B / Qwen3-VL-4B shapes, for
+bench/peers/run.py --qwen-pair) into FOLDER/<name>-<outtype>.gguf and
+FOLDER/mmproj-<name>-<outtype>.gguf, by the same converter and pre-tokenizer rule.
 """
 
 import argparse
@@ -188,7 +192,18 @@ def main(argv=None):
     parser.add_argument("--keep", default=None, help="also keep the HF checkpoints here")
     parser.add_argument("--only", nargs="*", choices=sorted(CHECKPOINTS),
                         help="these checkpoints only (default: all)")
+    parser.add_argument("--convert", metavar="DIR", help="only convert this HF checkpoint")
+    parser.add_argument("--outtype", default="bf16", help="with --convert: f32, f16, bf16")
+    parser.add_argument("--out", default=None, help="with --convert: the folder (default DIR/..)")
     args = parser.parse_args(argv)
+    if args.convert:
+        hf_dir = args.convert.rstrip("/")
+        name, out = os.path.basename(hf_dir), args.out or os.path.dirname(hf_dir)
+        for mmproj in (False, True):
+            convert(converter(), hf_dir, os.path.join(
+                out, ("mmproj-" if mmproj else "") + f"{name}-{args.outtype}.gguf"),
+                    args.outtype, mmproj)
+        return
     common.set_determinism()
     taps_lib.I64_TAPS = taps_lib.I64_TAPS + ("image_grid_thw", "position_ids", "rope_deltas")
     llama_cpp = converter()
