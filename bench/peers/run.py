@@ -13,7 +13,12 @@ same file, text only.
 Qwen2.5-VL / Qwen3-VL (--qwen, random-weight checkpoints from
 tools/reference/make_fullsize_qwen.py): ocular bench and transformers on the same checkpoint
 (bf16, eager): one image at the checkpoint's max_pixels (448 x 448 as made) + 16 text tokens,
-vision encode, prefill, decode.
+vision encode, prefill, decode. With --qwen-pair TEXT MMPROJ (the same checkpoint converted by
+llama.cpp's convert_hf_to_gguf.py, + --mmproj; one pair per --qwen, in order) also llama.cpp on
+that pair (llama-mtmd-cli: encode of a square image of max_pixels; llama-bench: prefill of
+ocular's prompt length, decode) and ocular on it (`ocular bench --mmproj` with --min-pixels /
+--max-pixels set to the checkpoint's max_pixels, where this ocular's bench has them: the pair's
+files record no pixel bounds, so its processor has the released 12.8 M / 16.8 M).
 
 Every engine gets the same thread count. llama.cpp's threads spin at barriers and collapse when
 anything else runs: measure on a quiet machine and repeat (--repeat keeps each engine's best).
@@ -117,9 +122,9 @@ def best(runs, key, higher=True):
     return (max(vals) if higher else min(vals)) if vals else None
 
 
-def ocular_bench(ocular, model, threads, text_tokens, decode, mmproj=None):
+def ocular_bench(ocular, model, threads, text_tokens, decode, mmproj=None, extra=()):
     p = sh([ocular, "bench", "-m", model, "-t", str(threads), "--prompt-tokens", str(text_tokens),
-            "--decode-tokens", str(decode)] + (["--mmproj", mmproj] if mmproj else []))
+            "--decode-tokens", str(decode)] + (["--mmproj", mmproj] if mmproj else []) + list(extra))
     if p is None:
         return None
     j = json.loads(p.stdout)
@@ -183,24 +188,77 @@ def print_table(title, rows, columns):
         print("| " + " | ".join(x.ljust(w) for x, w in zip(r, widths)) + " |")
 
 
-def run_qwen(a, model, raw):
-    """ocular bench and transformers, alternating (paired runs on a shared machine)."""
+def square_ppm(path, side):
+    """A side x side binary PPM (stb_image, which llama-mtmd-cli uses, reads it)."""
+    with open(path, "wb") as f:
+        f.write(b"P6 %d %d 255\n" % (side, side))
+        f.write(bytes((i * 7919) % 251 for i in range(side * side * 3)))
+    return path
+
+
+def qwen_max_pixels(model):
+    with open(os.path.join(model, "preprocessor_config.json")) as f:
+        return json.load(f)["max_pixels"]
+
+
+def ocular_has(ocular, command, flag):
+    p = sh([ocular, command, "--help"])
+    return p is not None and flag in p.stdout
+
+
+def qwen_pair_round(a, pair, pixels, image, n_prompt, out):
+    """One round on llama.cpp's pair: ocular (if its bench can bound the pixels), llama.cpp."""
+    text, mmproj = pair
+    if pixels:
+        out["ocular"].append(ocular_bench(a.ocular, text, a.threads, a.text_tokens, a.decode,
+                                          mmproj, ["--min-pixels", str(pixels),
+                                                   "--max-pixels", str(pixels)]))
+    if a.llama_bin:
+        for flash in ("on", "off"):
+            out["encode"].append(llama_encode_ms(a.llama_bin, text, mmproj, image, a.threads,
+                                                 flash, False))
+        out["llama"].append(llama_bench(a.llama_bin, text, a.threads, n_prompt, a.decode))
+
+
+def run_qwen(a, model, raw, pair=None):
+    """ocular bench and transformers (and llama.cpp and ocular on the converted pair), alternating
+    (paired runs on a shared machine)."""
     o, h = [], []
+    lc = {"ocular": [], "encode": [], "llama": []}
+    max_pixels = qwen_max_pixels(model)
+    side = int(max_pixels ** 0.5)
+    image = square_ppm(f"/tmp/ocular_peers_{side}.ppm", side) if pair else None
+    pixels = max_pixels if pair and ocular_has(a.ocular, "bench", "--min-pixels") else None
+    if pair and not pixels:
+        print("ocular on the pair skipped: this ocular's bench has no --min-pixels / --max-pixels",
+              file=sys.stderr)
     for _ in range(a.repeat):
         o.append(ocular_bench(a.ocular, model, a.threads, a.text_tokens, a.decode))
         if not a.no_hf:
             h.append(hf_bench(a.python, model, a.threads, a.text_tokens, a.decode, HF_QWEN_BENCH))
+        if pair:
+            n = next((r["prefill_tokens"] for r in o if r), a.text_tokens)
+            qwen_pair_round(a, pair, pixels, image, n, lc)
     n_prompt = next((r["prefill_tokens"] for r in o if r), None)
     px = next((r["image_px"] for r in h if r), None)
-    vals = {k: {"ocular": best(o, k, k != "vision_ms"), "transformers": best(h, k, k != "vision_ms")}
+    encs = [v for v in lc["encode"] if v]
+    vals = {k: {"ocular": best(o, k, k != "vision_ms"), "transformers": best(h, k, k != "vision_ms"),
+                "ocular (pair)": best(lc["ocular"], k, k != "vision_ms")}
             for k in ("vision_ms", "prefill_tok_s", "decode_tok_s")}
-    raw[os.path.basename(model.rstrip("/"))] = {"ocular": o, "transformers": h, "best": vals}
+    vals["vision_ms"]["llama.cpp"] = min(encs) if encs else None
+    for k in ("prefill_tok_s", "decode_tok_s"):
+        vals[k]["llama.cpp"] = best(lc["llama"], k)
+    raw[os.path.basename(model.rstrip("/"))] = {"ocular": o, "transformers": h, "pair": lc,
+                                                "best": vals}
+    columns = ["ocular", "transformers"] + (["ocular (pair)", "llama.cpp"] if pair else [])
     print_table(f"{os.path.basename(model.rstrip('/'))} shapes, {a.threads} threads, image "
-                f"{px or '?'} px, prompt {n_prompt} tokens, decode {a.decode}",
+                f"{px or side} px, prompt {n_prompt} tokens, decode {a.decode}"
+                + (f"; pair {os.path.basename(pair[0])} + {os.path.basename(pair[1])}"
+                   if pair else ""),
                 [("vision encode", "ms", True, vals["vision_ms"]),
                  (f"prefill ({n_prompt} tokens)", "tok/s", False, vals["prefill_tok_s"]),
                  ("decode", "tok/s", False, vals["decode_tok_s"])],
-                ["ocular", "transformers"])
+                columns)
 
 
 def run_pair(a, text, mmproj, image, raw):
@@ -244,6 +302,9 @@ def main():
     ap.add_argument("--gemma3-gguf", help="a Gemma 3 text GGUF both engines read")
     ap.add_argument("--qwen", nargs="*", default=[],
                     help="Qwen2.5-VL / Qwen3-VL checkpoints (tools/reference/make_fullsize_qwen.py)")
+    ap.add_argument("--qwen-pair", nargs=2, action="append", default=[],
+                    metavar=("TEXT", "MMPROJ"),
+                    help="llama.cpp's pair converted from the --qwen checkpoint of the same place")
     ap.add_argument("--pair", nargs=2, metavar=("TEXT", "MMPROJ"),
                     help="a llama.cpp text GGUF + mmproj both engines read (llama.cpp's side with "
                     "--llama-bin)")
@@ -303,8 +364,10 @@ def main():
                     [(f"prefill ({n_prompt} tokens)", "tok/s", False, vals["prefill"]),
                      (f"decode ({a.decode} tokens)", "tok/s", False, vals["decode"])],
                     ["ocular", "llama.cpp"])
-    for q in a.qwen:
-        run_qwen(a, q, raw)
+    if len(a.qwen_pair) > len(a.qwen):
+        ap.error("--qwen-pair: one per --qwen checkpoint, in order")
+    for i, q in enumerate(a.qwen):
+        run_qwen(a, q, raw, a.qwen_pair[i] if i < len(a.qwen_pair) else None)
     if a.pair:
         run_pair(a, a.pair[0], a.pair[1], image, raw)
     if a.json:

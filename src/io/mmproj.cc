@@ -26,19 +26,28 @@ const GgufKeys& KnownKeys() {
 // The keys one projector type reads besides KnownKeys() (clip.cpp load_hparams, per type).
 bool TypeKey(std::string_view type, std::string_view key) {
   if (type == "gemma3") return key == "clip.vision.projector.scale_factor";
-  if (key == "clip.vision.spatial_merge_size" || key == "clip.vision.window_size") return true;
+  if (key == "clip.vision.spatial_merge_size") return true;
+  if (type == "qwen3vl_merger") return key == "clip.vision.is_deepstack_layers";
+  if (key == "clip.vision.window_size") return true;
   return type == "qwen2.5vl_merger" && key == "clip.vision.n_wa_pattern";
 }
 
 // The text architecture a projector type pairs with (llama.cpp's arch of the same model).
 std::string_view PairedArch(std::string_view type) {
-  return type == "gemma3" ? "gemma3" : "qwen2vl";
+  if (type == "gemma3") return "gemma3";
+  return type == "qwen3vl_merger" ? "qwen3vl" : "qwen2vl";
 }
 
-// The activation of the projector type's reference encoder: SigLIP's gelu_pytorch_tanh,
-// Qwen2-VL's quick_gelu, Qwen2.5-VL's SiLU.
+// The projector types of a text architecture (for messages).
+std::string_view PairedTypes(std::string_view arch) {
+  if (arch == "gemma3") return "gemma3";
+  return arch == "qwen3vl" ? "qwen3vl_merger" : "qwen2vl_merger, qwen2.5vl_merger";
+}
+
+// The activation of the projector type's reference encoder: SigLIP's and Qwen3-VL's
+// gelu_pytorch_tanh, Qwen2-VL's quick_gelu, Qwen2.5-VL's SiLU.
 std::string_view ReferenceActivation(std::string_view type) {
-  if (type == "gemma3") return "gelu";
+  if (type == "gemma3" || type == "qwen3vl_merger") return "gelu";
   if (type == "qwen2vl_merger") return "gelu_quick";
   return "silu";
 }
@@ -120,6 +129,24 @@ Status ReadQwenKeys(const GgufFile& g, MmprojVision* m) {
   return Status::Ok();
 }
 
+// clip.vision.is_deepstack_layers (qwen3vl_merger): one bool per block, read as the indexes of
+// the true ones. Absent: no DeepStack mergers (clip.cpp's default).
+Status ReadDeepstack(const GgufFile& g, MmprojVision* m) {
+  const char* key = "clip.vision.is_deepstack_layers";
+  const GgufValue* v = g.Find(key);
+  if (v == nullptr) return Status::Ok();
+  if (v->type != GgufType::kArray || v->elem_type != GgufType::kBool ||
+      v->count != static_cast<uint64_t>(m->num_layers)) {
+    return GgufMeta(g, "mmproj")
+        .Corrupt("metadata '", key, "' must be an array of ", m->num_layers,
+                 " bools (one per clip.vision.block_count)");
+  }
+  for (uint64_t i = 0; i < v->count; ++i) {
+    if (v->elems[i] != 0) m->deepstack_layers.push_back(static_cast<int>(i));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckPair(const GgufFile& text, const GgufFile& mmproj, const MmprojVision& v,
@@ -164,14 +191,14 @@ StatusOr<MmprojVision> ReadMmproj(const GgufFile& g, std::string_view text_arch)
     return Error(StatusCode::kDataLoss, "mmproj", g.origin(), ": no clip.projector_type");
   }
   if (m.projector_type != "gemma3" && m.projector_type != "qwen2vl_merger" &&
-      m.projector_type != "qwen2.5vl_merger") {
+      m.projector_type != "qwen2.5vl_merger" && m.projector_type != "qwen3vl_merger") {
     return Refuse(g, m.projector_key, " '", m.projector_type,
                   "' is not implemented (ocular reads: ", kMmprojProjectorTypes, ")");
   }
   if (!text_arch.empty() && PairedArch(m.projector_type) != text_arch) {
     return Refuse(g, m.projector_key, " '", m.projector_type, "' does not pair with a text ",
-                  "file of architecture '", text_arch, "' (its projector types: ",
-                  text_arch == "gemma3" ? "gemma3" : "qwen2vl_merger, qwen2.5vl_merger", ")");
+                  "file of architecture '", text_arch,
+                  "' (its projector types: ", PairedTypes(text_arch), ")");
   }
   OCULAR_RETURN_IF_ERROR(CheckKeys(g, &m));
   OCULAR_ASSIGN_OR_RETURN(m.image_size, Required(g, "clip.vision.image_size", 16384));
@@ -197,6 +224,7 @@ StatusOr<MmprojVision> ReadMmproj(const GgufFile& g, std::string_view text_arch)
                             Required(g, "clip.vision.projector.scale_factor", 1024));
   }
   OCULAR_RETURN_IF_ERROR(ReadQwenKeys(g, &m));
+  OCULAR_RETURN_IF_ERROR(ReadDeepstack(g, &m));
   return m;
 }
 

@@ -9,8 +9,9 @@
 //   clip.vision.image_size, patch_size, embedding_length, feed_forward_length, block_count,
 //     attention.head_count, attention.layer_norm_epsilon, projection_dim (the text model's
 //     hidden size), image_mean, image_std, projector.scale_factor (optional, gemma3)
-//   Qwen-VL (qwen2vl_merger, qwen2.5vl_merger): clip.vision.spatial_merge_size,
-//     clip.vision.window_size (optional), clip.vision.n_wa_pattern (qwen2.5vl_merger)
+//   Qwen-VL (qwen2vl_merger, qwen2.5vl_merger, qwen3vl_merger): clip.vision.spatial_merge_size;
+//     clip.vision.window_size (optional) and clip.vision.n_wa_pattern (qwen2.5vl_merger) for
+//     Qwen2-VL / 2.5; clip.vision.is_deepstack_layers (qwen3vl_merger: one bool per block)
 // Tensors keep clip's names (v.patch_embd.weight, v.blk.N.attn_q.weight, v.post_ln.weight,
 // mm.input_projection.weight, ...); the model family maps them to its HF names.
 // Only the vision encoder with the projector types ocular implements is read; an audio
@@ -23,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "io/gguf.h"
 #include "ocular/status.h"
@@ -47,10 +49,13 @@ struct MmprojVision {
   int64_t spatial_merge_size = 0;  // clip.vision.spatial_merge_size; 0 when the file has none
   int64_t window_size = 0;         // clip.vision.window_size; 0 when the file has none
   int64_t n_wa_pattern = 0;        // clip.vision.n_wa_pattern: every n-th block attends fully
+  // clip.vision.is_deepstack_layers: the blocks with a DeepStack merger, ascending.
+  std::vector<int> deepstack_layers;
 };
 
 // The projector types ocular implements (clip-impl.h PROJECTOR_TYPE_NAMES).
-inline constexpr const char* kMmprojProjectorTypes = "gemma3, qwen2vl_merger, qwen2.5vl_merger";
+inline constexpr const char* kMmprojProjectorTypes =
+    "gemma3, qwen2vl_merger, qwen2.5vl_merger, qwen3vl_merger";
 
 // True if `gguf` is an mmproj file (general.architecture "clip").
 bool IsMmproj(const GgufFile& gguf);
@@ -67,11 +72,13 @@ Status CheckPair(const GgufFile& text, const GgufFile& mmproj, const MmprojVisio
 
 // Reads and checks `gguf`'s metadata. kUnimplemented (naming the key) for a projector type
 // ocular does not implement, an audio encoder, an activation other than the projector's
-// reference's (gemma3: gelu, qwen2vl_merger: gelu_quick, qwen2.5vl_merger: silu), or a clip.*
+// reference's (gemma3, qwen3vl_merger: gelu; qwen2vl_merger: gelu_quick; qwen2.5vl_merger:
+// silu), or a clip.*
 // key the projector type does not read;
 // kDataLoss for a missing or out-of-range required key.
 // `text_arch` (optional): the paired text file's general.architecture; a projector type that
-// does not go with it (gemma3 with "gemma3"; qwen2vl_merger, qwen2.5vl_merger with "qwen2vl")
+// does not go with it (gemma3 with "gemma3"; qwen2vl_merger, qwen2.5vl_merger with "qwen2vl";
+// qwen3vl_merger with "qwen3vl")
 // is refused (kUnimplemented) before anything else is read.
 StatusOr<MmprojVision> ReadMmproj(const GgufFile& gguf, std::string_view text_arch = {});
 

@@ -62,13 +62,16 @@ constexpr auto LoadQwen3VL = LoadQwen<qwen2vl::Qwen3VL>;
 StatusOr<std::unique_ptr<FileSet>> AdaptLlamaCppGguf(const GgufFile& gguf, const GgufFile* mmproj) {
   StatusOr<std::string_view> arch = gguf.GetString("general.architecture");
   if (arch.ok() && *arch == "gemma3") return gemma3::LlamaCppFiles(gguf, mmproj);
-  if (arch.ok() && *arch == "qwen2vl") return qwen2vl::LlamaCppFiles(gguf, mmproj);
+  if (arch.ok() && (*arch == "qwen2vl" || *arch == "qwen3vl")) {
+    return qwen2vl::LlamaCppFiles(gguf, mmproj);
+  }
   return Error(StatusCode::kUnimplemented, "gguf", gguf.origin(),
                ": a GGUF model of architecture '",
                arch.ok() ? std::string(*arch) : std::string("?"),
                "' without ocular's embedded configuration (", kGgufFilePrefix,
                "config.json); ocular runs GGUF files written by `ocular quantize` and llama.cpp's ",
-               "Gemma 3 and Qwen2-VL / Qwen2.5-VL files (architectures 'gemma3', 'qwen2vl')");
+               "Gemma 3, Qwen2-VL / Qwen2.5-VL and Qwen3-VL files (architectures 'gemma3', ",
+               "'qwen2vl', 'qwen3vl')");
 }
 
 struct Family {

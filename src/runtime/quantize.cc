@@ -345,9 +345,9 @@ StatusOr<QuantizeReport> RequantizeLlamaCpp(const QuantizeOptions& o) {
                  ": is an mmproj file; its vision tower is used as it is (f16 or f32, as in ",
                  "llama.cpp): re-quantize the text file");
   }
-  if (arch != "gemma3" && arch != "qwen2vl") {
+  if (arch != "gemma3" && arch != "qwen2vl" && arch != "qwen3vl") {
     return Error(StatusCode::kUnimplemented, "quantize", o.input, ": re-quantizing llama.cpp's '",
-                 arch, "' files is not implemented (gemma3, qwen2vl)");
+                 arch, "' files is not implemented (gemma3, qwen2vl, qwen3vl)");
   }
   if (!o.mmproj_output.empty()) {
     return Error(StatusCode::kInvalidArgument, "quantize", o.input,

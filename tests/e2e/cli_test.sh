@@ -378,6 +378,15 @@ check "trace, llama.cpp Qwen2.5-VL pair" 0 $?
 "$OCULAR" diff "$TMP/qlc.safetensors" testdata/golden/qwen25vl-lc/wide.safetensors >"$TMP/diff.txt"
 check "diff, llama.cpp Qwen2.5-VL pair within tolerance" 0 $?
 contains "diff, Qwen2.5-VL pair compares the vision tower" "$TMP/diff.txt" "^vision.layers.2"
+# Qwen3-VL's pair: the DeepStack taps too.
+"$OCULAR" trace -m $P/qwen3vl-lc-f16.gguf --mmproj $P/mmproj-qwen3vl-lc-f16.gguf \
+  -i testdata/golden/inputs/photo.png \
+  -p "<|vision_start|><|image_pad|><|vision_end|>describe this picture" \
+  --max-tokens 8 -o "$TMP/q3lc.safetensors" >/dev/null
+check "trace, llama.cpp Qwen3-VL pair" 0 $?
+"$OCULAR" diff "$TMP/q3lc.safetensors" testdata/golden/qwen3vl-lc/one.safetensors >"$TMP/diff.txt"
+check "diff, llama.cpp Qwen3-VL pair within tolerance" 0 $?
+contains "diff, Qwen3-VL pair compares DeepStack" "$TMP/diff.txt" "^vision.deepstack.1"
 "$OCULAR" run -m $P/qwen2vl-lc-f16.gguf --mmproj $P/mmproj-gemma3-lc-f16.gguf -p x 2>"$TMP/err"
 check "a Gemma 3 mmproj with a Qwen2-VL text file -> 5" 5 $?
 contains "names the key" "$TMP/err" "clip.projector_type 'gemma3'"

@@ -123,7 +123,7 @@ TEST(LlamaCppWriteTest, QuantizedPairLoads) {
 
 // A converted pair's text file re-quantized: its metadata as they were, the file type new.
 TEST(LlamaCppWriteTest, RequantizesAConvertedTextFile) {
-  for (const char* model : {"gemma3-lc", "qwen25vl-lc"}) {
+  for (const char* model : {"gemma3-lc", "qwen25vl-lc", "qwen3vl-lc"}) {
     SCOPED_TRACE(model);
     const std::string in = std::string("testdata/llamacpp/") + model + "-f32.gguf";
     QuantizeOptions o;

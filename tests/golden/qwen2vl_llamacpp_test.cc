@@ -1,8 +1,8 @@
-// Qwen2-VL and Qwen2.5-VL from llama.cpp's two files (a text GGUF of architecture qwen2vl and
-// its mmproj), converted by llama.cpp's convert_hf_to_gguf.py from tiny checkpoints, f32 and
-// f16 (tools/reference/make_llamacpp_qwen_pair.py; f16-valued weights, so both pairs hold the
-// goldens' model exactly): the pair's own processor (prompt ids, pixels, grids, M-RoPE
-// positions) and every tap, the logits and the greedy tokens against transformers on the HF
+// Qwen2-VL, Qwen2.5-VL and Qwen3-VL from llama.cpp's two files (a text GGUF of architecture
+// qwen2vl or qwen3vl and its mmproj), converted by llama.cpp's convert_hf_to_gguf.py from tiny
+// checkpoints, f32 and f16 (tools/reference/make_llamacpp_qwen_pair.py; f16-valued weights, so both
+// pairs hold the goldens' model exactly): the pair's own processor (prompt ids, pixels, grids,
+// M-RoPE positions) and every tap, the logits and the greedy tokens against transformers on the HF
 // checkpoint; then what the loader refuses.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -21,6 +21,7 @@
 #include "io/gguf.h"
 #include "kernels/exec.h"
 #include "models/qwen2vl/qwen2vl.h"
+#include "models/qwen2vl/qwen3vl.h"
 #include "models/registry.h"
 #include "runtime/generator.h"
 #include "runtime/kv_pool.h"
@@ -74,7 +75,8 @@ TEST_P(Qwen2VLLlamaCppGoldenTest, EveryTapLogitsAndGreedyDecodeMatchTransformers
 
 INSTANTIATE_TEST_SUITE_P(ConvertedPairs, Qwen2VLLlamaCppGoldenTest,
                          testing::Values(Pair{"qwen2vl-lc", "f32"}, Pair{"qwen2vl-lc", "f16"},
-                                         Pair{"qwen25vl-lc", "f32"}, Pair{"qwen25vl-lc", "f16"}),
+                                         Pair{"qwen25vl-lc", "f32"}, Pair{"qwen25vl-lc", "f16"},
+                                         Pair{"qwen3vl-lc", "f32"}, Pair{"qwen3vl-lc", "f16"}),
                          [](const auto& info) {
                            std::string n =
                                std::string(info.param.checkpoint) + "_" + info.param.type;
@@ -188,6 +190,20 @@ TEST(Qwen2VLLlamaCppTest, ConfigFromTheTwoFilesMetadata) {
   EXPECT_EQ(c25.vision.fullatt_block_indexes, std::vector<int>{1});  // n_wa_pattern 2
   const auto& image = static_cast<const qwen2vl::Qwen2VLProcessor&>(*q25->processor);
   EXPECT_EQ(image.image_config().max_pixels, 12845056);  // the released checkpoints'
+  auto q3 = LoadModel(Pair{"qwen3vl-lc", "f16"}.text(), Pair{"qwen3vl-lc", "f16"}.mmproj());
+  ASSERT_TRUE(q3.ok()) << q3.status().ToString();
+  const auto& c3 = static_cast<const qwen2vl::Qwen3VL&>(*q3->model).config();
+  EXPECT_EQ(c3.model_type, "qwen3_vl");
+  EXPECT_EQ(c3.text.head_dim, 16);  // qwen3vl.attention.key_length, not 48 / 4
+  EXPECT_EQ(c3.text.mrope_section, (std::array<int, 3>{2, 3, 3}));
+  EXPECT_FALSE(c3.text.attention_bias);
+  EXPECT_TRUE(c3.tie_word_embeddings);
+  EXPECT_EQ(c3.vision.num_position_embeddings, 36);  // v.position_embd's rows: 6x6
+  EXPECT_EQ(c3.vision.deepstack_visual_indexes, (std::vector<int>{0, 2}));  // is_deepstack_layers
+  EXPECT_EQ(c3.vision.intermediate_size, 64);
+  const auto& image3 = static_cast<const qwen2vl::Qwen2VLProcessor&>(*q3->processor);
+  EXPECT_EQ(image3.image_config().min_pixels, 65536);  // Qwen3-VL-4B-Instruct's size
+  EXPECT_EQ(image3.image_config().max_pixels, 16777216);
 }
 
 // A decode step that sampled <|image_pad|> (a random-weight model may) embeds the pad's row,
@@ -263,7 +279,7 @@ std::function<bool(const std::string&, GgufWriter&)> Add(const char* which) {
 // Exit 5 (kUnimplemented) naming the key: projectors, keys, activations and sizes ocular does
 // not implement, and pairs that do not go together.
 TEST(Qwen2VLLlamaCppTest, RefusesWhatItDoesNotImplementNamingTheKey) {
-  const Pair q2{"qwen2vl-lc", "f16"}, q25{"qwen25vl-lc", "f16"};
+  const Pair q2{"qwen2vl-lc", "f16"}, q25{"qwen25vl-lc", "f16"}, q3{"qwen3vl-lc", "f16"};
   struct Case {
     const char* name;
     Pair pair;
@@ -276,10 +292,24 @@ TEST(Qwen2VLLlamaCppTest, RefusesWhatItDoesNotImplementNamingTheKey) {
       {"type", q2, false,
        [](const std::string& key, GgufWriter& w) {
          if (key != "clip.projector_type") return true;
+         w.SetString(key, "glm4v");
+         return false;
+       },
+       "clip.projector_type 'glm4v' is not implemented"},
+      {"type3", q2, false,
+       [](const std::string& key, GgufWriter& w) {
+         if (key != "clip.projector_type") return true;
          w.SetString(key, "qwen3vl_merger");
          return false;
        },
-       "clip.projector_type 'qwen3vl_merger' is not implemented"},
+       "'qwen3vl_merger' does not pair with a text file of architecture 'qwen2vl'"},
+      {"q3_deepstack", q3, true, SetU32("qwen3vl.n_deepstack_layers", 1),
+       "qwen3vl.n_deepstack_layers = 1"},
+      {"q3_vlen", q3, true, SetU32("qwen3vl.attention.value_length", 8),
+       "qwen3vl.attention.value_length = 8"},
+      {"q3_text_key", q3, true, Add("qwen3vl.expert_count"), "qwen3vl.expert_count"},
+      {"q3_key", q3, false, Add("clip.vision.n_wa_pattern"), "clip.vision.n_wa_pattern"},
+      {"q3_gelu", q3, false, Drop("clip.use_gelu"), "clip.use_gelu = false"},
       {"dim", q2, false, SetU32("clip.vision.projection_dim", 64),
        "clip.vision.projection_dim = 64"},
       {"eps", q2, false,
@@ -326,6 +356,10 @@ TEST(Qwen2VLLlamaCppTest, RefusesFilesThatDoNotPair) {
        "clip.projector_type 'qwen2vl_merger' does not pair with a text file of architecture "
        "'gemma3'"},
       {q2.text(), "", "give its mmproj file"},
+      {Pair{"qwen3vl-lc", "f16"}.text(), q2.mmproj(),
+       "clip.projector_type 'qwen2vl_merger' does not pair with a text file of architecture "
+       "'qwen3vl'"},
+      {Pair{"qwen3vl-lc", "f16"}.text(), "", "a Qwen3-VL text file runs with its vision encoder"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.model + " + " + c.mmproj);

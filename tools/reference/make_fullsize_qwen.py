@@ -90,8 +90,20 @@ def tensor_shapes(cfg):
     with torch.device("meta"):
         model = (Qwen3VLForConditionalGeneration if qwen3
                  else Qwen2_5_VLForConditionalGeneration)(conf)
-    return [(name, tuple(t.shape)) for name, t in model.state_dict().items()
+    return [(released_name(name, qwen3), tuple(t.shape)) for name, t in model.state_dict().items()
             if not (name == "lm_head.weight" and cfg["tie_word_embeddings"])]
+
+
+def released_name(name, qwen3):
+    """The name the released checkpoint stores: Qwen2.5-VL's legacy visual.* / model.layers.*
+    (transformers 4.57's save_pretrained writes them too; llama.cpp's converter reads only
+    visual.* for the mmproj), Qwen3-VL's module-tree names."""
+    if qwen3:
+        return name
+    for new, old in (("model.visual.", "visual."), ("model.language_model.", "model.")):
+        if name.startswith(new):
+            return old + name[len(new):]
+    return name
 
 
 def write_random_safetensors(path, shapes, seed):

@@ -1,7 +1,8 @@
-// Qwen2-VL and Qwen2.5-VL from llama.cpp's two files: the text GGUF (convert_hf_to_gguf.py
-// Qwen2VLModel: architecture "qwen2vl", a gpt2 vocabulary) and its mmproj (Qwen2VLVisionModel:
-// projector "qwen2vl_merger" for Qwen2-VL, "qwen2.5vl_merger" for Qwen2.5-VL), read as the HF
-// directory they were converted from:
+// Qwen2-VL, Qwen2.5-VL and Qwen3-VL from llama.cpp's two files: the text GGUF
+// (convert_hf_to_gguf.py Qwen2VLModel: architecture "qwen2vl"; Qwen3VLTextModel: "qwen3vl"; a
+// gpt2 vocabulary) and its mmproj (Qwen2VLVisionModel: projector "qwen2vl_merger" for Qwen2-VL,
+// "qwen2.5vl_merger" for Qwen2.5-VL; Qwen3VLVisionModel: "qwen3vl_merger"), read as the HF
+// directory they were converted from (Qwen3-VL below the Qwen2 list):
 //   config.json   text_config from the "qwen2vl.*" keys (mrope_section: the first three of
 //                 rope.dimension_sections, the fourth 0); vision_config from clip.vision.*: the
 //                 ViT's width, depth, heads, patch, merge (clip.vision.spatial_merge_size, 2
@@ -17,9 +18,19 @@
 //                 and std; llama.cpp's metadata has no min/max pixels (clip.cpp uses 8..4096
 //                 image tokens): ocular uses the released Qwen2-VL / Qwen2.5-VL Instruct
 //                 checkpoints' (min_pixels 3136, max_pixels 12845056), BICUBIC, rescale 1/255
-// Refused (kUnimplemented, naming the key): unknown qwen2vl.* keys, a fourth rope section, a
-// vision norm epsilon other than transformers' 1e-6 (the converter writes the text model's
-// rms_norm_eps there), window attention that n_wa_pattern cannot say for the depth.
+// Qwen3-VL ("qwen3vl" + "qwen3vl_merger"): text_config as above from the "qwen3vl.*" keys plus
+//   head_dim (attention.key_length; value_length must equal it), attention_bias (blk.0.attn_q
+//   has a bias), rope_scaling {rope_type default, mrope_section, mrope_interleaved} (llama.cpp
+//   always interleaves, as Qwen3VLTextRotaryEmbedding); vision_config: width, depth, heads,
+//   patch, merge, intermediate_size (feed_forward_length), out_hidden_size (projection_dim),
+//   num_position_embeddings (v.position_embd's rows, a square of image_size / patch_size),
+//   deepstack_visual_indexes (clip.vision.is_deepstack_layers), gelu_pytorch_tanh
+//   (clip.use_gelu); qwen3vl.n_deepstack_layers must equal the mmproj's count. Preprocessing:
+//   the released Qwen3-VL Instruct checkpoints' size (shortest_edge 65536, longest_edge
+//   16777216), BICUBIC, rescale 1/255, the mmproj's mean / std.
+// Refused (kUnimplemented, naming the key): unknown qwen2vl.* / qwen3vl.* keys, a fourth rope
+// section, a vision norm epsilon other than transformers' 1e-6 (the converter writes the text
+// model's rms_norm_eps there), window attention that n_wa_pattern cannot say for the depth.
 #pragma once
 
 #include <memory>
@@ -29,6 +40,7 @@
 #include "io/model_files.h"
 #include "io/tensor_source.h"
 #include "models/qwen2vl/config.h"
+#include "models/qwen2vl/config3.h"
 #include "ocular/status.h"
 
 namespace ocular::qwen2vl {
@@ -44,5 +56,10 @@ StatusOr<std::unique_ptr<FileSet>> LlamaCppFiles(const GgufFile& gguf, const Ggu
 // attn_q, attn_k, attn_v (rows one after the other).
 StatusOr<std::unique_ptr<TensorSource>> LlamaCppTensors(const ModelFiles& files,
                                                         const Qwen2VLConfig& cfg);
+// Qwen3-VL's: the patch embedding joined the same way (model.visual.patch_embed.proj.weight);
+// attn_qkv is stored fused; v.deepstack.L.* (L the ViT block) read as
+// model.visual.deepstack_merger_list.K.* (K its place in deepstack_visual_indexes).
+StatusOr<std::unique_ptr<TensorSource>> LlamaCppTensors(const ModelFiles& files,
+                                                        const Qwen3VLConfig& cfg);
 
 }  // namespace ocular::qwen2vl

@@ -10,6 +10,7 @@
 #include "models/blocks/norm.h"
 #include "models/blocks/scratch.h"
 #include "models/qwen2vl/gguf_names.h"
+#include "models/qwen2vl/llamacpp_gguf.h"
 #include "models/qwen2vl/vision3.h"
 #include "models/weights.h"
 
@@ -97,13 +98,18 @@ StatusOr<std::unique_ptr<Qwen3VL>> Qwen3VL::Load(const ModelFiles& files,
   OCULAR_ASSIGN_OR_RETURN(Qwen3VLConfig cfg, LoadQwen3VLConfig(*files.files));
   std::unique_ptr<Qwen3VL> m(new Qwen3VL());
   OCULAR_ASSIGN_OR_RETURN(m->image_, LoadImageConfig(*files.files, resize));
-  Weights3 scratch;
-  OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<TensorSource> source, OpenTensors(files, [&] {
-                            // written by `ocular quantize` (gguf_names.h)
-                            return GgufTensors(files.gguf, [&](const TensorVisitor& fn) {
-                              return ForEachTensor(cfg, &scratch, fn);
-                            });
-                          }));
+  std::unique_ptr<TensorSource> source;
+  if (files.gguf != nullptr && files.llamacpp) {  // llama.cpp's text GGUF + mmproj
+    OCULAR_ASSIGN_OR_RETURN(source, LlamaCppTensors(files, cfg));
+  } else {
+    Weights3 scratch;
+    OCULAR_ASSIGN_OR_RETURN(source, OpenTensors(files, [&] {
+                              // written by `ocular quantize` (gguf_names.h)
+                              return GgufTensors(files.gguf, [&](const TensorVisitor& fn) {
+                                return ForEachTensor(cfg, &scratch, fn);
+                              });
+                            }));
+  }
   return Assemble(std::move(m), std::move(cfg), std::move(source));
 }
 
