@@ -122,9 +122,10 @@ def best(runs, key, higher=True):
     return (max(vals) if higher else min(vals)) if vals else None
 
 
-def ocular_bench(ocular, model, threads, text_tokens, decode, mmproj=None, extra=()):
+def ocular_bench(ocular, model, threads, text_tokens, decode, mmproj=None, extra=(), warmup=True):
     p = sh([ocular, "bench", "-m", model, "-t", str(threads), "--prompt-tokens", str(text_tokens),
-            "--decode-tokens", str(decode)] + (["--mmproj", mmproj] if mmproj else []) + list(extra))
+            "--decode-tokens", str(decode)] + (["--mmproj", mmproj] if mmproj else []) + list(extra)
+           + ([] if warmup else ["--no-vision-warmup"]))
     if p is None:
         return None
     j = json.loads(p.stdout)
@@ -267,11 +268,12 @@ def run_pair(a, text, mmproj, image, raw):
     llama-bench (prefill of as many tokens as ocular's prompt, decode)."""
     o, l, enc = [], [], []
     for _ in range(a.repeat):
-        o.append(ocular_bench(a.ocular, text, a.threads, a.text_tokens, a.decode, mmproj))
+        o.append(ocular_bench(a.ocular, text, a.threads, a.text_tokens, a.decode, mmproj,
+                              not a.no_vision_warmup))
         n_prompt = next((r["prefill_tokens"] for r in o if r), a.text_tokens)
         if not a.llama_bin:
             continue  # ocular's figures alone
-        for flash in ("on", "off"):
+        for flash in a.llama_fa.split(","):
             enc.append(llama_encode_ms(a.llama_bin, text, mmproj, image, a.threads, flash, False))
         l.append(llama_bench(a.llama_bin, text, a.threads, n_prompt, a.decode))
     n_prompt = next((r["prefill_tokens"] for r in o if r), a.text_tokens)
@@ -282,7 +284,7 @@ def run_pair(a, text, mmproj, image, raw):
     raw[os.path.basename(text)] = {"ocular": o, "llama_bench": l, "llama_encode_ms": enc,
                                    "best": vals}
     print_table(f"{os.path.basename(text)} + {os.path.basename(mmproj)}, {a.threads} threads, "
-                f"best of {a.repeat} (llama.cpp encode: best of -fa on/off)",
+                f"best of {a.repeat} (llama.cpp encode: best of -fa {a.llama_fa})",
                 [("vision encode", "ms", True, vals["vision"]),
                  (f"prefill ({n_prompt} tokens)", "tok/s", False, vals["prefill"]),
                  (f"decode ({a.decode} tokens)", "tok/s", False, vals["decode"])],
@@ -308,6 +310,11 @@ def main():
     ap.add_argument("--pair", nargs=2, metavar=("TEXT", "MMPROJ"),
                     help="a llama.cpp text GGUF + mmproj both engines read (llama.cpp's side with "
                     "--llama-bin)")
+    ap.add_argument("--no-vision-warmup", action="store_true",
+                    help="--pair: time ocular's first encode, as llama-mtmd-cli's (no untimed one "
+                    "before it; for encodes that take minutes)")
+    ap.add_argument("--llama-fa", default="on,off",
+                    help="--pair: llama-mtmd-cli's -fa settings to time the encode with (best kept)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--text-tokens", type=int, default=16)
     ap.add_argument("--decode", type=int, default=32)

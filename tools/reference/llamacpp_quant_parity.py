@@ -83,12 +83,14 @@ def gemma_text_name(name):
     return gemma3_gguf.hf_name(name).replace("model.", "model.language_model.", 1)
 
 
-def make_gemma_checkpoint(out_dir):
-    """make_llamacpp_pair.py's Gemma 3 with a decoder of quantizable width."""
+def make_gemma_checkpoint(out_dir, **text):
+    """make_llamacpp_pair.py's Gemma 3 with a decoder of quantizable width (GEMMA_TEXT, updated
+    by `text`)."""
     from transformers import Gemma3ForConditionalGeneration
 
     tokenizer = make_gemma3.load_tokenizer()
-    config = make_gemma3.vlm_config(tokenizer, make_gemma3.text_config(tokenizer, **GEMMA_TEXT))
+    config = make_gemma3.vlm_config(tokenizer,
+                                    make_gemma3.text_config(tokenizer, **dict(GEMMA_TEXT, **text)))
     torch.manual_seed(43)
     model = Gemma3ForConditionalGeneration(config).eval()
     make_gemma3.init_weights(model, 43)
