@@ -121,9 +121,102 @@ int Argmax(const float* row, int n) {
   return best;
 }
 
+struct Options {
+  std::vector<int32_t> ids, force;
+  int gen = 0, threads = 2;
+  llama_flash_attn_type fa = LLAMA_FLASH_ATTN_TYPE_AUTO;
+  ggml_type ctk = GGML_TYPE_F16, ctv = GGML_TYPE_F16;
+};
+
+// The options after MODEL and OUT; false (after a message) on an unknown one or no --ids.
+bool ParseOptions(int argc, char** argv, Options* o) {
+  for (int i = 3; i + 1 < argc; i += 2) {
+    const std::string opt = argv[i];
+    const char* v = argv[i + 1];
+    if (opt == "--ids") {
+      o->ids = ParseIds(v);
+    } else if (opt == "--force") {
+      o->force = ParseIds(v);
+    } else if (opt == "--gen") {
+      o->gen = std::atoi(v);
+    } else if (opt == "-t") {
+      o->threads = std::atoi(v);
+    } else if (opt == "--ctk") {
+      o->ctk = CacheType(v);
+    } else if (opt == "--ctv") {
+      o->ctv = CacheType(v);
+    } else if (opt == "--fa") {
+      o->fa = std::strcmp(v, "on") == 0    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+              : std::strcmp(v, "off") == 0 ? LLAMA_FLASH_ATTN_TYPE_DISABLED
+                                           : LLAMA_FLASH_ATTN_TYPE_AUTO;
+    } else {
+      std::fprintf(stderr, "llama_logits: unknown option %s\n", opt.c_str());
+      return false;
+    }
+  }
+  if (o->ids.empty()) std::fprintf(stderr, "llama_logits: --ids is required\n");
+  return !o->ids.empty();
+}
+
+llama_context* MakeContext(llama_model* model, const Options& o, Recorder* rec) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(o.ids.size() + o.gen + 16);
+  cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(o.ids.size());
+  cp.n_threads = cp.n_threads_batch = o.threads;
+  cp.flash_attn_type = o.fa;
+  cp.type_k = o.ctk;
+  cp.type_v = o.ctv;
+  cp.cb_eval = OnEval;
+  cp.cb_eval_user_data = rec;
+  return llama_init_from_model(model, cp);
+}
+
+// The prompt as one batch (logits at every position, layer taps recorded), then o.gen tokens
+// decoded one at a time; the results go into rec->taps. False if llama_decode fails.
+bool Run(llama_context* ctx, int V, const Options& o, Recorder* rec) {
+  const int T = static_cast<int>(o.ids.size());
+  llama_batch batch = llama_batch_init(T, 0, 1);
+  for (int i = 0; i < T; ++i) {
+    batch.token[i] = o.ids[i];
+    batch.pos[i] = i;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = 1;
+  }
+  batch.n_tokens = T;
+  const bool ok = llama_decode(ctx, batch) == 0;
+  llama_batch_free(batch);
+  if (!ok) return false;
+  rec->active = false;
+  Tap logits{{T, V}, std::vector<float>(static_cast<size_t>(T) * V), {}};
+  for (int i = 0; i < T; ++i) {
+    std::memcpy(&logits.f32[static_cast<size_t>(i) * V], llama_get_logits_ith(ctx, i), 4 * V);
+  }
+  Tap generated{{o.gen}, {}, {}}, decode{{o.gen, V}, {}, {}};
+  std::vector<float> last(logits.f32.end() - V, logits.f32.end());
+  for (int k = 0; k < o.gen; ++k) {
+    decode.f32.insert(decode.f32.end(), last.begin(), last.end());
+    llama_token next = k < static_cast<int>(o.force.size()) ? o.force[k] : Argmax(last.data(), V);
+    generated.i64.push_back(next);
+    if (k + 1 == o.gen) break;
+    llama_batch one = llama_batch_get_one(&next, 1);
+    if (llama_decode(ctx, one) != 0) return false;
+    const float* row = llama_get_logits_ith(ctx, -1);
+    last.assign(row, row + V);
+  }
+  rec->taps["logits"] = std::move(logits);
+  rec->taps["input_ids"] = Tap{{T}, {}, std::vector<int64_t>(o.ids.begin(), o.ids.end())};
+  if (o.gen > 0) {
+    rec->taps["generated_ids"] = std::move(generated);
+    rec->taps["decode_logits"] = std::move(decode);
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  Options o;
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s MODEL.gguf OUT.safetensors --ids A,B,C [--gen N] "
@@ -131,97 +224,21 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  std::vector<int32_t> ids, force;
-  int gen = 0, threads = 2;
-  llama_flash_attn_type fa = LLAMA_FLASH_ATTN_TYPE_AUTO;
-  ggml_type ctk = GGML_TYPE_F16, ctv = GGML_TYPE_F16;
-  for (int i = 3; i + 1 < argc; i += 2) {
-    const std::string opt = argv[i];
-    const char* v = argv[i + 1];
-    if (opt == "--ids")
-      ids = ParseIds(v);
-    else if (opt == "--force")
-      force = ParseIds(v);
-    else if (opt == "--gen")
-      gen = std::atoi(v);
-    else if (opt == "-t")
-      threads = std::atoi(v);
-    else if (opt == "--ctk")
-      ctk = CacheType(v);
-    else if (opt == "--ctv")
-      ctv = CacheType(v);
-    else if (opt == "--fa") {
-      fa = std::strcmp(v, "on") == 0    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
-           : std::strcmp(v, "off") == 0 ? LLAMA_FLASH_ATTN_TYPE_DISABLED
-                                        : LLAMA_FLASH_ATTN_TYPE_AUTO;
-    } else {
-      std::fprintf(stderr, "llama_logits: unknown option %s\n", opt.c_str());
-      return 2;
-    }
-  }
-  if (ids.empty()) {
-    std::fprintf(stderr, "llama_logits: --ids is required\n");
-    return 2;
-  }
+  if (!ParseOptions(argc, argv, &o)) return 2;
   llama_backend_init();
-  llama_model_params mp = llama_model_default_params();
-  llama_model* model = llama_model_load_from_file(argv[1], mp);
+  llama_model* model = llama_model_load_from_file(argv[1], llama_model_default_params());
   if (!model) {
     std::fprintf(stderr, "llama_logits: cannot load %s\n", argv[1]);
     return 1;
   }
   Recorder rec;
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(ids.size() + gen + 16);
-  cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(ids.size());
-  cp.n_threads = cp.n_threads_batch = threads;
-  cp.flash_attn_type = fa;
-  cp.type_k = ctk;
-  cp.type_v = ctv;
-  cp.cb_eval = OnEval;
-  cp.cb_eval_user_data = &rec;
-  llama_context* ctx = llama_init_from_model(model, cp);
+  llama_context* ctx = MakeContext(model, o, &rec);
   if (!ctx) return 1;
   const int V = llama_vocab_n_tokens(llama_model_get_vocab(model));
-  const int T = static_cast<int>(ids.size());
-
-  llama_batch batch = llama_batch_init(T, 0, 1);
-  for (int i = 0; i < T; ++i) {
-    batch.token[i] = ids[i];
-    batch.pos[i] = i;
-    batch.n_seq_id[i] = 1;
-    batch.seq_id[i][0] = 0;
-    batch.logits[i] = 1;
-  }
-  batch.n_tokens = T;
-  if (llama_decode(ctx, batch) != 0) return 1;
-  rec.active = false;
-  Tap logits{{T, V}, std::vector<float>(static_cast<size_t>(T) * V), {}};
-  for (int i = 0; i < T; ++i) {
-    std::memcpy(&logits.f32[static_cast<size_t>(i) * V], llama_get_logits_ith(ctx, i), 4 * V);
-  }
-  Tap generated{{gen}, {}, {}}, decode{{gen, V}, {}, {}};
-  std::vector<float> last(logits.f32.end() - V, logits.f32.end());
-  for (int k = 0; k < gen; ++k) {
-    decode.f32.insert(decode.f32.end(), last.begin(), last.end());
-    llama_token next = k < static_cast<int>(force.size()) ? force[k] : Argmax(last.data(), V);
-    generated.i64.push_back(next);
-    if (k + 1 == gen) break;
-    llama_batch one = llama_batch_get_one(&next, 1);
-    if (llama_decode(ctx, one) != 0) return 1;
-    const float* row = llama_get_logits_ith(ctx, -1);
-    last.assign(row, row + V);
-  }
-  rec.taps["logits"] = std::move(logits);
-  Tap input{{T}, {}, std::vector<int64_t>(ids.begin(), ids.end())};
-  rec.taps["input_ids"] = std::move(input);
-  if (gen > 0) {
-    rec.taps["generated_ids"] = std::move(generated);
-    rec.taps["decode_logits"] = std::move(decode);
-  }
-  llama_batch_free(batch);
+  const bool ok = Run(ctx, V, o, &rec);
   llama_free(ctx);
   llama_model_free(model);
+  if (!ok) return 1;
   if (!WriteSafetensors(argv[2], rec.taps)) {
     std::fprintf(stderr, "llama_logits: cannot write %s\n", argv[2]);
     return 1;
