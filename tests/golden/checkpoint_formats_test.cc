@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "kernels/quant/blocks.h"
 #include "runtime/parity.h"
 #include "support/fixture.h"
 #include "support/harness.h"
@@ -85,13 +86,13 @@ TEST(CheckpointFormats, ShardedWithIndexMatchesTheReference) {
 
 TEST(CheckpointFormats, F16WeightsStayCloseToTheF32Reference) {
   const std::string dir = Rewrite("f16", [](const std::string& d, const SafetensorsFile& src) {
-    std::vector<std::vector<_Float16>> storage;
+    std::vector<std::vector<uint16_t>> storage;
     std::vector<NamedTensor> out;
     storage.reserve(src.tensors().size());
     for (const auto& [name, view] : src.tensors()) {
       ASSERT_EQ(view.dtype, DType::kF32);
-      std::vector<_Float16> h(view.numel());
-      for (int64_t i = 0; i < view.numel(); ++i) h[i] = static_cast<_Float16>(view.as<float>()[i]);
+      std::vector<uint16_t> h(view.numel());
+      for (int64_t i = 0; i < view.numel(); ++i) h[i] = quant::F32ToF16(view.as<float>()[i]);
       storage.push_back(std::move(h));
       out.push_back({name, {storage.back().data(), DType::kF16, view.shape}});
     }
