@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/sanitizer.h"
 #include "scripted_engine.h"
 #include "test_util.h"
 
@@ -278,7 +279,7 @@ size_t RssBytes() {
 // After large bodies (4 × 40 MB, refused by the parser's prompt limit after being read and
 // parsed) the process's RSS comes back near where it was (within 24 MiB).
 TEST(Http, MemoryIsGivenBackAfterLargeBodies) {
-#if defined(__SANITIZE_ADDRESS__)
+#if OCULAR_ASAN
   // AddressSanitizer keeps freed memory in its quarantine (256 MiB): RSS says nothing there.
   GTEST_SKIP() << "RSS is not measurable under AddressSanitizer";
 #endif

@@ -10,16 +10,9 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define OCULAR_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define OCULAR_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef OCULAR_COUNT_ALLOCATIONS
-#define OCULAR_COUNT_ALLOCATIONS 1
-#endif
+#include "support/sanitizer.h"
+
+#define OCULAR_COUNT_ALLOCATIONS (!OCULAR_ASAN)
 
 namespace {
 std::atomic<int64_t> g_allocations{0};
