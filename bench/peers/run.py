@@ -269,7 +269,7 @@ def run_pair(a, text, mmproj, image, raw):
     o, l, enc = [], [], []
     for _ in range(a.repeat):
         o.append(ocular_bench(a.ocular, text, a.threads, a.text_tokens, a.decode, mmproj,
-                              not a.no_vision_warmup))
+                              warmup=not a.no_vision_warmup))
         n_prompt = next((r["prefill_tokens"] for r in o if r), a.text_tokens)
         if not a.llama_bin:
             continue  # ocular's figures alone
