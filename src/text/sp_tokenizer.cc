@@ -3,6 +3,8 @@
 #include <sentencepiece_processor.h>
 
 #include <algorithm>
+#include <exception>
+#include <string>
 #include <unordered_map>
 
 #include "text/utf8.h"
@@ -10,16 +12,26 @@
 namespace ocular::text {
 namespace {
 
+// LoadFromSerializedProto, whose trie builder (darts-clone) throws on some malformed models (a
+// zero-length piece: "failed to insert key") instead of returning a status.
+Status LoadProto(std::string_view proto, sentencepiece::SentencePieceProcessor* sp) {
+  std::string why;
+  try {
+    if (const auto status = sp->LoadFromSerializedProto(proto); status.ok()) return Status::Ok();
+    else why = status.ToString();
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  return Error(StatusCode::kInvalidArgument, "tokenizer",
+               "tokenizer.model is not a valid SentencePiece model: ", why);
+}
+
 class SentencePieceTokenizer final : public Tokenizer {
  public:
   static StatusOr<std::unique_ptr<Tokenizer>> Create(
       std::string_view proto, std::vector<std::pair<std::string, int32_t>> atomic) {
     auto tok = std::make_unique<SentencePieceTokenizer>();
-    const auto status = tok->sp_.LoadFromSerializedProto(proto);
-    if (!status.ok()) {
-      return Error(StatusCode::kInvalidArgument, "tokenizer",
-                   "tokenizer.model is not a valid SentencePiece model: ", status.ToString());
-    }
+    OCULAR_RETURN_IF_ERROR(LoadProto(proto, &tok->sp_));
     tok->vocab_size_ = tok->sp_.GetPieceSize();
     if (tok->vocab_size_ <= 0) {
       return Error(StatusCode::kInvalidArgument, "tokenizer", "tokenizer.model has no pieces");
@@ -140,10 +152,7 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadSentencePieceTokenizer(
 
 StatusOr<std::vector<SentencePiece>> SentencePieces(std::string_view model_proto) {
   sentencepiece::SentencePieceProcessor sp;
-  if (const auto status = sp.LoadFromSerializedProto(model_proto); !status.ok()) {
-    return Error(StatusCode::kInvalidArgument, "tokenizer",
-                 "tokenizer.model is not a valid SentencePiece model: ", status.ToString());
-  }
+  OCULAR_RETURN_IF_ERROR(LoadProto(model_proto, &sp));
   std::vector<SentencePiece> out(static_cast<size_t>(sp.GetPieceSize()));
   for (int id = 0; id < sp.GetPieceSize(); ++id) {
     SentencePiece& p = out[static_cast<size_t>(id)];
