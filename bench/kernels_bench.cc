@@ -251,6 +251,7 @@ constexpr Shape3 kQuantShapes[] = {
     {"decode1_gate_2304x9216", 1, 2304, 9216},      {"decode8_gate_2304x9216", 8, 2304, 9216},
     {"prefill272_gate_2304x9216", 272, 2304, 9216}, {"decode1_down_9216x2304", 1, 9216, 2304},
     {"decode8_down_9216x2304", 8, 9216, 2304},      {"prefill272_down_9216x2304", 272, 9216, 2304},
+    {"decode1_l2_2304x512", 1, 2304, 512},  // weights in L2: the kernel's compute ceiling
     {"decode1_q_2304x2048", 1, 2304, 2048},         {"decode8_q_2304x2048", 8, 2304, 2048},
     {"prefill272_q_2304x2048", 272, 2304, 2048},    {"decode1_lmhead_2304x256000", 1, 2304, 256000},
 };

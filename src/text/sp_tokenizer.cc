@@ -17,8 +17,9 @@ namespace {
 Status LoadProto(std::string_view proto, sentencepiece::SentencePieceProcessor* sp) {
   std::string why;
   try {
-    if (const auto status = sp->LoadFromSerializedProto(proto); status.ok()) return Status::Ok();
-    else why = status.ToString();
+    const auto status = sp->LoadFromSerializedProto(proto);
+    if (status.ok()) return Status::Ok();
+    why = status.ToString();
   } catch (const std::exception& e) {
     why = e.what();
   }

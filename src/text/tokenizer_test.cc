@@ -200,7 +200,8 @@ TEST(TokenizerTest, MalformedSentencePieceIsRejected) {
 TEST(TokenizerTest, SentencePieceThatThrowsIsRejected) {
   constexpr char kBytes[] =
       "\x18\x03\x0a\x0e\x0a\x05<bos>\x15\x00\x00\x00\x00\x18\x03\x0a\x0e\x0a\x05<unk>\x15\x00\x00"
-      "\x00\x00\x18\x02\x0a\x0f\x0a\x06\x00\x00x00>\x15\x00\x00" "008>\xfa\x01\x09<lo0c9>00\xfa\x01\x09"
+      "\x00\x00\x18\x02\x0a\x0f\x0a\x06\x00\x00x00>\x15\x00\x00"
+      "008>\xfa\x01\x09<lo0c9>00\xfa\x01\x09"
       "<loc00> ";
   auto tok = Tokenizer::FromSentencePiece(std::string(kBytes, sizeof(kBytes)));  // + the final 0
   ASSERT_FALSE(tok.ok());

@@ -349,30 +349,56 @@ inline __m512i Pair256(__m256i lo, __m256i hi) {
 template <WFormat kF, int kM>
 inline void RowK(const std::byte* blk, const quant::ActRow* act, int64_t b, __m256i (&isum)[kM],
                  __m256i (&corr)[kM]) {
-  __m256i corr16;
-  alignas(32) int16_t sc[16];  // Q4_K: scales, then mins; Q6_K: the 16 scales
+  // 64 values (two 32-value chunks) per 512-bit step; two accumulator chains per row (even and
+  // odd steps), added at the end: the integers are the same in any order.
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m256i scales;  // int16: Q4_K sc0..7 then m0..7; Q6_K the 16 scales
   if constexpr (kF == WFormat::kQ4_K) {
-    const __m128i v = Q4KScalesMins(blk + 4);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), _mm256_cvtepu8_epi16(v));
-    corr16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v));  // m0 m0 m1 m1 ... m7 m7
+    scales = _mm256_cvtepu8_epi16(Q4KScalesMins(blk + 4));
   } else {
-    corr16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(sc), corr16);
+    scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
   }
-  for (int m = 0; m < kM; ++m) isum[m] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-  for (int c = 0; c < 8; ++c) {
-    const __m256i sc16 = kF == WFormat::kQ4_K ? _mm256_set1_epi16(sc[c])
-                                              : _mm256_set_m128i(_mm_set1_epi16(sc[2 * c + 1]),
-                                                                 _mm_set1_epi16(sc[2 * c]));
-    const __m256i wv = ChunkU8<kF>(blk, c);
+  const __m512i sc512 = _mm512_castsi256_si512(scales);
+  __m512i acc[2][kM];
+  for (int m = 0; m < kM; ++m) acc[0][m] = acc[1][m] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {  // chunks 2j (lanes 0-15) and 2j + 1 (lanes 16-31)
+    __m512i wv, idx;
+    if constexpr (kF == WFormat::kQ4_K) {  // 32 bytes: low nibbles chunk 2j, high 2j + 1
+      const __m256i x = Load256(blk + 16 + 32 * j);
+      wv = _mm512_and_si512(
+          _mm512_inserti64x4(_mm512_castsi256_si512(x), _mm256_srli_epi16(x, 4), 1), low4);
+      idx = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * j)),
+                               _mm256_set1_epi16(static_cast<int16_t>(2 * j + 1)), 1);
+    } else {  // Q6_K chunks 2j, 2j + 1: ql 64 bytes at 64h, shifted by 4(j%2); qh at 128 + 32h
+      const int h = j / 2, s0 = 2 * (j % 2);
+      const __m512i lo = _mm512_loadu_si512(blk + 64 * h);
+      const __m256i hi = Load256(blk + 128 + 32 * h);
+      const __m512i hi2 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_srli_epi16(hi, 2 * s0)),
+                                             _mm256_srli_epi16(hi, 2 * s0 + 2), 1);
+      wv = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 2 * s0), low4),
+                           _mm512_slli_epi16(_mm512_and_si512(hi2, _mm512_set1_epi8(3)), 4));
+      idx =
+          _mm512_setr_epi32(0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00010001, 0x00010001,
+                            0x00010001, 0x00010001, 0x00020002, 0x00020002, 0x00020002, 0x00020002,
+                            0x00030003, 0x00030003, 0x00030003, 0x00030003);
+      idx = _mm512_add_epi16(idx, _mm512_set1_epi16(static_cast<int16_t>(4 * j)));
+    }
+    const __m512i sc = _mm512_permutexvar_epi16(idx, sc512);
     for (int m = 0; m < kM; ++m) {
-      const __m256i av =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[m].q + 256 * b + 32 * c));
-      isum[m] = _mm256_dpwssd_epi32(isum[m], _mm256_maddubs_epi16(wv, av), sc16);
+      const __m512i av = _mm512_loadu_si512(act[m].q + 256 * b + 64 * j);
+      acc[j & 1][m] = _mm512_dpwssd_epi32(acc[j & 1][m], _mm512_maddubs_epi16(wv, av), sc);
     }
   }
+  const __m256i corr16 =
+      kF == WFormat::kQ4_K
+          ? _mm256_permutexvar_epi16(
+                _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15),
+                scales)  // m0 m0 m1 m1 ... m7 m7
+          : scales;
   for (int m = 0; m < kM; ++m) {
+    const __m512i t = _mm512_add_epi32(acc[0][m], acc[1][m]);
+    isum[m] = _mm256_add_epi32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64(t, 1));
     corr[m] = _mm256_madd_epi16(
         corr16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[m].sum16 + 16 * b)));
   }
@@ -423,58 +449,71 @@ constexpr int kMaxDecodeTile = 4;
 // whole row up to K = 9216 for 1-2 activation rows, 4608 for 3-4: the buffer below stays in
 // L1), so the weights stream in address order as main's row-at-a-time kernel read them
 // (interleaving the 16 rows block by block measured 0.7-0.9x of it), each block prefetching
-// the next row's. Each row's 8-lane integer partials of a block (isum, corr) fold at once into
-// 4 lanes (vphaddd, then the two halves added) parked in `part`; per block, 16 rows' partials
+// the next row's. Each row's 8-lane integer partials (isum, corr) of two consecutive blocks
+// fold together into 4 lanes (FoldPair) parked in `part`; per block, 16 rows' partials
 // then turn into one lane per row (ToLanes) and the f32 chain runs as in BlocksK, so the
 // outputs equal the panels'.
 template <int kM>
 constexpr int64_t kChunkK = kM <= 2 ? 36 : 18;
 
-// p: 16 rows × (isum, isum, corr, corr) partials. *isum / *corr: lane r = row r's sum.
-inline void ToLanes(const int32_t* p, __m512i* isum, __m512i* corr) {
-  __m512i t[4];
-  for (int k = 0; k < 4; ++k) {  // lane 4r: row r's isum, lane 4r + 2: its corr
-    const __m512i q = _mm512_load_si512(p + 16 * k);
-    t[k] = _mm512_add_epi32(q, _mm512_shuffle_epi32(q, _MM_PERM_CDAB));
-  }
-  const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 2, 6, 10, 14, 18, 22, 26, 30);
-  const __m512i u01 = _mm512_permutex2var_epi32(t[0], idx, t[1]);  // isum 0-7, corr 0-7
-  const __m512i u23 = _mm512_permutex2var_epi32(t[2], idx, t[3]);  // rows 8-15
+// p: 16 rows × (isum, corr) of blocks 2q and 2q + 1 (the pair slot q). *isum / *corr: lane r =
+// row r's sum of block 2q + odd.
+inline void ToLanes(const int32_t* p, int odd, __m512i* isum, __m512i* corr) {
+  const __m512i idx =
+      _mm512_add_epi32(_mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29),
+                       _mm512_set1_epi32(2 * odd));
+  const __m512i u01 = _mm512_permutex2var_epi32(_mm512_load_si512(p), idx,
+                                                _mm512_load_si512(p + 16));  // isum 0-7, corr 0-7
+  const __m512i u23 =
+      _mm512_permutex2var_epi32(_mm512_load_si512(p + 32), idx, _mm512_load_si512(p + 48));
   *isum = _mm512_shuffle_i64x2(u01, u23, _MM_SHUFFLE(1, 0, 1, 0));
   *corr = _mm512_shuffle_i64x2(u01, u23, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
+// (isum, corr, isum', corr') of two blocks' 8-lane partials (s, c) and (s2, c2): three vphaddd
+// and one add of the halves for two blocks.
+inline __m128i FoldPair(__m256i s, __m256i c, __m256i s2, __m256i c2) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s, c), _mm256_hadd_epi32(s2, c2));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
 template <WFormat kF, int kM>
 void DecodeStripK(const std::byte* const (&rp)[kLanes], const quant::ActRow* act, int64_t blocks,
                   const std::byte* next, float* out, int64_t ldo, __mmask16 mask) {
   constexpr size_t kBytes = BlockBytes(kF);
-  alignas(64) int32_t part[kM][kChunkK<kM>][kLanes][4];
+  constexpr int64_t kPairs = (kChunkK<kM> + 1) / 2;
+  alignas(64) int32_t part[kM][kPairs][kLanes][4];
   alignas(64) uint16_t dh[kChunkK<kM>][kLanes], mh[kChunkK<kM>][kLanes];  // f16 d, dmin per row
   __m512 acc[kM];
   for (int m = 0; m < kM; ++m) acc[m] = _mm512_setzero_ps();
   for (int64_t b0 = 0; b0 < blocks; b0 += kChunkK<kM>) {
     const int64_t nb = std::min(kChunkK<kM>, blocks - b0);
     for (int r = 0; r < kLanes; ++r) {
-      for (int64_t i = 0; i < nb; ++i) {
-        const std::byte* blk = rp[r] + (b0 + i) * kBytes;
-        // The same block of the next row (the last row: the next chunk's, or the next strip's
-        // first row): one row's chunk ahead, wherever the rows' chunks lie.
-        const std::byte* ahead = r + 1 < kLanes     ? rp[r + 1] + (b0 + i) * kBytes
-                                 : b0 + nb < blocks ? rp[0] + (b0 + nb + i) * kBytes
-                                                    : next + i * kBytes;
-        for (size_t off = 0; off < kBytes; off += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(ahead) + off, _MM_HINT_T0);
-        __m256i s[kM], c[kM];
-        RowK<kF, kM>(blk, act, b0 + i, s, c);
-        std::memcpy(&dh[i][r], blk + (kF == WFormat::kQ6_K ? 208 : 0), 2);
-        if constexpr (kF == WFormat::kQ4_K) std::memcpy(&mh[i][r], blk + 2, 2);
-        for (int m = 0; m < kM; ++m) {
-          if constexpr (kF == WFormat::kQ6_K) {  // Σ sc·(Σ q·a − 32·Σa)
-            s[m] = _mm256_sub_epi32(s[m], _mm256_slli_epi32(c[m], 5));
+      for (int64_t i = 0; i < nb; i += 2) {
+        const bool two = i + 1 < nb;
+        __m256i s[2][kM], c[2][kM];
+        for (int k = 0; k < 1 + two; ++k) {
+          const std::byte* blk = rp[r] + (b0 + i + k) * kBytes;
+          // The same block of the next row (the last row: the next chunk's, or the next strip's
+          // first row): one row's chunk ahead, wherever the rows' chunks lie.
+          const std::byte* ahead = r + 1 < kLanes     ? rp[r + 1] + (b0 + i + k) * kBytes
+                                   : b0 + nb < blocks ? rp[0] + (b0 + nb + i + k) * kBytes
+                                                      : next + (i + k) * kBytes;
+          for (size_t off = 0; off < kBytes; off += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(ahead) + off, _MM_HINT_T0);
+          RowK<kF, kM>(blk, act, b0 + i + k, s[k], c[k]);
+          std::memcpy(&dh[i + k][r], blk + (kF == WFormat::kQ6_K ? 208 : 0), 2);
+          if constexpr (kF == WFormat::kQ4_K) std::memcpy(&mh[i + k][r], blk + 2, 2);
+          for (int m = 0; m < kM; ++m) {
+            if constexpr (kF == WFormat::kQ6_K) {  // Σ sc·(Σ q·a − 32·Σa)
+              s[k][m] = _mm256_sub_epi32(s[k][m], _mm256_slli_epi32(c[k][m], 5));
+            }
           }
-          const __m256i h = _mm256_hadd_epi32(s[m], c[m]);
-          _mm_store_si128(reinterpret_cast<__m128i*>(part[m][i][r]),
-                          _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+        }
+        for (int m = 0; m < kM; ++m) {
+          const __m256i zero = _mm256_setzero_si256();
+          _mm_store_si128(reinterpret_cast<__m128i*>(part[m][i / 2][r]),
+                          FoldPair(s[0][m], c[0][m], two ? s[1][m] : zero, two ? c[1][m] : zero));
         }
       }
     }
@@ -482,7 +521,7 @@ void DecodeStripK(const std::byte* const (&rp)[kLanes], const quant::ActRow* act
       const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dh[i])));
       for (int m = 0; m < kM; ++m) {
         __m512i isum, corr;
-        ToLanes(&part[m][i][0][0], &isum, &corr);
+        ToLanes(&part[m][i / 2][0][0], static_cast<int>(i % 2), &isum, &corr);
         const __m512 ad = _mm512_set1_ps(act[m].d[b0 + i]);
         acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, ad), acc[m]);
         if constexpr (kF == WFormat::kQ4_K) {
