@@ -138,8 +138,12 @@ StatusOr<nlohmann::json> ParseJson(std::string_view text, const std::string& sou
     constexpr std::string_view kLastRead = "last read: '";
     if (const size_t a = reason.find(kLastRead); a != std::string::npos) {
       const size_t begin = a + kLastRead.size();
+      // nlohmann's own "; expected <token kind>" is short; a longer tail is the token's text
+      // (config_json_fuzz wrote "'; expected " inside a string that is never closed).
       size_t end = reason.rfind("'; expected ");
-      if (end == std::string::npos || end < begin) end = reason.size() - 1;
+      if (end == std::string::npos || end < begin || reason.size() - end > 64) {
+        end = reason.size() - 1;
+      }
       if (end > begin && end - begin > 40) reason.replace(begin, end - begin - 40, "...");
     }
     return Error(StatusCode::kDataLoss, component, source, ": invalid JSON at ",
