@@ -1,6 +1,6 @@
 // Fuzzes the tokenizer.json loader, then Encode / Decode / streaming on whatever loads.
-// Input layout: [json text] '\0' [text to encode]. Seeds: testdata/tiny/tokenizer/tokenizer.json
-// and the decompressed testdata/text/*/tokenizer.json.xz (kept small: flags, tiny).
+// Input layout: [json text] '\0' [text to encode]. Seeds: the test tokenizers
+// (testdata/tiny/tokenizer, testdata/text/*) cut to ~5 KB by scripts/fuzz.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
