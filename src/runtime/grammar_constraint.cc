@@ -28,6 +28,7 @@ class GrammarConstraint final : public TokenConstraint {
     busy_ms_ += MsSince(t0);
   }
   bool complete() const override { return m_.complete() || m_.finished(); }
+  Status status() const override { return m_.error(); }
 
  private:
   grammar::GrammarMatcher m_;

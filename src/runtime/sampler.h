@@ -5,6 +5,8 @@
 #include <random>
 #include <vector>
 
+#include "ocular/status.h"
+
 namespace ocular {
 
 struct SamplingParams {
@@ -31,6 +33,9 @@ class TokenConstraint {
   virtual void Accept(int32_t id) = 0;
   // The text so far is a whole answer (an EOS would be allowed, if the sequence has one).
   virtual bool complete() const = 0;
+  // Not OK when the constraint gave up (an all-zero mask that is not the end of the text):
+  // why, for the client.
+  virtual Status status() const { return Status::Ok(); }
   // Milliseconds spent in Mask and Accept so far (Timings::constraint_ms); read once the
   // sequence is done.
   double busy_ms() const { return busy_ms_; }

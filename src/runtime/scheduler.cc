@@ -440,9 +440,11 @@ bool Scheduler::Join(const std::shared_ptr<Job>& job) {
   if (seq.generated().empty() || seq.done()) {
     if (seq.finish_reason() == FinishReason::kFailed) {
       Finish(*job,
-             Error(StatusCode::kInternal, "generate",
-                   "the model produced NaN logits in the prefill (NaN or infinite "
-                   "weights, or an invalid eps / rope_theta in config.json?)"),
+             !seq.failure().ok()
+                 ? seq.failure()
+                 : Error(StatusCode::kInternal, "generate",
+                         "the model produced NaN logits in the prefill (NaN or infinite "
+                         "weights, or an invalid eps / rope_theta in config.json?)"),
              FinishReason::kFailed);
     } else {
       Finish(*job, Status::Ok(), seq.finish_reason());
@@ -494,10 +496,12 @@ void Scheduler::Step() {
     Sequence& seq = *job.seq;
     if (seq.finish_reason() == FinishReason::kFailed) {
       leave(i,
-            Error(StatusCode::kInternal, "generate", "the model produced NaN logits after ",
-                  seq.generated().size(),
-                  " generated tokens (NaN or infinite weights, or an "
-                  "invalid eps / rope_theta in config.json?)"),
+            !seq.failure().ok()
+                ? seq.failure()
+                : Error(StatusCode::kInternal, "generate", "the model produced NaN logits after ",
+                        seq.generated().size(),
+                        " generated tokens (NaN or infinite weights, or an "
+                        "invalid eps / rope_theta in config.json?)"),
             FinishReason::kFailed);
       continue;
     }

@@ -42,7 +42,16 @@ int32_t Sequence::SampleAndAppend(const float* logits, int32_t vocab) {
   const int tokens_left = p_.max_new_tokens - static_cast<int>(generated_.size());
   const int32_t id = sampler_.Next(logits, vocab, c ? c->Mask(tokens_left) : nullptr);
   if (id < 0) {  // the constraint allows nothing more
-    finish_ = c->complete() ? FinishReason::kEos : FinishReason::kFailed;
+    if (c->complete()) {
+      finish_ = FinishReason::kEos;
+    } else {
+      finish_ = FinishReason::kFailed;
+      failure_ = c->status();
+      if (failure_.ok()) {
+        failure_ = Error(StatusCode::kInvalidArgument, "grammar", "after ", generated_.size(),
+                         " tokens no token of the vocabulary continues the constrained answer");
+      }
+    }
     return -1;
   }
   if (c) c->Accept(id);

@@ -13,7 +13,8 @@
 
 namespace ocular {
 
-// kFailed: the model produced NaN logits (NaN weights, an invalid eps or RoPE base).
+// kFailed: the model produced NaN logits (NaN weights, an invalid eps or RoPE base), or the
+// constraint allowed no token before the answer was complete (Sequence::failure() says why).
 enum class FinishReason : uint8_t { kNone, kEos, kLength, kCancelled, kFailed };
 const char* FinishReasonName(FinishReason r);  // "", "eos", "length", "cancelled", "failed"
 
@@ -45,6 +46,9 @@ class Sequence {
   int32_t last_token() const { return generated_.back(); }
   bool done() const { return finish_ != FinishReason::kNone; }
   FinishReason finish_reason() const { return finish_; }
+  // Why a kFailed sequence failed, when its constraint knows (TokenConstraint::status(), or
+  // that it allowed no token); OK for NaN logits (the caller names the step).
+  const Status& failure() const { return failure_; }
   // Tokens whose K/V are in the cache.
   int64_t position() const { return position_; }
   KvCache* cache() { return kv_.cache(); }
@@ -67,6 +71,7 @@ class Sequence {
   std::vector<int32_t> generated_;  // reserved to max_new_tokens
   int64_t position_ = 0;
   FinishReason finish_ = FinishReason::kNone;
+  Status failure_;
 };
 
 }  // namespace ocular

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 #include <unordered_set>
 
 #include "core/check.h"
@@ -58,11 +59,36 @@ TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& 
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar,
                                std::shared_ptr<const TokenVocabulary> vocab,
-                               std::vector<int32_t> eos_ids)
-    : g_(std::move(grammar)), vocab_(std::move(vocab)), eos_(std::move(eos_ids)) {
+                               std::vector<int32_t> eos_ids, int64_t work_per_call)
+    : g_(std::move(grammar)),
+      vocab_(std::move(vocab)),
+      eos_(std::move(eos_ids)),
+      work_per_call_(work_per_call) {
   walk_.resize(static_cast<size_t>(vocab_->max_depth_) + 1);
   ComputeNodeDistances();
+  StartCall();
   state_ = MakeState({Push(g_->rule_start[g_->root], -1)});
+  EndCall();
+}
+
+bool GrammarMatcher::Spend(int64_t work) {
+  work_left_ -= work;
+  if (work_left_ >= 0 || failed()) return !failed();
+  return Fail("one token needed more than " + std::to_string(work_per_call_) +
+              " steps of its automaton");
+}
+
+bool GrammarMatcher::Fail(const std::string& what) {
+  error_ = Error(StatusCode::kInvalidArgument, "grammar",
+                 "the schema or pattern is too complex to follow: ", what,
+                 " (overlapping repetitions or alternatives, such as (.{2,6}|.{3,7})+, make "
+                 "its states sets of thousands of positions)");
+  state_ = kDead;
+  return false;
+}
+
+void GrammarMatcher::EndCall() {
+  stats_.max_call_work = std::max(stats_.max_call_work, work_per_call_ - work_left_);
 }
 
 int32_t GrammarMatcher::Push(int32_t node, int32_t parent) {
@@ -110,6 +136,7 @@ int32_t GrammarMatcher::MakeState(std::vector<int32_t> work) {
     const int32_t s = work.back();
     work.pop_back();
     if (!seen.insert(s).second) continue;
+    if (!Spend(1)) return kDead;
     const StackNode top = stacks_[s];
     const Grammar::Node& n = g_->nodes[top.node];
     if (!n.bytes.empty()) st.stacks.push_back(s);
@@ -135,6 +162,14 @@ int32_t GrammarMatcher::MakeState(std::vector<int32_t> work) {
   key.append(reinterpret_cast<const char*>(st.stacks.data()), st.stacks.size() * sizeof(int32_t));
   auto [it, fresh] = state_ids_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
   if (fresh) {
+    // Its row of transitions costs about as much as 64 stacks visited, and takes 1 KB.
+    if (states_.size() >= kMaxStates) {
+      Fail("it needed more than " + std::to_string(kMaxStates) + " states");
+    }
+    if (failed() || !Spend(64)) {
+      state_ids_.erase(it);
+      return kDead;
+    }
     states_.push_back(std::move(st));
     next_.resize(next_.size() + 256, kUnknown);
     ++stats_.states;
@@ -146,11 +181,13 @@ int32_t GrammarMatcher::StepSlow(int32_t state, uint8_t byte) {
   std::vector<int32_t> seeds;
   for (int32_t s : states_[state].stacks) {
     const StackNode top = stacks_[s];
+    if (!Spend(static_cast<int64_t>(g_->nodes[top.node].bytes.size()))) return kDead;
     for (const auto& e : g_->nodes[top.node].bytes) {
       if (byte >= e.lo && byte <= e.hi) seeds.push_back(Push(e.to, top.parent));
     }
   }
   const int32_t to = seeds.empty() ? kDead : MakeState(std::move(seeds));
+  if (failed()) return kDead;  // not memoized: the budget ran out on the way
   next_[static_cast<size_t>(state) * 256 + byte] = to;
   return to;
 }
@@ -171,6 +208,7 @@ void GrammarMatcher::ComputeMask(int32_t state, int32_t max_dist, Mask* mask) {
   for (int32_t i = 0; i < n;) {
     const int32_t to = Step(walk_[v.depth_[i] - 1], v.byte_[i]);
     if (to == kDead) {
+      if (failed()) return;
       i = v.end_[i];  // no token with this prefix can continue the text
       continue;
     }
@@ -191,33 +229,45 @@ void GrammarMatcher::ComputeMask(int32_t state, int32_t max_dist, Mask* mask) {
 }
 
 const std::vector<uint32_t>& GrammarMatcher::NextMask(int tokens_left) {
-  if (finished_ || state_ < 0) {
+  auto nothing = [&]() -> const std::vector<uint32_t>& {
     limited_.bits.assign((static_cast<size_t>(vocab_->size()) + 31) / 32, 0);
     return limited_.bits;
-  }
-  auto [it, fresh] = masks_.try_emplace(state_);
+  };
+  if (finished_ || state_ < 0) return nothing();
+  StartCall();
+  const int32_t state = state_;
+  auto [it, fresh] = masks_.try_emplace(state);
   if (fresh) {
-    ComputeMask(state_, kFar, &it->second);
+    ComputeMask(state, kFar, &it->second);
     ++stats_.masks_computed;
   } else {
     ++stats_.mask_hits;
   }
   // Each later token reads at least one byte: after this one, tokens_left - 1 remain.
   const int32_t budget = tokens_left - 1;
-  if (tokens_left >= kNoLimit || it->second.max_dist <= budget) return it->second.bits;
-  ComputeMask(state_, std::max(budget, 0), &limited_);
-  const bool any =
-      std::any_of(limited_.bits.begin(), limited_.bits.end(), [](uint32_t w) { return w != 0; });
-  return any ? limited_.bits : it->second.bits;
+  const std::vector<uint32_t>* mask = &it->second.bits;
+  if (!failed() && tokens_left < kNoLimit && it->second.max_dist > budget) {
+    ComputeMask(state, std::max(budget, 0), &limited_);
+    if (std::any_of(limited_.bits.begin(), limited_.bits.end(), [](uint32_t w) { return w; })) {
+      mask = &limited_.bits;
+    }
+  }
+  EndCall();
+  if (!failed()) return *mask;
+  masks_.erase(state);  // computed in part
+  return nothing();
 }
 
 bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
-  if (finished_) return false;
+  if (finished_ || state_ < 0) return false;
+  StartCall();
   int32_t s = state_;
   for (char c : bytes) {
     s = Step(s, static_cast<uint8_t>(c));
-    if (s == kDead) return false;
+    if (s == kDead) break;
   }
+  EndCall();
+  if (s == kDead) return false;
   state_ = s;
   return true;
 }

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "core/mapped_file.h"
@@ -267,6 +269,75 @@ TEST(GrammarTest, MasksAreCachedPerState) {
   }
   EXPECT_EQ(m.stats().masks_computed, computed);  // inside a string: one state
   EXPECT_EQ(m.stats().mask_hits, 5);
+}
+
+// A pattern of overlapping bounded repetitions (json_schema_fuzz found one that took 42 s)
+// makes DFA states sets of thousands of stacks: past its work budget for one call the matcher
+// fails for good with a "[grammar]" error and allows nothing; on the test corpus's schemas
+// the default budget is never reached.
+TEST(GrammarTest, TooComplexPatternFailsWithinTheBudget) {
+  std::string pattern = "^(?:";
+  for (int i = 1; i <= 8; ++i) pattern += (i > 1 ? "|.{" : ".{") + std::to_string(i) + ",20}";
+  pattern += "){6}$";
+  auto g = JsonSchemaGrammar(R"({"type": "string", "pattern": ")" + pattern + R"("})");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  GrammarMatcher m(std::make_shared<const Grammar>(std::move(*g)), ByteVocab(), {0},
+                   int64_t{1} << 16);
+  int steps = 0;
+  for (; steps < 64 && !m.failed(); ++steps) {
+    m.NextMask();
+    if (m.failed()) break;
+    ASSERT_TRUE(m.AcceptBytes(steps == 0 ? "\"" : "a"));
+  }
+  ASSERT_TRUE(m.failed()) << steps << " steps";
+  EXPECT_EQ(m.error().message().rfind("[grammar] the schema or pattern is too complex", 0), 0u)
+      << m.error().ToString();
+  EXPECT_LE(m.stats().max_call_work, (int64_t{1} << 16) + 256);
+  const std::vector<uint32_t>& mask = m.NextMask();
+  EXPECT_TRUE(std::all_of(mask.begin(), mask.end(), [](uint32_t w) { return w == 0; }));
+  EXPECT_FALSE(m.AcceptBytes("a"));
+  EXPECT_FALSE(m.Accept(0));
+  EXPECT_FALSE(m.complete());
+
+  std::ifstream corpus("testdata/structured/schemas.jsonl");
+  std::string line;
+  int schemas = 0;
+  while (std::getline(corpus, line)) {
+    auto schema = nlohmann::json::parse(line)["schema"].dump();
+    auto cg = JsonSchemaGrammar(schema);
+    ASSERT_TRUE(cg.ok()) << schema;
+    GrammarMatcher cm(std::make_shared<const Grammar>(std::move(*cg)), ByteVocab(), {0});
+    for (int step = 0; step < 48 && !cm.finished(); ++step) {
+      const std::vector<uint32_t>& mask = cm.NextMask(48 - step);
+      const auto word = std::find_if(mask.begin(), mask.end(), [](uint32_t w) { return w; });
+      if (word == mask.end()) break;
+      ASSERT_TRUE(cm.Accept(static_cast<int32_t>(word - mask.begin()) * 32 + __builtin_ctz(*word)));
+    }
+    EXPECT_FALSE(cm.failed()) << schema;
+    EXPECT_LT(cm.stats().max_call_work, GrammarMatcher::kDefaultWorkPerCall / 8) << schema;
+    ++schemas;
+  }
+  EXPECT_EQ(schemas, 60);
+}
+
+// A matcher builds at most kMaxStates DFA states (1 KB each): `(a|b)*a(a|b){16}` has 2^17,
+// and a long random text of a / b meets more than 2^16 of them.
+TEST(GrammarTest, StatesAreBounded) {
+  auto g = RegexGrammar("(a|b)*a(a|b){16}");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  GrammarMatcher m(std::make_shared<const Grammar>(std::move(*g)), ByteVocab(), {0});
+  std::mt19937 rng(1);
+  bool accepted = true;
+  for (int chunk = 0; chunk < 400 && accepted; ++chunk) {
+    std::string text(1000, 'a');
+    for (char& c : text) c = rng() & 1 ? 'a' : 'b';
+    accepted = m.AcceptBytes(text);
+  }
+  EXPECT_FALSE(accepted);
+  ASSERT_TRUE(m.failed());
+  EXPECT_NE(m.error().message().find("more than 65536 states"), std::string::npos)
+      << m.error().ToString();
+  EXPECT_EQ(m.stats().states, int64_t{GrammarMatcher::kMaxStates});
 }
 
 // A token's bytes, concatenated, are the text it decodes to (SentencePiece-style byte

@@ -99,5 +99,39 @@ TEST(EngineBatching, RepeatedImageSkipsTheVisionEncoder) {
   EXPECT_EQ((*engine)->Stats().image_cache_hits, 2u);
 }
 
+// A JSON Schema whose pattern makes the grammar's states sets of thousands of positions
+// (overlapping bounded repetitions, as json_schema_fuzz found) fails its own request with a
+// clear error once one token needs more than the matcher's work budget, while a request
+// batched with it answers as it does alone.
+TEST(EngineBatching, TooComplexSchemaFailsOnlyItsOwnRequest) {
+  std::string pattern = "^(?:";
+  for (int i = 1; i <= 12; ++i) {
+    pattern += (i > 1 ? "|.{" : ".{") + std::to_string(i) + "," + std::to_string(i + 12) + "}";
+  }
+  pattern += "){12}$";
+  EngineOptions eo;
+  eo.max_batch = 2;
+  auto engine = Engine::Load(kModel, eo);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  GenerateOptions plain;
+  plain.max_tokens = 40;
+  auto alone = (*engine)->Generate({kImage}, "caption en", plain);
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  GenerateOptions hard = plain;
+  hard.json_schema = R"({"type": "string", "pattern": ")" + pattern + R"("})";
+  StatusOr<GenerateResult> failed = Status::Ok(), batched = Status::Ok();
+  std::thread t([&] { failed = (*engine)->Generate({kImage}, "caption en", hard); });
+  batched = (*engine)->Generate({kImage}, "caption en", plain);
+  t.join();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(failed.status().message().find("[grammar] the schema or pattern is too complex"),
+            std::string::npos)
+      << failed.status().ToString();
+  ASSERT_TRUE(batched.ok()) << batched.status().ToString();
+  EXPECT_EQ(batched->raw_text, alone->raw_text);
+  EXPECT_EQ((*engine)->Stats().running, 0);
+}
+
 }  // namespace
 }  // namespace ocular

@@ -62,7 +62,9 @@ ApiError FromStatus(const Status& s) {
     case StatusCode::kDataLoss:
     case StatusCode::kUnimplemented:
       return MakeError(400, "invalid_request_error", m,
-                       m.find("[image") != std::string::npos ? "invalid_image" : "");
+                       m.find("[image") != std::string::npos      ? "invalid_image"
+                       : m.find("[grammar]") != std::string::npos ? "unsupported_schema"
+                                                                  : "");
     case StatusCode::kResourceExhausted:
       return MakeError(
           400, "invalid_request_error", m,
