@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
-#include <unordered_set>
 
 #include "core/check.h"
 
@@ -130,12 +129,18 @@ void GrammarMatcher::ComputeNodeDistances() {
 
 // The eps / call / return closure of `seeds` as a DFA state (kDead when nothing is left).
 int32_t GrammarMatcher::MakeState(std::vector<int32_t> work) {
-  std::unordered_set<int32_t> seen;
+  // seen_[stack] == mark: visited in this closure (a stamp per call instead of a hash set).
+  if (++mark_ == 0) {
+    std::fill(seen_.begin(), seen_.end(), 0);
+    mark_ = 1;
+  }
   State st;
   while (!work.empty()) {
     const int32_t s = work.back();
     work.pop_back();
-    if (!seen.insert(s).second) continue;
+    if (static_cast<size_t>(s) >= seen_.size()) seen_.resize(stacks_.size() + stacks_.size() / 2);
+    if (seen_[s] == mark_) continue;
+    seen_[s] = mark_;
     if (!Spend(1)) return kDead;
     const StackNode top = stacks_[s];
     const Grammar::Node& n = g_->nodes[top.node];

@@ -131,6 +131,8 @@ class GrammarMatcher {
   std::vector<StackNode> stacks_;
   std::vector<int32_t> stack_dist_;  // fewest bytes that empty a stack
   std::unordered_map<uint64_t, int32_t> stack_ids_;
+  std::vector<uint32_t> seen_;  // MakeState's visited stacks: == mark_
+  uint32_t mark_ = 0;
   std::vector<State> states_;
   std::unordered_map<std::string, int32_t> state_ids_;
   std::vector<int32_t> next_;  // [state * 256 + byte]: kUnknown, kDead or a state
