@@ -91,7 +91,9 @@ def main():
         print(f"ok: openai {openai.__version__}: answers equal ocular run's ({expected!r})")
     finally:
         server.terminate()
-        assert server.wait(timeout=30) == 0, "the server did not stop cleanly"
+        rc = server.wait(timeout=30)
+        log.seek(0)
+        assert rc == 0, f"the server did not stop cleanly (exit {rc}):\n{log.read()[-4000:]}"
 
 
 if __name__ == "__main__":

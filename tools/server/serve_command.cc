@@ -1,4 +1,5 @@
 // ocular serve: the OpenAI-compatible HTTP server (docs/server.md).
+#include <atomic>
 #include <climits>
 #include <csignal>
 #include <cstdlib>
@@ -154,11 +155,25 @@ int RunServe(const ServeArgs* a) {
   }
   Note("ocular serve: listening on http://" + a->host + ":" + std::to_string(*port) + " (loading " +
        a->model.model + ")");
-  std::thread([&srv, signals] {
+  // The signal thread must not outlive `srv` (it used to be detached, and a SIGTERM's Stop()
+  // could still be running when RunServe returned: UBSan saw it in the openai client test).
+  // On the way out it is woken with a SIGTERM of its own and joined; `leaving` tells it that
+  // this signal is not a request to stop.
+  std::atomic<bool> leaving{false};
+  std::thread signal_thread([&srv, &leaving, signals] {
     int sig = 0;
     sigwait(&signals, &sig);
-    srv.Stop();
-  }).detach();
+    if (!leaving) srv.Stop();
+  });
+  struct JoinOnExit {
+    std::thread& t;
+    std::atomic<bool>& leaving;
+    ~JoinOnExit() {
+      leaving = true;
+      pthread_kill(t.native_handle(), SIGTERM);  // blocked: pending until its sigwait takes it
+      t.join();
+    }
+  } join_signal_thread{signal_thread, leaving};
   std::thread http([&srv] { srv.Run(); });
   auto engine = LoadEngine(a->model, o.parallel, static_cast<size_t>(a->image_cache_mb) << 20,
                            a->prefill_chunk, static_cast<size_t>(a->prefix_cache_mb) << 20);
