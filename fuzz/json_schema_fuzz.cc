@@ -1,7 +1,9 @@
 // libFuzzer target: the JSON Schema compiler (src/text/json_schema) on arbitrary schema text,
 // then a short walk of the grammar over a byte vocabulary. A compile error must carry
 // "[json-schema]"; a compiled grammar must never crash the matcher, which may give up only
-// with a "[grammar]" error (its work budget, smaller here: 1/32 of the default).
+// with a "[grammar]" error (its work budget, smaller here: 1/32 of the default). The walk
+// also stops after 2^18 units of work in all, so that a heavy grammar costs one input ~0.05 s
+// rather than seconds (a test corpus schema needs at most 32k units per call).
 // Seeds: testdata/structured/*.jsonl's schemas (scripts/fuzz).
 #include <cstdint>
 #include <cstdlib>
@@ -27,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   GrammarMatcher m(std::make_shared<const Grammar>(std::move(*g)), vocab, {0},
                    GrammarMatcher::kDefaultWorkPerCall / 32);
   // Always the lowest allowed byte: a deterministic path of at most 64 steps.
-  for (int step = 0; step < 64 && !m.finished(); ++step) {
+  for (int step = 0; step < 64 && !m.finished() && m.stats().work < (1 << 18); ++step) {
     const auto& mask = m.NextMask(64 - step);
     int32_t id = -1;
     for (int32_t i = 0; i < vocab->size() && id < 0; ++i) {

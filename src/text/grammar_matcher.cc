@@ -87,6 +87,7 @@ bool GrammarMatcher::Fail(const std::string& what) {
 }
 
 void GrammarMatcher::EndCall() {
+  stats_.work += work_per_call_ - work_left_;
   stats_.max_call_work = std::max(stats_.max_call_work, work_per_call_ - work_left_);
 }
 

@@ -90,9 +90,9 @@ class GrammarMatcher {
 
   // Counters for docs and benchmarks: DFA states built, masks computed (cache misses),
   // masks served from the cache.
-  // max_call_work: the most work one call took (the budget's unit).
+  // work: the budget's units spent by all calls; max_call_work: the most one call took.
   struct Stats {
-    int64_t states = 0, masks_computed = 0, mask_hits = 0, max_call_work = 0;
+    int64_t states = 0, masks_computed = 0, mask_hits = 0, work = 0, max_call_work = 0;
   };
   Stats stats() const { return stats_; }
 
