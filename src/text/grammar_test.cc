@@ -389,5 +389,38 @@ TEST(GrammarTest, TokensLeftSteersToACompleteText) {
   }
 }
 
+// The shortest completion is exact: with exactly as many tokens left as the shortest text
+// has bytes, every walk over single-byte tokens ends complete at that length (nested
+// rules: an array of objects, strings, integers).
+TEST(GrammarTest, TokensLeftAtTheShortestLengthCompletes) {
+  auto g = JsonSchemaGrammar(R"({"type":"object","properties":{"a":{"type":"string"},
+      "b":{"type":"array","items":{"type":"object","properties":{"n":{"type":"integer"}},
+      "required":["n"]},"minItems":2},"c":{"enum":["long value","x"]}},
+      "required":["a","b","c"]})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto grammar = std::make_shared<const Grammar>(std::move(*g));
+  auto vocab = ByteVocab();
+  const std::string shortest = R"({"a":"","b":[{"n":0},{"n":0}],"c":"x"})";
+  std::mt19937 rng(5);
+  for (int walk = 0; walk < 50; ++walk) {
+    GrammarMatcher m(grammar, vocab, {0});
+    std::string text;
+    const int n = static_cast<int>(shortest.size());
+    for (int used = 0; used < n; ++used) {
+      const auto& mask = m.NextMask(n - used);
+      std::vector<int32_t> ids;
+      for (int32_t id = 1; id <= 256; ++id) {  // single bytes
+        if ((mask[id >> 5] >> (id & 31)) & 1) ids.push_back(id);
+      }
+      ASSERT_FALSE(ids.empty());
+      const int32_t id = ids[rng() % ids.size()];
+      ASSERT_TRUE(m.Accept(id));
+      text += vocab->bytes(id);
+    }
+    EXPECT_TRUE(m.complete()) << text;
+    EXPECT_EQ(text.size(), shortest.size()) << text;
+  }
+}
+
 }  // namespace
 }  // namespace ocular::grammar
