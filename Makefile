@@ -7,7 +7,8 @@ ifeq ($(CI),true)
 endif
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all setup configure build test demo asan asan-build fuzz fuzz-deep reference-env fixtures clean
+.PHONY: all setup configure build test demo asan asan-build fuzz fuzz-deep fuzz-ubsan-build \
+  fuzz-deep-ubsan reference-env fixtures clean
 
 all: build
 
@@ -56,6 +57,19 @@ fuzz: asan-build
 FUZZ_SECONDS ?= 300
 fuzz-deep: asan-build
 	@scripts/fuzz build-asan --seconds $(FUZZ_SECONDS) --corpus fuzz-corpus $(if $(FUZZ_ONLY),--targets $(FUZZ_ONLY))
+
+# The same targets without ASan (UBSan only, -O2; build-fuzz-ubsan): 2-4x the executions per
+# second, for depth; the ledger records each run's sanitizers.
+fuzz-ubsan-build: setup
+	@scripts/setup --fuzz
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz-ubsan $(GEN) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) \
+	  -DOCULAR_FUZZ=ON -DOCULAR_WERROR=OFF -DOCULAR_PYTHON=OFF \
+	  '-DCMAKE_CXX_FLAGS=-fsanitize=undefined -fno-sanitize-recover=undefined -g1' \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=undefined >/dev/null
+	@cmake --build build-fuzz-ubsan -j $(JOBS) --target fuzz_targets
+
+fuzz-deep-ubsan: fuzz-ubsan-build
+	@scripts/fuzz build-fuzz-ubsan --seconds $(FUZZ_SECONDS) --corpus fuzz-corpus $(if $(FUZZ_ONLY),--targets $(FUZZ_ONLY))
 
 # The Python reference stack (transformers, torch, ...) — only needed to regenerate fixtures.
 reference-env: .venv/.installed

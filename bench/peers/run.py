@@ -130,7 +130,8 @@ def ocular_bench(ocular, model, threads, text_tokens, decode, mmproj=None, extra
         return None
     j = json.loads(p.stdout)
     return {"vision_ms": j["vision_encode_ms"] or None, "prefill_tok_s": j["prefill_tok_s"],
-            "decode_tok_s": j["decode_tok_s"], "prefill_tokens": j["prefill_tokens"]}
+            "decode_tok_s": j["decode_tok_s"], "prefill_tokens": j["prefill_tokens"],
+            "decode_weight_gb_s": j["decode_weight_gb_s"], "read_probe_gb_s": j["roofline_gb_s"]}
 
 
 def llama_bench(bin_dir, gguf, threads, prompt, decode):
