@@ -217,7 +217,17 @@ int32_t GrammarMatcher::MakeState(std::vector<int32_t> work) {
     }
   }
   if (st.stacks.empty() && !st.complete) return kDead;
-  std::sort(st.stacks.begin(), st.stacks.end());
+  if (st.stacks.size() * 16 > stacks_.size()) {
+    // Large sets (thousands of stacks, on overlapping patterns): in order by one scan of the
+    // visited marks, instead of a sort (16 % of json_schema_fuzz's time went to std::sort).
+    st.stacks.clear();
+    for (size_t i = 0; i < std::min(seen_.size(), stacks_.size()); ++i) {
+      if (seen_[i] == mark_ && !g_->nodes[stacks_[i].node].bytes.empty())
+        st.stacks.push_back(static_cast<int32_t>(i));
+    }
+  } else {
+    std::sort(st.stacks.begin(), st.stacks.end());
+  }
   st.dist = kFar;
   for (int32_t s : st.stacks) st.dist = std::min(st.dist, stack_dist_[s]);
   if (st.complete) st.dist = 0;
