@@ -25,7 +25,9 @@ anything else runs: measure on a quiet machine and repeat (--repeat keeps each e
 Run from the repository root:
   python3 bench/peers/run.py --llama-bin LLAMA/build-ocular-peers/bin \\
       --model fullsize/pg2 --ggufs peers [--size 224] [--threads 2] [--gemma3-gguf FILE]
-Missing pieces are skipped (a column of "-"); --json also prints the raw numbers.
+Missing pieces are skipped (a column of "-"); a run that fails shows how in its cells
+("crashed (SIGILL)", "failed (exit 1)"; llama-bench's prefill and decode then run apart, so a
+crash in one leaves the other's figure). --json also prints the raw numbers.
 """
 
 import argparse
@@ -33,6 +35,7 @@ import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -108,18 +111,31 @@ print(json.dumps(best))
 
 
 def sh(cmd, **kw):
+    """The finished process, or None when it failed (sh.failure then says how: the table shows
+    "crashed (SIGILL)" or "failed (exit 1)" in place of a figure)."""
     print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
     p = subprocess.run(cmd, capture_output=True, text=True, check=False,
                        stdin=subprocess.DEVNULL, **kw)
     if p.returncode != 0:
         print(p.stdout[-2000:] + p.stderr[-2000:], file=sys.stderr)
+        rc = p.returncode
+        sh.failure = f"crashed ({signal.Signals(-rc).name})" if rc < 0 else f"failed (exit {rc})"
         return None
     return p
 
 
 def best(runs, key, higher=True):
-    vals = [r[key] for r in runs if r and r.get(key)]
-    return (max(vals) if higher else min(vals)) if vals else None
+    """The best figure of the runs; else how they failed (a string); else None."""
+    vals = [r[key] for r in runs if r and isinstance(r.get(key), (int, float)) and r[key]]
+    if vals:
+        return max(vals) if higher else min(vals)
+    return next((r[key] for r in runs if r and isinstance(r.get(key), str)), None)
+
+
+def fastest(times):
+    """The least of the times; else how the runs failed (a string); else None."""
+    nums = [t for t in times if isinstance(t, (int, float)) and t]
+    return min(nums) if nums else next((t for t in times if isinstance(t, str)), None)
 
 
 def ocular_bench(ocular, model, threads, text_tokens, decode, mmproj=None, extra=(), warmup=True):
@@ -135,14 +151,24 @@ def ocular_bench(ocular, model, threads, text_tokens, decode, mmproj=None, extra
 
 
 def llama_bench(bin_dir, gguf, threads, prompt, decode):
-    p = sh([os.path.join(bin_dir, "llama-bench"), "-m", gguf, "-t", str(threads), "-p", str(prompt),
-            "-n", str(decode), "-r", "3", "-o", "json"])
-    if p is None:
-        return None
+    """prefill_tok_s and decode_tok_s; when the run fails, each test runs alone so that one
+    crashing (llama.cpp's quantized GEMMs have crashed on some CPUs) leaves the other's figure,
+    and the failed one says how it failed."""
+    def run(n_prompt, n_gen):
+        return sh([os.path.join(bin_dir, "llama-bench"), "-m", gguf, "-t", str(threads),
+                   "-p", str(n_prompt), "-n", str(n_gen), "-r", "3", "-o", "json"])
+
+    def figures(p):
+        return {("prefill_tok_s" if row.get("n_prompt", 0) > 0 else "decode_tok_s"): row["avg_ts"]
+                for row in json.loads(p.stdout)}
+
+    p = run(prompt, decode)
+    if p is not None:
+        return figures(p)
     out = {}
-    for row in json.loads(p.stdout):
-        key = "prefill_tok_s" if row.get("n_prompt", 0) > 0 else "decode_tok_s"
-        out[key] = row["avg_ts"]
+    for key, n_prompt, n_gen in (("prefill_tok_s", prompt, 0), ("decode_tok_s", 0, decode)):
+        p = run(n_prompt, n_gen)
+        out.update(figures(p) if p is not None else {key: sh.failure})
     return out
 
 
@@ -152,7 +178,7 @@ def llama_encode_ms(bin_dir, stub, mmproj, image, threads, flash, template=True)
            # a stub carries no template; mtmd-cli needs one
            + (["--chat-template", "gemma"] if template else []))
     if p is None:
-        return None
+        return sh.failure
     # "image slice encoded in N ms" (older builds) or "mtmd batch encoding done in N ms".
     m = re.search(r"encod(?:ed|ing done) in\s+([0-9.]+)\s*ms", p.stdout + p.stderr)
     return float(m.group(1)) if m else None
@@ -167,11 +193,13 @@ def hf_bench(python, model, threads, text_tokens, decode, script=HF_BENCH):
 
 
 def fmt(v, unit):
-    return "-" if v is None else f"{v:.1f} {unit}" if unit == "ms" else f"{v:.2f} {unit}"
+    if v is None or isinstance(v, str):  # missing, or how the engine failed
+        return v or "-"
+    return f"{v:.1f} {unit}" if unit == "ms" else f"{v:.2f} {unit}"
 
 
 def ratio(ours, peer, lower_is_better):
-    if ours is None or peer is None:
+    if not isinstance(ours, (int, float)) or not isinstance(peer, (int, float)):
         return "-"
     return f"{(peer / ours if lower_is_better else ours / peer):.2f}x"
 
@@ -243,11 +271,10 @@ def run_qwen(a, model, raw, pair=None):
             qwen_pair_round(a, pair, pixels, image, n, lc)
     n_prompt = next((r["prefill_tokens"] for r in o if r), None)
     px = next((r["image_px"] for r in h if r), None)
-    encs = [v for v in lc["encode"] if v]
     vals = {k: {"ocular": best(o, k, k != "vision_ms"), "transformers": best(h, k, k != "vision_ms"),
                 "ocular (pair)": best(lc["ocular"], k, k != "vision_ms")}
             for k in ("vision_ms", "prefill_tok_s", "decode_tok_s")}
-    vals["vision_ms"]["llama.cpp"] = min(encs) if encs else None
+    vals["vision_ms"]["llama.cpp"] = fastest(lc["encode"])
     for k in ("prefill_tok_s", "decode_tok_s"):
         vals[k]["llama.cpp"] = best(lc["llama"], k)
     raw[os.path.basename(model.rstrip("/"))] = {"ocular": o, "transformers": h, "pair": lc,
@@ -278,8 +305,7 @@ def run_pair(a, text, mmproj, image, raw):
             enc.append(llama_encode_ms(a.llama_bin, text, mmproj, image, a.threads, flash, False))
         l.append(llama_bench(a.llama_bin, text, a.threads, n_prompt, a.decode))
     n_prompt = next((r["prefill_tokens"] for r in o if r), a.text_tokens)
-    encs = [v for v in enc if v]
-    vals = {"vision": {"ocular": best(o, "vision_ms", False), "llama.cpp": min(encs) if encs else None},
+    vals = {"vision": {"ocular": best(o, "vision_ms", False), "llama.cpp": fastest(enc)},
             "prefill": {"ocular": best(o, "prefill_tok_s"), "llama.cpp": best(l, "prefill_tok_s")},
             "decode": {"ocular": best(o, "decode_tok_s"), "llama.cpp": best(l, "decode_tok_s")}}
     raw[os.path.basename(text)] = {"ocular": o, "llama_bench": l, "llama_encode_ms": enc,
@@ -341,9 +367,8 @@ def main():
                 enc_off.append(llama_encode_ms(a.llama_bin, stub, mmproj, image, a.threads, "off"))
         h = [] if a.no_hf else [hf_bench(a.python, a.model, a.threads, a.text_tokens, a.decode)
                                 for _ in range(a.repeat)]
-        enc = [v for v in enc_on + enc_off if v]
         vals = {
-            "vision": {"ocular": best(o, "vision_ms", False), "llama.cpp": min(enc) if enc else None,
+            "vision": {"ocular": best(o, "vision_ms", False), "llama.cpp": fastest(enc_on + enc_off),
                        "transformers": best(h, "vision_ms", False)},
             "prefill": {"ocular": best(o, "prefill_tok_s"), "llama.cpp": best(l, "prefill_tok_s"),
                         "transformers": best(h, "prefill_tok_s")},
