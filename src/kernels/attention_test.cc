@@ -118,7 +118,7 @@ TEST(AttentionTest, EveryIsaMatchesReferenceAndNaiveFormula) {
                                       ldk,          ldv,        c.d,         scale, c.softcap,
                                       begin.data(), end.data(), want.data(), ldo,   false};
     std::vector<float> scratch(kernels::AttentionScratchFloats(c.Tk, c.d));
-    ref::AttentionItems(args, 0, kernels::AttentionItemCount(c.Tq, c.Hq), scratch.data());
+    ref::AttentionItems(args, 0, kernels::AttentionItemCount(c.Tq, c.Hq, c.Hkv), scratch.data());
     for (int64_t i = 0; i < c.Tq; ++i) {
       ExpectClose(want.data() + i * ldo, naive.data() + i * c.Hq * c.d, mag.data() + i * c.Hq * c.d,
                   c.Hq * c.d, 2e-6, 1e-30, "ref vs naive");
@@ -138,6 +138,55 @@ TEST(AttentionTest, EveryIsaMatchesReferenceAndNaiveFormula) {
         }
       }
     });
+  }
+}
+
+// Decode with grouped-query attention: one item takes a query × all heads of a KV head
+// (kernel_table.h AttentionItemAt). The outputs equal those of each head alone, bit for bit,
+// on every ISA, in f32 and bf16, from f32 and bf16 KV rows.
+TEST(AttentionTest, GroupedHeadsEqualOneHeadAtATime) {
+  const int64_t Hq = 8, Hkv = 2, d = 40, Tk = 300, kvdim = Hkv * d;
+  std::vector<float> k = RandomFloats(Tk * kvdim, 41, -2.0f, 2.0f);
+  std::vector<float> v = RandomFloats(Tk * kvdim, 42);
+  {
+    TestExec r(1, Precision::kBF16);
+    ops::CastToActivation(r.ex, k.data(), Tk * kvdim);
+    ops::CastToActivation(r.ex, v.data(), Tk * kvdim);
+  }
+  std::vector<uint16_t> k16(k.size()), v16(v.size());
+  for (size_t i = 0; i < k.size(); ++i) k16[i] = F32ToBF16(k[i]), v16[i] = F32ToBF16(v[i]);
+  for (int64_t Tq : {1, 3}) {
+    ASSERT_TRUE(kernels::AttentionGroupsHeads(Tq, Hq, Hkv));
+    std::vector<float> q = RandomFloats(Tq * Hq * d, 43, -2.0f, 2.0f);
+    std::vector<int32_t> begin(Tq, 0), end(Tq);
+    for (int64_t i = 0; i < Tq; ++i) end[i] = static_cast<int32_t>(Tk - Tq + i + 1);
+    for (Precision precision : {Precision::kF32, Precision::kBF16}) {
+      for (bool kv_bf16 : {false, true}) {
+        ForEachIsa([&](const std::string& isa) {
+          SCOPED_TRACE(isa + " Tq=" + std::to_string(Tq) + " bf16 KV " + std::to_string(kv_bf16));
+          TestExec t(2, precision);
+          const void* kp = kv_bf16 ? static_cast<const void*>(k16.data()) : k.data();
+          const void* vp = kv_bf16 ? static_cast<const void*>(v16.data()) : v.data();
+          std::vector<float> grouped(Tq * Hq * d), alone(Tq * Hq * d);
+          ops::Attention(t.ex, q.data(), Tq, Hq, Hq * d, {kp, vp, kv_bf16, 0, Tk, kvdim, kvdim},
+                         Hkv, d, 0.15f, 0.0f, begin.data(), end.data(), grouped.data(), Hq * d);
+          const size_t element = kv_bf16 ? 2 : 4;
+          for (int64_t h = 0; h < Hq; ++h) {  // one head, its KV head's columns
+            const size_t offset = static_cast<size_t>(h / (Hq / Hkv) * d) * element;
+            const ops::KvRows kv{static_cast<const char*>(kp) + offset,
+                                 static_cast<const char*>(vp) + offset,
+                                 kv_bf16,
+                                 0,
+                                 Tk,
+                                 kvdim,
+                                 kvdim};
+            ops::Attention(t.ex, q.data() + h * d, Tq, 1, Hq * d, kv, 1, d, 0.15f, 0.0f,
+                           begin.data(), end.data(), alone.data() + h * d, Hq * d);
+          }
+          for (size_t i = 0; i < grouped.size(); ++i) ASSERT_EQ(grouped[i], alone[i]) << i;
+        });
+      }
+    }
   }
 }
 
@@ -330,7 +379,7 @@ TEST(AttentionTest, Bf16DotProductKernelEqualsPlainKernel) {
       q.data(), Tq, Hq,   Hq * d, kb.data(),    vb.data(),  true,         0,      Tk,  Hkv, ld,
       ld,       d,  0.3f, 0.0f,   begin.data(), end.data(), plain.data(), Hq * d, true};
   std::vector<float> scratch(kernels::AttentionScratchFloats(Tk, d));
-  table.attention_items(args, 0, kernels::AttentionItemCount(Tq, Hq), scratch.data());
+  table.attention_items(args, 0, kernels::AttentionItemCount(Tq, Hq, Hkv), scratch.data());
   kernels::AttentionArgs dot_args = args;
   dot_args.out = dot.data();
   std::vector<float> dot_scratch(kernels::AttentionDotScratchFloats(Tk, d));

@@ -36,10 +36,31 @@ struct AttentionArgs {
 
 // Attention work item: one head × a block of up to kAttentionQueryBlock consecutive queries
 // (item = head * ceil(Tq / kAttentionQueryBlock) + block), so a kernel can share each K/V
-// row it loads among the block's queries.
+// row it loads among the block's queries. With grouped-query attention and fewer queries
+// than query heads per KV head (decode: one query), an item is instead one query × the
+// heads of one KV head (item = kv_head * Tq + query), whose K/V rows it loads once for all of
+// them (one head at a time read a long context's K/V once per head, from memory). Either way
+// each output is the same sums in the same order.
 inline constexpr int64_t kAttentionQueryBlock = 32;
-inline int64_t AttentionItemCount(int64_t Tq, int64_t Hq) {
+struct AttentionItem {
+  int64_t i_begin, i_end, h_begin, h_end;  // queries [i_begin, i_end) × heads [h_begin, h_end)
+};
+inline bool AttentionGroupsHeads(int64_t Tq, int64_t Hq, int64_t Hkv) {
+  const int64_t group = Hq / Hkv;
+  return group > 1 && Tq < group && group <= kAttentionQueryBlock;
+}
+inline int64_t AttentionItemCount(int64_t Tq, int64_t Hq, int64_t Hkv) {
+  if (AttentionGroupsHeads(Tq, Hq, Hkv)) return Tq * Hkv;
   return Hq * ((Tq + kAttentionQueryBlock - 1) / kAttentionQueryBlock);
+}
+inline AttentionItem AttentionItemAt(int64_t Tq, int64_t Hq, int64_t Hkv, int64_t item) {
+  if (AttentionGroupsHeads(Tq, Hq, Hkv)) {
+    const int64_t group = Hq / Hkv, i = item % Tq, h = item / Tq * group;
+    return {i, i + 1, h, h + group};
+  }
+  const int64_t blocks = (Tq + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
+  const int64_t i = item % blocks * kAttentionQueryBlock, h = item / blocks;
+  return {i, i + kAttentionQueryBlock < Tq ? i + kAttentionQueryBlock : Tq, h, h + 1};
 }
 // Floats of scratch one attention_items call needs.
 inline int64_t AttentionScratchFloats(int64_t Tk, int64_t d) {

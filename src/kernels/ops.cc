@@ -652,7 +652,7 @@ void Attention(const Exec& ex, const float* q, int64_t Tq, int64_t Hq, int64_t l
                  });
     return;
   }
-  ForItemUnits(ex, threads, kernels::AttentionItemCount(Tq, Hq),
+  ForItemUnits(ex, threads, kernels::AttentionItemCount(Tq, Hq, Hkv),
                ArenaFloats(kernels::AttentionScratchFloats(kv.Tk, d)),
                [&](int64_t begin, int64_t end, float* scratch) {
                  table.attention_items(args, begin, end, scratch);

@@ -825,17 +825,42 @@ void AttentionDotItems(const kernels::AttentionArgs& p, const kernels::Attention
   }
 }
 
-void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end, float* scratch) {
-  const int64_t blocks = kernels::AttentionItemCount(p.Tq, 1);
+// Heads [h0, h1) of one KV head × query i as the queries of one AttentionBlock (the heads'
+// rows are d apart in q and out; K/V from their KV head): each K/V row it loads serves them all.
+template <class KV>
+void AttentionHeads(const kernels::AttentionArgs& p, int64_t i, int64_t h0, int64_t h1,
+                    float* scratch) {
+  int32_t begin[kernels::kAttentionQueryBlock], end[kernels::kAttentionQueryBlock];
+  std::fill_n(begin, h1 - h0, p.key_begin[i]);
+  std::fill_n(end, h1 - h0, p.key_end[i]);
+  const int64_t kv_offset = h0 / (p.Hq / p.Hkv) * p.d;
+  kernels::AttentionArgs heads = p;
+  heads.q = p.q + i * p.ldq + h0 * p.d;
+  heads.Tq = h1 - h0, heads.ldq = p.d, heads.Hq = 1, heads.Hkv = 1;
+  heads.k = static_cast<const KV*>(p.k) + kv_offset;
+  heads.v = static_cast<const KV*>(p.v) + kv_offset;
+  heads.key_begin = begin, heads.key_end = end;
+  heads.out = p.out + i * p.ldo + h0 * p.d, heads.ldo = p.d;
+  AttentionBlock<KV>(heads, 0, h1 - h0, 0, scratch);
+}
+
+template <class KV>
+void AttentionItemsT(const kernels::AttentionArgs& p, int64_t begin, int64_t end, float* scratch) {
   for (int64_t item = begin; item < end; ++item) {
-    const int64_t h = item / blocks;
-    const int64_t i_begin = item % blocks * kernels::kAttentionQueryBlock;
-    const int64_t i_end = std::min(p.Tq, i_begin + kernels::kAttentionQueryBlock);
-    if (p.kv_bf16) {
-      AttentionBlock<BF16>(p, i_begin, i_end, h, scratch);
+    const kernels::AttentionItem it = kernels::AttentionItemAt(p.Tq, p.Hq, p.Hkv, item);
+    if (it.h_end - it.h_begin > 1) {
+      AttentionHeads<KV>(p, it.i_begin, it.h_begin, it.h_end, scratch);
     } else {
-      AttentionBlock<float>(p, i_begin, i_end, h, scratch);
+      AttentionBlock<KV>(p, it.i_begin, it.i_end, it.h_begin, scratch);
     }
+  }
+}
+
+void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end, float* scratch) {
+  if (p.kv_bf16) {
+    AttentionItemsT<BF16>(p, begin, end, scratch);
+  } else {
+    AttentionItemsT<float>(p, begin, end, scratch);
   }
 }
 

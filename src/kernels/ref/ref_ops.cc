@@ -242,12 +242,11 @@ void AttentionOne(const kernels::AttentionArgs& p, int64_t i, int64_t h, int64_t
 
 void AttentionItems(const kernels::AttentionArgs& p, int64_t begin, int64_t end, float* scratch) {
   const int64_t group = p.Hq / p.Hkv;
-  const int64_t blocks = kernels::AttentionItemCount(p.Tq, 1);
   for (int64_t item = begin; item < end; ++item) {
-    const int64_t h = item / blocks, kvh = h / group;
-    const int64_t i_begin = item % blocks * kernels::kAttentionQueryBlock;
-    const int64_t i_end = std::min(p.Tq, i_begin + kernels::kAttentionQueryBlock);
-    for (int64_t i = i_begin; i < i_end; ++i) AttentionOne(p, i, h, kvh, scratch);
+    const kernels::AttentionItem it = kernels::AttentionItemAt(p.Tq, p.Hq, p.Hkv, item);
+    for (int64_t h = it.h_begin; h < it.h_end; ++h) {
+      for (int64_t i = it.i_begin; i < it.i_end; ++i) AttentionOne(p, i, h, h / group, scratch);
+    }
   }
 }
 
