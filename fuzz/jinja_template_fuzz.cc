@@ -23,7 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (t.status().message().rfind("[jinja] ", 0) != 0) std::abort();
     return 0;
   }
-  auto r = t->Render(context, 0);
+  // 1/100 of the step limit: the limit is still reached, at 1/100 of the cost (templates that
+  // loop up to it held this target at ~260 executions per second).
+  auto r = t->Render(context, 0, ocular::jinja::Template::kMaxSteps / 100);
   if (r.ok() && r->size() > (16u << 20)) std::abort();
   if (!r.ok() && r.status().message().rfind("[jinja] ", 0) != 0) std::abort();
   return 0;

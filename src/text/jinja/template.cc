@@ -10,7 +10,6 @@
 namespace ocular::jinja {
 namespace {
 
-constexpr int64_t kMaxSteps = 5'000'000;
 constexpr int kMaxCallDepth = 100;
 
 struct Scope {
@@ -28,8 +27,8 @@ struct Scope {
 
 class Renderer {
  public:
-  Renderer(std::shared_ptr<Scope> globals, std::time_t now)
-      : scope_(std::move(globals)), now_(now) {}
+  Renderer(std::shared_ptr<Scope> globals, std::time_t now, int64_t max_steps)
+      : scope_(std::move(globals)), now_(now), max_steps_(max_steps) {}
   // A macro holds the scope it was defined in, which holds the macro (or reaches it through
   // its parents, a namespace, a list): every such cycle passes through a closure, so emptying
   // the closures frees them all.
@@ -69,8 +68,8 @@ class Renderer {
 
  private:
   void Step() {
-    if (++steps_ > kMaxSteps) {
-      Fail(StatusCode::kResourceExhausted, StrCat("more than ", kMaxSteps, " steps"));
+    if (++steps_ > max_steps_) {
+      Fail(StatusCode::kResourceExhausted, StrCat("more than ", max_steps_, " steps"));
     }
   }
   static void Append(std::string* out, std::string_view s) {
@@ -392,7 +391,7 @@ class Renderer {
   std::shared_ptr<Scope> scope_;
   std::vector<std::shared_ptr<Scope>> closures_;  // the scopes macros were defined in
   std::time_t now_;
-  int64_t steps_ = 0;
+  int64_t steps_ = 0, max_steps_;
   int depth_ = 0;
 };
 
@@ -413,8 +412,8 @@ StatusOr<Template> Template::Parse(std::string_view source, std::string where) {
   return t;
 }
 
-StatusOr<std::string> Template::Render(const nlohmann::ordered_json& context,
-                                       std::time_t now) const {
+StatusOr<std::string> Template::Render(const nlohmann::ordered_json& context, std::time_t now,
+                                       int64_t max_steps) const {
   if (!context.is_object()) {
     return ocular::Error(StatusCode::kInvalidArgument, "jinja", where_,
                          ": context must be an object");
@@ -422,7 +421,7 @@ StatusOr<std::string> Template::Render(const nlohmann::ordered_json& context,
   try {
     auto globals = std::make_shared<Scope>();
     for (const auto& [k, v] : context.items()) globals->vars[k] = FromJson(v);
-    Renderer r(globals, now);
+    Renderer r(globals, now, max_steps);
     std::string out;
     if (r.Exec(*body_, &out) != Renderer::Flow::kNormal) {
       Fail(StatusCode::kInternal, "break or continue outside a loop");

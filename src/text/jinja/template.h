@@ -34,9 +34,12 @@ class Template {
   static StatusOr<Template> Parse(std::string_view source, std::string where);
 
   // Renders with the variables of `context` (a JSON object; null is Python's None).
-  // `now` is the time strftime_now formats (local time).
+  // `now` is the time strftime_now formats (local time). A render that takes more than
+  // `max_steps` steps (statements, expressions, loop iterations) fails: hostile templates.
+  static constexpr int64_t kMaxSteps = 5'000'000;
   StatusOr<std::string> Render(const nlohmann::ordered_json& context,
-                               std::time_t now = std::time(nullptr)) const;
+                               std::time_t now = std::time(nullptr),
+                               int64_t max_steps = kMaxSteps) const;
 
  private:
   std::shared_ptr<const std::vector<std::unique_ptr<Node>>> body_;
