@@ -58,7 +58,7 @@ FUZZ_SECONDS ?= 300
 fuzz-deep: asan-build
 	@scripts/fuzz build-asan --seconds $(FUZZ_SECONDS) --corpus fuzz-corpus $(if $(FUZZ_ONLY),--targets $(FUZZ_ONLY))
 
-# The same targets without ASan (UBSan only, -O2; build-fuzz-ubsan): 2-4x the executions per
+# The same targets without ASan (UBSan only, -O2; build-fuzz-ubsan): about 2x the executions per
 # second, for depth; the ledger records each run's sanitizers.
 fuzz-ubsan-build: setup
 	@scripts/setup --fuzz
