@@ -97,11 +97,13 @@ Frag GrammarBuilder::Optional(Frag a) { return Skippable(a, /*repeat=*/false); }
 
 Frag GrammarBuilder::Star(Frag a) { return Skippable(a, /*repeat=*/true); }
 
+Status GrammarBuilder::TooLarge() {
+  return Error(StatusCode::kInvalidArgument, "grammar", "the grammar needs more than ", kMaxNodes,
+               " automaton nodes (lower maxLength / maxItems / repetition counts)");
+}
+
 StatusOr<Grammar> GrammarBuilder::Finish(int32_t root) {
-  if (too_large_) {
-    return Error(StatusCode::kInvalidArgument, "grammar", "the grammar needs more than ", kMaxNodes,
-                 " automaton nodes (lower maxLength / maxItems / repetition counts)");
-  }
+  if (too_large_) return TooLarge();
   for (size_t r = 0; r < g_.rule_start.size(); ++r) {
     if (g_.rule_start[r] < 0) {
       return Error(StatusCode::kInternal, "grammar", "rule '", g_.rule_name[r], "' has no body");

@@ -78,16 +78,19 @@ class GrammarBuilder {
   template <typename Make>
   Frag Repeat(Make&& make, int min, int max) {
     Frag f = Empty();
-    for (int i = 0; i < min; ++i) f = Seq(f, make());
+    // Past the node cap nothing more is built (nested counts would multiply the work).
+    for (int i = 0; i < min && !too_large_; ++i) f = Seq(f, make());
     if (max < 0) return Seq(f, Star(make()));
     // Optional tail a(b(c)?)?)? built from the back, so each skip ends the repetition.
     Frag tail = Empty();
-    for (int i = min; i < max; ++i) tail = Optional(Seq(make(), tail));
+    for (int i = min; i < max && !too_large_; ++i) tail = Optional(Seq(make(), tail));
     return Seq(f, tail);
   }
 
   // Error when the grammar grew past kMaxNodes; else the grammar with `root` as its root.
   StatusOr<Grammar> Finish(int32_t root);
+  // Finish's error for a grammar past kMaxNodes (also for one refused before it is built).
+  static Status TooLarge();
   int32_t node_count() const { return static_cast<int32_t>(g_.nodes.size()); }
 
  private:

@@ -3,6 +3,7 @@
 // byte-range splitting of text/grammar.cc), as XGrammar's regex converter and llama.cpp's
 // json-schema-to-grammar `_visit_pattern` also lower `pattern` to their grammars.
 #include <algorithm>
+#include <cstdint>
 
 #include "text/grammar.h"
 #include "text/utf8.h"
@@ -18,6 +19,26 @@ struct Re {
   std::vector<Re> kids;    // kSeq, kAlt: the parts; kRepeat: one
   int min = 0, max = -1;   // kRepeat
 };
+
+// A lower bound of the automaton nodes Build(re) makes (each class at least one, each copy of
+// a repetition its own), saturating at kMaxNodes + 1: nested counts ({52}{852}) are refused
+// from the counts alone instead of being expanded up to the cap.
+int64_t MinNodes(const Re& re) {
+  constexpr int64_t kOver = GrammarBuilder::kMaxNodes + 1;
+  switch (re.kind) {
+    case Re::kClass:
+      return 1;
+    case Re::kRepeat: {
+      const int64_t copies = re.max < 0 ? re.min + 1 : re.max;
+      return std::min(kOver, copies * MinNodes(re.kids[0]));
+    }
+    default: {
+      int64_t n = 0;
+      for (const Re& k : re.kids) n = std::min(kOver, n + MinNodes(k));
+      return n;
+    }
+  }
+}
 
 CodepointRanges Normalize(CodepointRanges r) {
   std::sort(r.begin(), r.end());
@@ -424,6 +445,9 @@ StatusOr<Frag> CompileRegex(std::string_view pattern, const RegexOptions& option
   std::vector<Re> alts;
   std::vector<std::pair<bool, bool>> anchors;
   OCULAR_RETURN_IF_ERROR(parser.ParseTop(&alts, &anchors));
+  int64_t nodes = b->node_count();
+  for (const Re& re : alts) nodes += MinNodes(re);
+  if (nodes > GrammarBuilder::kMaxNodes) return GrammarBuilder::TooLarge();
   Emitter emit(b, options.json_string);
   std::vector<Frag> frags;
   for (size_t i = 0; i < alts.size(); ++i) {

@@ -142,6 +142,23 @@ TEST(GrammarTest, RegexRefusesWhatItDoesNotImplement) {
   }
 }
 
+// Nested repetition counts multiply: refused from the counts before anything is built
+// (json_schema_fuzz found `[^mo-za]?{52}{852}`, which took seconds to reach the node cap), with
+// the node cap's error; a pattern just under the cap still compiles.
+TEST(GrammarTest, NestedRepetitionsPastTheCapAreRefusedBeforeBuilding) {
+  for (const char* p : {"(a{10000}){10000}", "[^mo-za]?{52}{852}{1000}", "((ab){300}c){5000}",
+                        "(x|y{3000}){700}"}) {
+    GrammarBuilder b;
+    const StatusOr<Frag> f = CompileRegex(p, {}, &b);
+    ASSERT_FALSE(f.ok()) << p;
+    EXPECT_EQ(f.status().message().rfind("[grammar] the grammar needs more than 2000000", 0), 0u)
+        << f.status().ToString();
+    EXPECT_LT(b.node_count(), 10) << p;  // nothing was expanded
+  }
+  EXPECT_TRUE(RegexGrammar("(a{1000}){100}").ok());
+  EXPECT_TRUE(RegexGrammar("a{10000}").ok());
+}
+
 // Every token the mask allows is accepted by Accept, and no other one is (checked over the
 // byte vocabulary along a JSON text).
 TEST(GrammarTest, MaskAgreesWithAccept) {
