@@ -48,7 +48,10 @@ OCULAR_AMX_TARGET void LoadConfig() {
     c.rows[t] = 16;
     c.colsb[t] = 64;
   }
-  _tile_loadconfig(&c);
+  // LDTILECFG with all 64 bytes as the asm's input: GCC 12's _tile_loadconfig names only the
+  // first 8, so it may drop the stores that set the rows and columns (seen in another kernel:
+  // tiles left unconfigured, SIGILL at the first tile instruction).
+  __asm__ volatile("ldtilecfg %0" : : "m"(c));
 }
 
 // C[nb][g] (tile 2 nb + g) += over `steps` steps of 16 pairs: A = weight rows a[nb] (row stride
