@@ -343,52 +343,59 @@ TEST(AttentionTest, Bf16DotProductPathMatchesScalarTwin) {
   }
 }
 
-// The dot-product kernel itself (called directly, so the test cannot pass by falling back):
-// it equals the plain kernel of the same ISA within one bf16 rounding step.
+// The dot-product kernel itself (called directly, so the test cannot pass by falling back), on
+// every ISA that has it (avx512: vdpbf16ps products; amx: AMX tiles): it equals the plain
+// kernel of the same ISA within one bf16 rounding step.
 TEST(AttentionTest, Bf16DotProductKernelEqualsPlainKernel) {
   const std::string saved = ActiveIsa();
-  ASSERT_TRUE(SetIsa(SupportedIsas().back()).ok());
-  TestExec t(1, Precision::kBF16);
-  const kernels::KernelTable& table = t.backend.table();
-  if (table.attention_dot_items == nullptr) {
-    ASSERT_TRUE(SetIsa(saved).ok());
-    GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  int tested = 0;
+  for (const std::string& isa : SupportedIsas()) {
+    ASSERT_TRUE(SetIsa(isa).ok());
+    TestExec t(1, Precision::kBF16);
+    const kernels::KernelTable& table = t.backend.table();
+    if (table.attention_dot_items == nullptr) continue;
+    ++tested;
+    // d = 40: 20 pairs, a 16-pair step and a 4-pair tail; 37 queries: a last tile of 5 rows;
+    // 45 keys: 3 groups of 16 (the last one partly zero) and d = 40 columns of V: 3 groups.
+    const int64_t Tq = 37, Tk = 45, Hq = 4, Hkv = 2, d = 40, ld = Hkv * d;
+    std::vector<float> q = RandomFloats(Tq * Hq * d, 61, -2.0f, 2.0f);
+    std::vector<uint16_t> kb, vb;
+    for (float x : RandomFloats(Tk * ld, 62, -2.0f, 2.0f)) kb.push_back(F32ToBF16(x));
+    for (float x : RandomFloats(Tk * ld, 63)) vb.push_back(F32ToBF16(x));
+    for (float& x : q) x = BF16ToF32(F32ToBF16(x));
+    // K rows and V columns of each KV head, packed as ops::Attention packs them.
+    const int64_t keys = kernels::AttentionDotKeys(Tk), key_words = keys * d / 2;
+    const int64_t value_pairs = keys / 2, value_words = (d + 15) / 16 * 16 * value_pairs;
+    std::vector<uint32_t> packed_k(Hkv * key_words), packed_v(Hkv * value_words);
+    for (int64_t h = 0; h < Hkv; ++h) {
+      cpu::PackBf16Rows(kb.data() + h * d, Tk, d, ld, packed_k.data() + h * key_words);
+      cpu::PackBf16Columns(vb.data() + h * d, Tk, d, ld, value_pairs,
+                           packed_v.data() + h * value_words);
+    }
+    std::vector<int32_t> begin(Tq), end(Tq);
+    for (int64_t i = 0; i < Tq; ++i) {  // causal, with one empty range
+      begin[i] = i == 5 ? 3 : 0;
+      end[i] = i == 5 ? 3 : static_cast<int32_t>(Tk - Tq + i + 1);
+    }
+    std::vector<float> plain(Tq * Hq * d), dot(Tq * Hq * d, -9.0f), mag(Tq * Hq * d, 1.0f);
+    const kernels::AttentionArgs args{
+        q.data(), Tq, Hq,   Hq * d, kb.data(),    vb.data(),  true,         0,      Tk,  Hkv, ld,
+        ld,       d,  0.3f, 0.0f,   begin.data(), end.data(), plain.data(), Hq * d, true};
+    std::vector<float> scratch(kernels::AttentionScratchFloats(Tk, d));
+    table.attention_items(args, 0, kernels::AttentionItemCount(Tq, Hq, Hkv), scratch.data());
+    kernels::AttentionArgs dot_args = args;
+    dot_args.out = dot.data();
+    std::vector<float> dot_scratch(kernels::AttentionDotScratchFloats(Tk, d));
+    const kernels::AttentionDotArgs packed{packed_k.data(), key_words,   packed_v.data(),
+                                           value_words,     value_pairs, table.gemm_bf16_t};
+    table.attention_dot_items(dot_args, packed, 0, kernels::AttentionDotItemCount(Tq, Hq),
+                              dot_scratch.data());
+    ExpectClose(dot.data(), plain.data(), mag.data(), Tq * Hq * d, 2e-2, 0.0,
+                (isa + " dot vs plain").c_str());
+    for (int64_t j = 0; j < Hq * d; ++j) EXPECT_EQ(dot[5 * Hq * d + j], 0.0f) << isa;  // empty
   }
-  const int64_t Tq = 37, Tk = 45, Hq = 4, Hkv = 2, d = 24, ld = Hkv * d;
-  std::vector<float> q = RandomFloats(Tq * Hq * d, 61, -2.0f, 2.0f);
-  std::vector<uint16_t> kb, vb;
-  for (float x : RandomFloats(Tk * ld, 62, -2.0f, 2.0f)) kb.push_back(F32ToBF16(x));
-  for (float x : RandomFloats(Tk * ld, 63)) vb.push_back(F32ToBF16(x));
-  for (float& x : q) x = BF16ToF32(F32ToBF16(x));
-  // K rows and V columns of each KV head, packed as ops::Attention packs them.
-  const int64_t keys = kernels::AttentionDotKeys(Tk), key_words = keys * d / 2;
-  const int64_t value_pairs = keys / 2, value_words = (d + 15) / 16 * 16 * value_pairs;
-  std::vector<uint32_t> packed_k(Hkv * key_words), packed_v(Hkv * value_words);
-  for (int64_t h = 0; h < Hkv; ++h) {
-    cpu::PackBf16Rows(kb.data() + h * d, Tk, d, ld, packed_k.data() + h * key_words);
-    cpu::PackBf16Columns(vb.data() + h * d, Tk, d, ld, value_pairs,
-                         packed_v.data() + h * value_words);
-  }
-  std::vector<int32_t> begin(Tq), end(Tq);
-  for (int64_t i = 0; i < Tq; ++i) {  // causal, with one empty range
-    begin[i] = i == 5 ? 3 : 0;
-    end[i] = i == 5 ? 3 : static_cast<int32_t>(Tk - Tq + i + 1);
-  }
-  std::vector<float> plain(Tq * Hq * d), dot(Tq * Hq * d, -9.0f), mag(Tq * Hq * d, 1.0f);
-  const kernels::AttentionArgs args{
-      q.data(), Tq, Hq,   Hq * d, kb.data(),    vb.data(),  true,         0,      Tk,  Hkv, ld,
-      ld,       d,  0.3f, 0.0f,   begin.data(), end.data(), plain.data(), Hq * d, true};
-  std::vector<float> scratch(kernels::AttentionScratchFloats(Tk, d));
-  table.attention_items(args, 0, kernels::AttentionItemCount(Tq, Hq, Hkv), scratch.data());
-  kernels::AttentionArgs dot_args = args;
-  dot_args.out = dot.data();
-  std::vector<float> dot_scratch(kernels::AttentionDotScratchFloats(Tk, d));
-  table.attention_dot_items(dot_args,
-                            {packed_k.data(), key_words, packed_v.data(), value_words, value_pairs},
-                            0, kernels::AttentionDotItemCount(Tq, Hq), dot_scratch.data());
-  ExpectClose(dot.data(), plain.data(), mag.data(), Tq * Hq * d, 2e-2, 0.0, "dot vs plain");
-  for (int64_t j = 0; j < Hq * d; ++j) EXPECT_EQ(dot[5 * Hq * d + j], 0.0f);  // empty range
   ASSERT_TRUE(SetIsa(saved).ok());
+  if (tested == 0) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
 }
 
 }  // namespace

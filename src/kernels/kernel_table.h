@@ -72,12 +72,17 @@ inline int64_t AttentionScratchFloats(int64_t Tk, int64_t d) {
 // by the call's work items (one head × up to kAttentionDotQueries consecutive queries):
 // keys: each KV head's K rows [Tk, d], packed rows (ceil(Tk / 16) groups, zero past Tk);
 // values: each KV head's V columns packed (PackBf16Columns, `value_pairs` = padded keys / 2).
+// The products' kernel (cpu/gemm_bf16.h GemmBf16T, or GemmBf16TAmx under amx).
+using GemmBf16TFn = void (*)(const uint32_t* packed, int64_t group_stride, int64_t M, int64_t K,
+                             const uint16_t* w, int64_t ldw, int64_t n0, int64_t n1, float* out,
+                             int64_t ldo);
 struct AttentionDotArgs {
   const uint32_t* keys;
   int64_t keys_head_stride;  // words
   const uint32_t* values;
   int64_t values_head_stride;  // words
   int64_t value_pairs;
+  GemmBf16TFn gemm;  // the table's gemm_bf16_t
 };
 inline constexpr int64_t kAttentionDotQueries = 64;
 inline int64_t AttentionDotItemCount(int64_t Tq, int64_t Hq) {
@@ -150,6 +155,8 @@ struct KernelTable {
                     bool exact_only, uint32_t* packed);
   void (*gemm_bf16)(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0,
                     int64_t n1, float* out, int64_t ldo);
+  // Attention's transposed products (cpu/gemm_bf16.h GemmBf16T; on AMX tiles under amx).
+  GemmBf16TFn gemm_bf16_t;
   // Attention outputs for bf16 dot-product work items [begin, end) (AttentionDotArgs), with
   // torch's bf16 rounding points; needs gemm_bf16. scratch: AttentionDotScratchFloats floats.
   void (*attention_dot_items)(const AttentionArgs& args, const AttentionDotArgs& dot, int64_t begin,

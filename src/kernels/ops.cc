@@ -58,6 +58,7 @@ kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512, boo
     t.matmul_bf16_dot = cpu::MatMulBF16Dot;
     t.pack_bf16 = cpu::PackBf16Rows;
     t.gemm_bf16 = amx ? cpu::GemmBf16Amx : cpu::GemmBf16;
+    t.gemm_bf16_t = amx ? cpu::GemmBf16TAmx : cpu::GemmBf16T;
     t.matmul_bf16_rows = amx ? nullptr : cpu::MatMulBf16Rows;  // GemmBf16's order
     if (amx) t.name = "amx";
   } else {
@@ -644,7 +645,8 @@ void Attention(const Exec& ex, const float* q, int64_t Tq, int64_t Hq, int64_t l
         }
       }
     });
-    const kernels::AttentionDotArgs dot{keys, key_words, values, value_words, value_pairs};
+    const kernels::AttentionDotArgs dot{keys,        key_words,   values,
+                                        value_words, value_pairs, table.gemm_bf16_t};
     ForItemUnits(ex, threads, kernels::AttentionDotItemCount(Tq, Hq),
                  ArenaFloats(kernels::AttentionDotScratchFloats(kv.Tk, d)),
                  [&](int64_t begin, int64_t end, float* scratch) {

@@ -155,6 +155,65 @@ OCULAR_AMX_TARGET void AddTransposed(const float* c, int64_t rows, int64_t cols,
 using PassFn = void (*)(const ATile[2], const uint32_t* const[2], int64_t, float*);
 constexpr PassFn kPasses[2][2] = {{Pass<1, 1>, Pass<1, 2>}, {Pass<2, 1>, Pass<2, 2>}};
 
+// GemmBf16TAmx's tiles: C tmm0-1 (`rows` rows of w × 16 packed rows, f32), A tmm2 (`rows`
+// rows × 16 pairs) and tmm3 (the last `rest` pairs), B tmm4-5 (16 pairs of one packed group)
+// and tmm6-7 (its last `rest` pairs).
+OCULAR_AMX_TARGET void LoadConfigT(int rows, int rest) {
+  TileConfig c;
+  for (int t = 0; t < 8; ++t) {
+    c.rows[t] = t < 4 ? rows : t < 6 || rest == 0 ? 16 : rest;
+    c.colsb[t] = t == 3 && rest > 0 ? 4 * rest : 64;
+  }
+  __asm__ volatile("ldtilecfg %0" : : "m"(c));
+}
+
+// C tiles 0 (group at b0) and, kG = 2, 1 (group at b1) over `full` steps of 16 pairs and
+// `rest` pairs more: A = w's rows at `a` (lda bytes apart), B = the packed groups.
+template <int kG>
+OCULAR_AMX_TARGET void PassT(const char* a, int64_t lda, const char* b0, const char* b1,
+                             int64_t full, int rest) {
+  _tile_zero(0);
+  if constexpr (kG > 1) _tile_zero(1);
+  for (int64_t s = 0; s < full; ++s) {
+    _tile_loadd(2, a + 64 * s, lda);
+    _tile_loadd(4, b0 + 1024 * s, 64);
+    _tile_dpbf16ps(0, 2, 4);
+    if constexpr (kG > 1) {
+      _tile_loadd(5, b1 + 1024 * s, 64);
+      _tile_dpbf16ps(1, 2, 5);
+    }
+  }
+  if (rest > 0) {
+    _tile_loadd(3, a + 64 * full, lda);
+    _tile_loadd(6, b0 + 1024 * full, 64);
+    _tile_dpbf16ps(0, 3, 6);
+    if constexpr (kG > 1) {
+      _tile_loadd(7, b1 + 1024 * full, 64);
+      _tile_dpbf16ps(1, 3, 7);
+    }
+  }
+}
+
+// out[r * ldo + j] = C tile t's element (r, j) for r < rows, j < cols: in place when all 16
+// columns exist, else through a copy.
+OCULAR_AMX_TARGET void StoreT(int t, int rows, int64_t cols, float* out, int64_t ldo) {
+  if (cols >= 16) {
+    if (t == 0) {
+      _tile_stored(0, out, ldo * 4);
+    } else {
+      _tile_stored(1, out, ldo * 4);
+    }
+    return;
+  }
+  alignas(64) float c[256];
+  if (t == 0) {
+    _tile_stored(0, c, 64);
+  } else {
+    _tile_stored(1, c, 64);
+  }
+  for (int r = 0; r < rows; ++r) std::memcpy(out + r * ldo, c + 16 * r, cols * sizeof(float));
+}
+
 }  // namespace
 
 bool AmxBf16Supported() {
@@ -215,6 +274,34 @@ OCULAR_AMX_TARGET void GemmBf16Amx(const uint32_t* packed, int64_t M, int64_t K,
             }
           }
         }
+      }
+    }
+  }
+  _tile_release();
+}
+
+OCULAR_AMX_TARGET void GemmBf16TAmx(const uint32_t* packed, int64_t group_stride, int64_t M,
+                                    int64_t K, const uint16_t* w, int64_t ldw, int64_t n0,
+                                    int64_t n1, float* out, int64_t ldo) {
+  OCULAR_CHECK(K % 2 == 0 && ldw % 2 == 0 && AmxBf16Supported());
+  const int64_t K2 = K / 2, full = K2 / kStep, groups = (M + kGroup - 1) / kGroup;
+  const int rest = static_cast<int>(K2 % kStep);
+  const char* words = reinterpret_cast<const char*>(packed);
+  int configured = 0;
+  for (int64_t n = n0; n < n1; n += 16) {
+    const int rows = static_cast<int>(std::min<int64_t>(16, n1 - n));
+    if (rows != configured) LoadConfigT(configured = rows, rest);
+    const char* a = reinterpret_cast<const char*>(w + n * ldw);
+    for (int64_t g = 0; g < groups; g += 2) {
+      const char* b0 = words + 4 * g * group_stride;
+      float* o = out + n * ldo + g * kGroup;
+      if (groups - g > 1) {
+        PassT<2>(a, 2 * ldw, b0, b0 + 4 * group_stride, full, rest);
+        StoreT(0, rows, 16, o, ldo);
+        StoreT(1, rows, M - (g + 1) * kGroup, o + kGroup, ldo);
+      } else {
+        PassT<1>(a, 2 * ldw, b0, nullptr, full, rest);
+        StoreT(0, rows, M - g * kGroup, o, ldo);
       }
     }
   }

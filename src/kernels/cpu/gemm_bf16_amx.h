@@ -28,4 +28,12 @@ bool AmxBf16Supported();
 void GemmBf16Amx(const uint32_t* packed, int64_t M, int64_t K, const Matrix& w, int64_t n0,
                  int64_t n1, float* out, int64_t ldo);
 
+// As GemmBf16T (gemm_bf16.h, attention's products) on AMX tiles: C = 16 rows of w × one packed
+// group (the packed layout is AMX's B layout), A = w's rows in place, 16 pairs a step and then
+// the last K/2 mod 16 pairs in narrower tiles. Each output sums its own products in pair
+// order, whatever M, N and the split (results differ from GemmBf16T's in the last bits, as
+// GemmBf16Amx's from GemmBf16's). REQUIRES: AmxBf16Supported(), K and ldw even.
+void GemmBf16TAmx(const uint32_t* packed, int64_t group_stride, int64_t M, int64_t K,
+                  const uint16_t* w, int64_t ldw, int64_t n0, int64_t n1, float* out, int64_t ldo);
+
 }  // namespace ocular::cpu

@@ -798,8 +798,8 @@ void AttentionDotBlock(const kernels::AttentionArgs& p, const kernels::Attention
     for (int64_t j = 0; j < p.d; ++j) queries[qi * p.d + j] = Bf16Bits(q[j]);
   }
   const int64_t key_group = p.d / 2 * 16;  // words per packed group of 16 keys
-  cpu::GemmBf16T(dot.keys + kvh * dot.keys_head_stride + b0 / 16 * key_group, key_group, span, p.d,
-                 queries, p.d, 0, nq, s, width);
+  dot.gemm(dot.keys + kvh * dot.keys_head_stride + b0 / 16 * key_group, key_group, span, p.d,
+           queries, p.d, 0, nq, s, width);
   for (int64_t qi = 0; qi < nq; ++qi) {
     float* sr = s + qi * width;
     uint16_t* pr = probs + qi * width;
@@ -810,8 +810,8 @@ void AttentionDotBlock(const kernels::AttentionArgs& p, const kernels::Attention
     Bf16BitsOf(sr + b, e - b, pr + b);  // already bf16 values
   }
   const int64_t value_group = dot.value_pairs * 16;
-  cpu::GemmBf16T(dot.values + kvh * dot.values_head_stride + b0 / 2 * 16, value_group, p.d, span,
-                 probs, width, 0, nq, o0, p.ldo);
+  dot.gemm(dot.values + kvh * dot.values_head_stride + b0 / 2 * 16, value_group, p.d, span, probs,
+           width, 0, nq, o0, p.ldo);
   for (int64_t qi = 0; qi < nq; ++qi) RoundBF16(o0 + qi * p.ldo, p.d);
 }
 
@@ -911,7 +911,8 @@ const kernels::KernelTable kTable = {
     RopeRowBF16,
     AttentionItems,
     ToF32,
-    nullptr,  // pack_bf16, gemm_bf16: set by ops.cc on AVX512_BF16 CPUs (cpu/gemm_bf16.h)
+    nullptr,  // pack_bf16, gemm_bf16, gemm_bf16_t: set by ops.cc on AVX512_BF16 CPUs
+    nullptr,  // (cpu/gemm_bf16.h)
     nullptr,
     // Kept by ops.cc only where the CPU has AVX512_BF16 (it calls gemm_bf16).
     HWY_TARGET == HWY_AVX3 ? AttentionDotItems : nullptr,
