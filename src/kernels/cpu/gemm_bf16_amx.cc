@@ -39,6 +39,11 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
+// LDTILECFG with all 64 bytes of c as the asm's input: GCC 12's _tile_loadconfig names only the
+// first 8, so the compiler may drop the stores that set the rows and columns (it did in an
+// AMX-INT8 kernel tried for the quantized matmuls: tiles left unconfigured, SIGILL).
+inline void LoadTiles(const TileConfig& c) { __asm__ volatile("ldtilecfg %0" : : "m"(c)); }
+
 // Every tile 16 rows of 64 bytes: C tiles tmm0-3 (16 weight rows × 16 activation rows, f32),
 // A tiles tmm4-5 (16 weight rows × 16 column pairs), B tiles tmm6-7 (16 column pairs × 16
 // activation rows: 16 vectors of the packed layout).
@@ -48,10 +53,7 @@ OCULAR_AMX_TARGET void LoadConfig() {
     c.rows[t] = 16;
     c.colsb[t] = 64;
   }
-  // LDTILECFG with all 64 bytes as the asm's input: GCC 12's _tile_loadconfig names only the
-  // first 8, so it may drop the stores that set the rows and columns (seen in another kernel:
-  // tiles left unconfigured, SIGILL at the first tile instruction).
-  __asm__ volatile("ldtilecfg %0" : : "m"(c));
+  LoadTiles(c);
 }
 
 // C[nb][g] (tile 2 nb + g) += over `steps` steps of 16 pairs: A = weight rows a[nb] (row stride
@@ -164,7 +166,7 @@ OCULAR_AMX_TARGET void LoadConfigT(int rows, int rest) {
     c.rows[t] = t < 4 ? rows : t < 6 || rest == 0 ? 16 : rest;
     c.colsb[t] = t == 3 && rest > 0 ? 4 * rest : 64;
   }
-  __asm__ volatile("ldtilecfg %0" : : "m"(c));
+  LoadTiles(c);
 }
 
 // C tiles 0 (group at b0) and, kG = 2, 1 (group at b1) over `full` steps of 16 pairs and
