@@ -27,7 +27,7 @@ namespace ocular::cpu {
 
 // The cache blocking of a product of `groups` packed 16-row groups by K2 column pairs: pairs per
 // depth block (equal depths of at most 640 pairs, from K2 alone: the order in which an output
-// sums them never depends on M) and groups per L2 block. Shared by the AMX GEMM.
+// sums them never depends on M) and groups per L2 block.
 struct Bf16Blocking {
   int64_t groups, pairs;
 };

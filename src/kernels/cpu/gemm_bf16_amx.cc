@@ -242,11 +242,15 @@ OCULAR_AMX_TARGET void GemmBf16Amx(const uint32_t* packed, int64_t M, int64_t K,
   const int64_t group_stride = K2 * kGroup;
   const int64_t lda_bytes = static_cast<int64_t>(w.row_bytes);
   const auto* wbytes = reinterpret_cast<const char*>(w.data);
-  // The AVX-512 GEMM's L2 blocking, its depth rounded up to whole 16-pair steps (so only the
-  // rows' last pairs take the padded path).
-  const Bf16Blocking block = Bf16BlockShape(groups, K2);
-  const int64_t block_groups = block.groups;
-  const int64_t block_pairs = (block.pairs + kStep - 1) / kStep * kStep;
+  // Depth blocks of at most kMaxPairs pairs (equal, whole 16-pair steps, from K alone) and L2
+  // blocks of packed activations up to kBlockWords: deeper than the AVX-512 GEMM's blocks
+  // (Bf16BlockShape), so fewer C-tile round trips through the output. kernels_bench, SPR VM,
+  // 2 threads, against those blocks: SigLIP fc2 (K = 4304) 1.12×, Gemma 2 prefill 1.07–1.10×.
+  constexpr int64_t kMaxPairs = 1152, kBlockWords = 320 * 1024;
+  const int64_t depth_blocks = (K2 + kMaxPairs - 1) / kMaxPairs;
+  const int64_t block_pairs = ((K2 + depth_blocks - 1) / depth_blocks + kStep - 1) / kStep * kStep;
+  const int64_t block_groups =
+      std::max<int64_t>(1, std::min(groups, kBlockWords / (kGroup * block_pairs)));
   LoadConfig();
   alignas(64) float c[4 * 256];
   for (int64_t p0 = 0; p0 < K2; p0 += block_pairs) {
