@@ -83,8 +83,10 @@ void BM_MatMul(benchmark::State& state, std::string isa, DType dtype, Precision 
 
 // Quantized weights (random valid blocks: speed does not depend on the values), with int8 or
 // f32 activations (QuantActivations). GB/s counts the weight bytes read per call.
+enum class Packing { kLoad, kStored };
+
 void BM_MatMulQuant(benchmark::State& state, std::string isa, WFormat format, int64_t M, int64_t K,
-                    int64_t N, QuantActivations acts) {
+                    int64_t N, QuantActivations acts, Packing packing) {
   if (!SetIsa(isa).ok()) {
     state.SkipWithError("ISA not supported here");
     return;
@@ -104,8 +106,15 @@ void BM_MatMulQuant(benchmark::State& state, std::string isa, WFormat format, in
       bytes[off + 3] = 0x20;
     }
   }
-  const Matrix w{reinterpret_cast<const std::byte*>(bytes.data()), format, N, K,
-                 static_cast<size_t>(row_bytes)};
+  Matrix w{reinterpret_cast<const std::byte*>(bytes.data()), format, N, K,
+           static_cast<size_t>(row_bytes)};
+  // As the loaders do: the ISA's own layout where it has one (".../stored" keeps the file's).
+  std::vector<std::byte> packed(packing == Packing::kLoad ? ops::PackedWeightBytes(w) : 0);
+  PackedMatrix pm{packed.data(), w.data, w.rows};
+  if (!packed.empty()) {
+    ops::PackWeights(w, packed.data());
+    w.packed = &pm;
+  }
   const std::vector<float> a = Random(M * K, 2);
   std::vector<float> out(M * N);
   BenchExec b;
@@ -293,9 +302,17 @@ int RegisterAll() {
           std::string name =
               std::string("MatMulQuant/") + isa + "/" + WFormatName(f) + "/" + s.name;
           if (acts == QuantActivations::kF32) name += "/f32-act";
-          benchmark::RegisterBenchmark(name.c_str(), BM_MatMulQuant, isa, f, s.M, s.K, s.N, acts)
+          benchmark::RegisterBenchmark(name.c_str(), BM_MatMulQuant, isa, f, s.M, s.K, s.N, acts,
+                                       Packing::kLoad)
               ->Unit(benchmark::kMillisecond)
               ->Apply(Timing);
+          if (f == WFormat::kQ8_0 && acts == QuantActivations::kInt8 &&
+              std::string(isa) != "scalar") {
+            benchmark::RegisterBenchmark((name + "/stored").c_str(), BM_MatMulQuant, isa, f, s.M,
+                                         s.K, s.N, acts, Packing::kStored)
+                ->Unit(benchmark::kMillisecond)
+                ->Apply(Timing);
+          }
         }
       }
     }

@@ -24,6 +24,9 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Drops the whole pages inside [p, p + n) from memory (madvise MADV_DONTNEED: a later read
+  // maps them from the file again). Nothing outside the mapping.
+  void ReleasePages(const void* p, size_t n) const;
 
  private:
   const uint8_t* data_ = nullptr;

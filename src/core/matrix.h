@@ -29,15 +29,30 @@ int64_t WFormatRowBytes(WFormat f, int64_t cols);
 // The float formats a checkpoint tensor can be stored in; false for any other dtype.
 bool WFormatFromDType(DType t, WFormat* out);
 
+// The same values in a kernel's own layout, made once at load (ops::PackWeights): `bytes` holds
+// rows [0, rows) of the matrix whose data was `source`.
+struct PackedMatrix {
+  const std::byte* bytes = nullptr;
+  const std::byte* source = nullptr;
+  int64_t rows = 0;
+};
+
 struct Matrix {
   const std::byte* data = nullptr;
   WFormat format = WFormat::kF32;
   int64_t rows = 0, cols = 0;
   size_t row_bytes = 0;
+  // Optional (kernels that know the layout read it; every other reader uses data). A copy of
+  // the Matrix with other data or rows (a row slice, a join) does not match it and has none.
+  const PackedMatrix* packed = nullptr;
 
   const std::byte* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
   size_t bytes() const { return static_cast<size_t>(rows) * row_bytes; }
   bool empty() const { return data == nullptr; }
+  const std::byte* packed_bytes() const {
+    return packed != nullptr && packed->source == data && packed->rows == rows ? packed->bytes
+                                                                               : nullptr;
+  }
 };
 
 // A [rows, cols] matrix of format f over rows * WFormatRowBytes(f, cols) bytes at data (a GGUF

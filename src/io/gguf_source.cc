@@ -95,7 +95,18 @@ StatusOr<Matrix> GgufSource::GetMatrix(const std::string& name, const Shape& sha
     OCULAR_ASSIGN_OR_RETURN(TensorView f32, Get(name, shape));
     return MatrixFromView(f32, rows, NumElements(shape) / (rows > 0 ? rows : 1));
   }
-  return MatrixFromBlocks(t->data, m.format, rows, NumElements(shape) / (rows > 0 ? rows : 1));
+  m = MatrixFromBlocks(t->data, m.format, rows, NumElements(shape) / (rows > 0 ? rows : 1));
+  if (const size_t bytes = ops::PackedWeightBytes(m); bytes > 0) {
+    std::byte* packed = packed_bytes_.emplace_back(AllocateHugePages(bytes)).get();
+    if (packed == nullptr) {
+      return Error(StatusCode::kResourceExhausted, "gguf", origin(), ": no memory for tensor '",
+                   t->name, "' (", bytes, " bytes)");
+    }
+    ops::PackWeights(m, packed);
+    m.packed = &packed_.emplace_back(PackedMatrix{packed, m.data, m.rows});
+    file_->ReleasePages(m.data, m.bytes());
+  }
+  return m;
 }
 
 }  // namespace ocular

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "io/gguf_source.h"
+#include "kernels/ops.h"
 #include "kernels/quant/blocks.h"
 
 namespace ocular {
@@ -293,6 +295,49 @@ TEST(Gguf, ReadsFileWrittenByGgufPy) {
   std::vector<float> row(32);
   quant::DequantizeRow(WFormat::kQ8_0, q->data + 34, 32, row.data());
   EXPECT_NEAR(row[31], 1.0f, 1e-2f);
+}
+
+// GgufSource::GetMatrix on a q8_0 tensor: under an ISA that packs weights (ops::PackWeights)
+// the matrix comes with its packed copy, and the file's pages it gave back still read as the
+// stored rows; under the others, none.
+TEST(Gguf, SourcePacksQ8_0WhereTheIsaHasALayout) {
+  constexpr int64_t kRows = 37, kCols = 4096;
+  const size_t row_bytes = static_cast<size_t>(WFormatRowBytes(WFormat::kQ8_0, kCols));
+  std::vector<std::byte> want(kRows * row_bytes);
+  std::vector<float> values(kCols);
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t k = 0; k < kCols; ++k) values[k] = 0.001f * static_cast<float>((r * 31 + k) % 97);
+    quant::QuantizeRow(WFormat::kQ8_0, values.data(), kCols, want.data() + r * row_bytes);
+  }
+  GgufWriter w;
+  w.AddTensor("w", {kRows, kCols}, WFormat::kQ8_0);
+  const std::string path = TempPath("packed.gguf");
+  ASSERT_TRUE(w.Write(path, [&](size_t, std::byte* out, size_t n) -> Status {
+                 std::memcpy(out, want.data(), n);
+                 return Status::Ok();
+               }).ok());
+  auto file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  const GgufSource source(std::shared_ptr<const GgufFile>(std::move(*file)), {{"w", "w"}});
+  const std::string saved = ActiveIsa();
+  int packed = 0;
+  for (const std::string& isa : SupportedIsas()) {
+    ASSERT_TRUE(SetIsa(isa).ok());
+    auto m = source.GetMatrix("w", {kRows, kCols});
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const size_t bytes = ops::PackedWeightBytes(*m);
+    EXPECT_EQ(m->packed_bytes() != nullptr, bytes > 0) << isa;
+    if (bytes > 0) {
+      std::vector<std::byte> expect(bytes);
+      ops::PackWeights(*m, expect.data());
+      EXPECT_EQ(std::memcmp(m->packed_bytes(), expect.data(), bytes), 0) << isa;
+      ++packed;
+    }
+    EXPECT_EQ(std::memcmp(m->data, want.data(), want.size()), 0) << isa;
+  }
+  ASSERT_TRUE(SetIsa(saved).ok());
+  std::filesystem::remove(path);
+  if (packed == 0) GTEST_SKIP() << "no ISA here packs q8_0 weights (AVX512-VNNI)";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <span>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/check.h"
@@ -44,6 +45,8 @@ kernels::KernelTable Complete(const kernels::KernelTable& base, bool avx512, boo
   if (vnni) {
     t.quantize_act_row = cpu::QuantizeActRowAvx2;
     t.matmul_quant_rows = cpu::MatMulQuantRowsVnni;
+    t.packed_weight_bytes = cpu::PackedQ8_0VnniBytes;
+    t.pack_weights = cpu::PackQ8_0Vnni;
   }
   const kernels::MatMulFn quant_f32 = avx512 && cpu::QuantF32Avx512Supported()
                                           ? cpu::MatMulQuantF32Avx512
@@ -677,6 +680,29 @@ void ToF32(const Exec& ex, const TensorView& t, int64_t offset_elems, int64_t n,
   OCULAR_CHECK(offset_elems >= 0 && n >= 0 && offset_elems + n <= t.numel());
   const char* base = static_cast<const char*>(t.data) + offset_elems * DTypeSize(t.dtype);
   ex.table().to_f32(base, t.dtype, n, out);
+}
+
+size_t PackedWeightBytes(const Matrix& w) {
+  const kernels::KernelTable& t = Active();
+  return t.packed_weight_bytes != nullptr ? t.packed_weight_bytes(w) : 0;
+}
+
+void PackWeights(const Matrix& w, std::byte* out) {
+  OCULAR_CHECK(PackedWeightBytes(w) > 0, "HINT: PackedWeightBytes(w) says whether to pack");
+  const kernels::KernelTable& table = Active();
+  // Large matrices on every core: the first writes to fresh memory are page faults, slow on VMs.
+  const int64_t strips = (w.rows + 15) / 16;
+  const int64_t threads = std::clamp<int64_t>(
+      static_cast<int64_t>(w.bytes() >> 24), 1,
+      std::min<int64_t>(strips, std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      table.pack_weights(w, strips * t / threads * 16, strips * (t + 1) / threads * 16, out);
+    });
+  }
+  table.pack_weights(w, 0, strips / threads * 16, out);
+  for (std::thread& th : pool) th.join();
 }
 
 bool WeightFormatSupported(WFormat f) {

@@ -58,6 +58,14 @@ struct MatMulOut {
 void MatMuls(const Exec& ex, const float* a, int64_t M, int64_t K, int64_t lda,
              std::initializer_list<MatMulOut> outs);
 
+// Weights the active ISA's MatMul reads faster in its own layout (AVX512-VNNI: q8_0, as strips
+// of 16 rows, each one stream of bytes): the bytes that copy takes (0: w is read as stored),
+// and the packing into `out` (REQUIRES: PackedWeightBytes(w) > 0). Loaders keep the copy and
+// point w.packed at it; MatMul then gives the same bits faster, on any ISA (the others read
+// w.data). Memory: as many bytes as w's own for whole 16-row strips.
+size_t PackedWeightBytes(const Matrix& w);
+void PackWeights(const Matrix& w, std::byte* out);
+
 // True if every ISA has MatMul and EmbedRows kernels for weights in format f: loaders
 // refuse a matrix in any other format (kUnimplemented) rather than fail at run time.
 bool WeightFormatSupported(WFormat f);

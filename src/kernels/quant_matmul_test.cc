@@ -286,6 +286,66 @@ TEST(QuantMatMulTest, VnniOnF32RowsEqualsTheOnceQuantizedPath) {
   ASSERT_TRUE(SetIsa(saved).ok());
 }
 
+// Weights packed at load (ops::PackWeights where the active ISA has a layout: q8_0 under
+// AVX512-VNNI) give every row the bits of the stored layout: decode and prefill row counts, a
+// partial last strip, an odd block count and K slices with a remainder, three threads, the
+// kernel on f32 rows (its own chunks of 64 rows) too; a row slice (whose `packed` no longer
+// matches) reads the stored rows.
+TEST(QuantMatMulTest, PackedWeightsGiveTheSameBits) {
+  const int64_t N = 53;
+  const std::string saved = ActiveIsa();
+  int packed_isas = 0;
+  ForEachIsa([&](const std::string& isa) {
+    for (int64_t K : {96, 544, 2304}) {
+      const QuantWeights w = MakeWeights(WFormat::kQ8_0, N, K, 31);
+      const size_t bytes = ops::PackedWeightBytes(w.m);
+      EXPECT_EQ(bytes > 0, (isa == "avx512" || isa == "amx") && cpu::QuantVnniSupported());
+      EXPECT_EQ(ops::PackedWeightBytes(MakeWeights(WFormat::kQ4_K, 16, 256, 1).m), 0u);
+      if (bytes == 0) continue;
+      EXPECT_EQ(bytes, static_cast<size_t>((N + 15) / 16 * 16 * WFormatRowBytes(w.m.format, K)));
+      std::vector<std::byte> buf(bytes);
+      ops::PackWeights(w.m, buf.data());
+      const PackedMatrix pm{buf.data(), w.m.data, w.m.rows};
+      Matrix packed = w.m;
+      packed.packed = &pm;
+      ASSERT_EQ(packed.packed_bytes(), buf.data());
+      for (int64_t M : {1, 3, 8, 9, 17, 70}) {
+        const std::vector<float> a = MakeActivations(M, K, static_cast<uint32_t>(32 + M));
+        TestExec t(3);
+        std::vector<float> want(M * N), got(M * N, NAN), direct(M * N, NAN);
+        ops::MatMul(t.ex, a.data(), M, K, K, w.m, nullptr, want.data(), N);
+        ops::MatMul(t.ex, a.data(), M, K, K, packed, nullptr, got.data(), N);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+            << "K " << K << " M " << M;
+        std::vector<float> scratch(kernels::MatMulScratchFloats(K) + 16);
+        float* sp =
+            scratch.data() + (16 - (reinterpret_cast<uintptr_t>(scratch.data()) % 64) / 4) % 16;
+        cpu::MatMulQuantVnni(a.data(), M, K, K, packed, 16, N, direct.data(), N, sp);
+        for (int64_t m = 0; m < M; ++m) {
+          EXPECT_EQ(std::memcmp(&direct[m * N + 16], &want[m * N + 16], (N - 16) * sizeof(float)),
+                    0)
+              << "K " << K << " M " << M << " row " << m;
+        }
+      }
+      Matrix slice = packed;
+      slice.data = packed.row(16);
+      slice.rows = 20;
+      EXPECT_EQ(slice.packed_bytes(), nullptr);
+      ++packed_isas;
+    }
+  });
+  if (packed_isas == 0) GTEST_SKIP() << "no ISA here packs weights (AVX512-VNNI)";
+  // A matrix large enough for ops::PackWeights to split it among threads: the same bytes as
+  // one pass over every strip.
+  ASSERT_TRUE(SetIsa("avx512").ok());
+  const QuantWeights big = MakeWeights(WFormat::kQ8_0, 16 * 1000 + 5, 2304, 33);
+  std::vector<std::byte> threaded(ops::PackedWeightBytes(big.m)), one(threaded.size());
+  ops::PackWeights(big.m, threaded.data());
+  cpu::PackQ8_0Vnni(big.m, 0, big.m.rows, one.data());
+  EXPECT_EQ(std::memcmp(threaded.data(), one.data(), one.size()), 0);
+  ASSERT_TRUE(SetIsa(saved).ok());
+}
+
 // ops::MatMul's bias and bf16 epilogue apply to quantized weights as to any other.
 TEST(QuantMatMulTest, BiasAndBf16EpilogueApply) {
   const int64_t M = 3, K = 256, N = 37;

@@ -26,6 +26,13 @@ struct Harness {
       int max_batch = 1, QuantActivations quant_activations = QuantActivations::kInt8) {
     OCULAR_ASSIGN_OR_RETURN(std::unique_ptr<paligemma::PaliGemma> model,
                             paligemma::PaliGemma::Load(dir));
+    return Wrap(std::move(model), precision, threads, max_batch, quant_activations);
+  }
+  // The same around a model loaded by the caller (on the ISA active now).
+  static std::unique_ptr<Harness> Wrap(
+      std::unique_ptr<paligemma::PaliGemma> model, const Precision* precision = nullptr,
+      int threads = 2, int max_batch = 1,
+      QuantActivations quant_activations = QuantActivations::kInt8) {
     const Precision p = precision                                    ? *precision
                         : model->spec().weight_dtype == DType::kBF16 ? Precision::kBF16
                                                                      : Precision::kF32;

@@ -917,7 +917,9 @@ const kernels::KernelTable kTable = {
     // Kept by ops.cc only where the CPU has AVX512_BF16 (it calls gemm_bf16).
     HWY_TARGET == HWY_AVX3 ? AttentionDotItems : nullptr,
     nullptr,  // matmul_bf16_rows: set by ops.cc on AVX512_BF16 CPUs (cpu/gemm_bf16.h)
-    nullptr,  // quantize_act_row, matmul_quant_rows: set by ops.cc (cpu/quant_matmul.h)
+    nullptr,  // quantize_act_row, matmul_quant_rows, packed_weight_bytes, pack_weights:
+    nullptr,  // set by ops.cc (cpu/quant_matmul.h)
+    nullptr,
     nullptr,
 };
 

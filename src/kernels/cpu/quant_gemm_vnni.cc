@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/check.h"
 #include "kernels/cpu/quant_dispatch.h"
@@ -181,28 +182,36 @@ inline void PackScales(const std::byte* blk, int64_t b, int r, const Panel& p) {
 // Packs blocks [b0, b0 + nb) of strip rows [0, rows) (the rest zero) at `row0` (rows
 // row_bytes apart) into panel p: two 32-value chunks per row at a time, one 16×16 transpose of
 // 32-bit words for the 16 rows.
+// Chunks c and c + 1 (zero past `chunks`) of the blocks from b0 of strip rows [0, rows) (the
+// rest zero), as vector v = values 4v..4v+3 of the 16 rows: v < 8 chunk c, v >= 8 chunk c + 1.
+template <WFormat kF>
+inline void ChunkPair(const std::byte* row0, size_t row_bytes, int rows, int64_t b0, int64_t chunks,
+                      int64_t c, __m512i (&r)[16]) {
+  constexpr int kChunks = static_cast<int>(BlockValues(kF) / 32);  // 32-value chunks per block
+  for (int i = 0; i < kLanes; ++i) {
+    if (i >= rows) {
+      r[i] = _mm512_setzero_si512();
+      continue;
+    }
+    const std::byte* row = row0 + i * row_bytes;
+    const int64_t c1 = c + 1;
+    const __m256i lo =
+        ChunkU8<kF>(row + (b0 + c / kChunks) * BlockBytes(kF), static_cast<int>(c % kChunks));
+    const __m256i hi = c1 < chunks ? ChunkU8<kF>(row + (b0 + c1 / kChunks) * BlockBytes(kF),
+                                                 static_cast<int>(c1 % kChunks))
+                                   : _mm256_setzero_si256();
+    r[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
+  Transpose16(r);
+}
+
 template <WFormat kF>
 void PackPanel(const std::byte* row0, size_t row_bytes, int rows, int64_t b0, int64_t nb,
                const Panel& p) {
-  constexpr int kChunks = static_cast<int>(BlockValues(kF) / 32);  // 32-value chunks per block
-  const int64_t chunks = nb * kChunks;
+  const int64_t chunks = nb * (BlockValues(kF) / 32);
   for (int64_t c = 0; c < chunks; c += 2) {
     __m512i r[16];
-    for (int i = 0; i < kLanes; ++i) {
-      if (i >= rows) {
-        r[i] = _mm512_setzero_si512();
-        continue;
-      }
-      const std::byte* row = row0 + i * row_bytes;
-      const int64_t c1 = c + 1;
-      const __m256i lo =
-          ChunkU8<kF>(row + (b0 + c / kChunks) * BlockBytes(kF), static_cast<int>(c % kChunks));
-      const __m256i hi = c1 < chunks ? ChunkU8<kF>(row + (b0 + c1 / kChunks) * BlockBytes(kF),
-                                                   static_cast<int>(c1 % kChunks))
-                                     : _mm256_setzero_si256();
-      r[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    }
-    Transpose16(r);
+    ChunkPair<kF>(row0, row_bytes, rows, b0, chunks, c, r);
     const int vectors = c + 1 < chunks ? 16 : 8;
     for (int v = 0; v < vectors; ++v) _mm512_storeu_si512(p.q + (8 * c + v) * 64, r[v]);
   }
@@ -224,10 +233,27 @@ void PackPanel(const std::byte* row0, size_t row_bytes, int rows, int64_t b0, in
 
 inline __m512i Bcast(const int8_t* p) { return _mm512_set1_epi32(Load32(p)); }
 
+// Where Blocks32 finds block b's 8 vectors of unsigned bytes and its 16 rows' d: a panel packed
+// per call, or a strip of Q8_0 weights packed at load (PackQ8_0: 512 bytes of vectors, then the
+// 16 f16 d, per block — the GGUF's bytes, reordered).
+struct PanelBlocks {
+  const Panel& p;
+  const uint8_t* q(int64_t b) const { return p.q + 8 * b * 64; }
+  __m512 d(int64_t b) const { return _mm512_loadu_ps(p.d + b * kLanes); }
+};
+constexpr int64_t kPackedQ8Block = 32 * kLanes + 2 * kLanes;  // bytes per block of a strip
+struct PackedQ8Blocks {
+  const std::byte* strip;  // block 0 of the slice
+  const uint8_t* q(int64_t b) const {
+    return reinterpret_cast<const uint8_t*>(strip + b * kPackedQ8Block);
+  }
+  __m512 d(int64_t b) const { return _mm512_cvtph_ps(Load256(strip + b * kPackedQ8Block + 512)); }
+};
+
 // acc[m] over the panel's nb blocks for kM activation rows (act[m]: quantized rows, their
 // blocks b0..): Q8_0 / Q4_0 / Q5_0.
-template <WFormat kF, int kM>
-inline void Blocks32(const Panel& p, int64_t nb, const quant::ActRow* act, int64_t b0,
+template <WFormat kF, int kM, class Src>
+inline void Blocks32(const Src& p, int64_t nb, const quant::ActRow* act, int64_t b0,
                      __m512 (&acc)[kM]) {
   constexpr int kOffset = kF == WFormat::kQ8_0 ? 128 : kF == WFormat::kQ4_0 ? 8 : 16;
   for (int64_t b = 0; b < nb; ++b) {
@@ -235,11 +261,11 @@ inline void Blocks32(const Panel& p, int64_t nb, const quant::ActRow* act, int64
     __m512i isum[kM];
     for (int m = 0; m < kM; ++m) isum[m] = _mm512_set1_epi32(-kOffset * act[m].sum32[ab]);
     for (int v = 0; v < 8; ++v) {
-      const __m512i w = _mm512_loadu_si512(p.q + (8 * b + v) * 64);
+      const __m512i w = _mm512_loadu_si512(p.q(b) + v * 64);
       for (int m = 0; m < kM; ++m)
         isum[m] = _mm512_dpbusd_epi32(isum[m], w, Bcast(act[m].q + 32 * ab + 4 * v));
     }
-    const __m512 d = _mm512_loadu_ps(p.d + b * kLanes);
+    const __m512 d = p.d(b);
     for (int m = 0; m < kM; ++m) {
       acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m]),
                                _mm512_mul_ps(d, _mm512_set1_ps(act[m].d[ab])), acc[m]);
@@ -293,8 +319,8 @@ inline void BlocksK(const Panel& p, int64_t nb, const quant::ActRow* act, int64_
 
 // Rows [i0, i0 + kM) of a quantized activation chunk times the panel (blocks b0 .. b0 + nb of
 // the row): out[m][0, 16) (lanes under `mask`) holds the running sums; `first` starts them.
-template <WFormat kF, int kM>
-void PanelTile(const Panel& p, int64_t nb, const std::byte* rows, int64_t row_bytes, int64_t i0,
+template <WFormat kF, int kM, class Src = Panel>
+void PanelTile(const Src& p, int64_t nb, const std::byte* rows, int64_t row_bytes, int64_t i0,
                int64_t K, int64_t b0, bool first, float* out, int64_t ldo, __mmask16 mask) {
   quant::ActRow act[kM];
   __m512 acc[kM];
@@ -302,19 +328,21 @@ void PanelTile(const Panel& p, int64_t nb, const std::byte* rows, int64_t row_by
     act[m] = quant::ActRowAt(kF, rows + (i0 + m) * row_bytes, K);
     acc[m] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, out + m * ldo);
   }
-  if constexpr (IsK(kF)) {
+  if constexpr (!std::is_same_v<Src, Panel>) {
+    Blocks32<kF, kM>(p, nb, act, b0, acc);
+  } else if constexpr (IsK(kF)) {
     BlocksK<kF, kM>(p, nb, act, b0, acc);
   } else {
-    Blocks32<kF, kM>(p, nb, act, b0, acc);
+    Blocks32<kF, kM>(PanelBlocks{p}, nb, act, b0, acc);
   }
   for (int m = 0; m < kM; ++m) _mm512_mask_storeu_ps(out + m * ldo, mask, acc[m]);
 }
 
-template <WFormat kF>
-using PanelTileFn = void (*)(const Panel&, int64_t, const std::byte*, int64_t, int64_t, int64_t,
+template <class Src>
+using PanelTileFn = void (*)(const Src&, int64_t, const std::byte*, int64_t, int64_t, int64_t,
                              int64_t, bool, float*, int64_t, __mmask16);
-template <WFormat kF, int... kM>
-constexpr PanelTileFn<kF> kTiles[] = {PanelTile<kF, kM>...};
+template <WFormat kF, class Src, int... kM>
+constexpr PanelTileFn<Src> kTiles[] = {PanelTile<kF, kM, Src>...};
 
 // ------------------------------------------------------------------ decode rows
 // Few activation rows (decode) do not repay a panel's packing: the weights are read in place,
@@ -602,8 +630,33 @@ void PanelRows(const std::byte* act, int64_t row_bytes, int64_t M, int64_t K, co
       PackPanel<kF>(w.row(n), w.row_bytes, strip, b0, nb, p);
       for (int64_t i = 0; i < M; i += kMaxTile) {
         const int64_t tile = std::min<int64_t>(kMaxTile, M - i);
-        kTiles<kF, 1, 2, 3, 4, 5, 6, 7, 8>[tile - 1](p, nb, act, row_bytes, i, K, b0, b0 == 0,
-                                                     out + i * ldo + n, ldo, mask);
+        kTiles<kF, Panel, 1, 2, 3, 4, 5, 6, 7, 8>[tile - 1](p, nb, act, row_bytes, i, K, b0,
+                                                            b0 == 0, out + i * ldo + n, ldo, mask);
+      }
+    }
+  }
+}
+
+// Rows as PanelRows / DecodeRows, on Q8_0 weights packed at load (`packed`, PackQ8_0Vnni;
+// n0 a multiple of 16): the panels' loops without the packing, each strip one stream of
+// bytes — up to 8 rows over the whole K at once, more in K slices of the panel's width with
+// the running sums in `out`. The same operations as the panels', so the same bits.
+void PackedRowsQ8_0(const std::byte* act, int64_t row_bytes, int64_t M, int64_t K,
+                    const std::byte* packed, int64_t n0, int64_t n1, float* out, int64_t ldo) {
+  OCULAR_CHECK(n0 % kLanes == 0, "HINT: packed strips start at multiples of 16 rows");
+  const int64_t blocks = K / 32;
+  const int64_t slice = M > kMaxTile ? kPanelValues / 32 : blocks;
+  for (int64_t n = n0; n < n1; n += kLanes) {
+    const int strip = static_cast<int>(std::min<int64_t>(kLanes, n1 - n));
+    const __mmask16 mask = static_cast<__mmask16>((1u << strip) - 1);
+    const std::byte* blocks0 = packed + (n / kLanes) * blocks * kPackedQ8Block;
+    for (int64_t b0 = 0; b0 < blocks; b0 += slice) {
+      const PackedQ8Blocks src{blocks0 + b0 * kPackedQ8Block};
+      const int64_t nb = std::min(slice, blocks - b0);
+      for (int64_t i = 0; i < M; i += kMaxTile) {
+        const int64_t tile = std::min<int64_t>(kMaxTile, M - i);
+        kTiles<WFormat::kQ8_0, PackedQ8Blocks, 1, 2, 3, 4, 5, 6, 7, 8>[tile - 1](
+            src, nb, act, row_bytes, i, K, b0, b0 == 0, out + i * ldo + n, ldo, mask);
       }
     }
   }
@@ -622,10 +675,14 @@ void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matri
   const int64_t scratch_bytes = kernels::MatMulScratchFloats(K) * 4;
   // Prefill rows here (callers that did not quantize them: ops.cc does, once per call) come
   // in chunks after the panel.
-  const int64_t panel = M > kDecodeRows ? PanelBytes<kF>() : 0;
+  const std::byte* packed = kF == WFormat::kQ8_0 ? w.packed_bytes() : nullptr;
+  const int64_t panel = M > kDecodeRows && packed == nullptr ? PanelBytes<kF>() : 0;
   quant::ForEachActChunk(
       kF, a, M, K, lda, base + panel, scratch_bytes - panel, QuantizeActRowAvx2,
       [&](const std::byte* rows, int64_t m0, int64_t count, int64_t row_bytes) {
+        if (packed != nullptr) {
+          return PackedRowsQ8_0(rows, row_bytes, count, K, packed, n0, n1, out + m0 * ldo, ldo);
+        }
         if (M > kDecodeRows) {
           return PanelRows<kF>(rows, row_bytes, count, K, w, n0, n1, out + m0 * ldo, ldo, base);
         }
@@ -636,6 +693,9 @@ void MatMulFormat(const float* a, int64_t M, int64_t K, int64_t lda, const Matri
 template <WFormat kF>
 void RowsFormat(const std::byte* act, int64_t row_bytes, int64_t M, int64_t K, const Matrix& w,
                 int64_t n0, int64_t n1, float* out, int64_t ldo, float* scratch) {
+  if (kF == WFormat::kQ8_0 && w.packed_bytes() != nullptr) {
+    return PackedRowsQ8_0(act, row_bytes, M, K, w.packed_bytes(), n0, n1, out, ldo);
+  }
   if (M > kDecodeRows) {
     return PanelRows<kF>(act, row_bytes, M, K, w, n0, n1, out, ldo,
                          reinterpret_cast<std::byte*>(scratch));
@@ -650,6 +710,36 @@ bool QuantVnniSupported() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni") &&
          __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+size_t PackedQ8_0VnniBytes(const Matrix& w) {
+  if (w.format != WFormat::kQ8_0) return 0;
+  return static_cast<size_t>((w.rows + kLanes - 1) / kLanes * (w.cols / 32) * kPackedQ8Block);
+}
+
+void PackQ8_0Vnni(const Matrix& w, int64_t n0, int64_t n1, std::byte* out) {
+  OCULAR_CHECK(w.format == WFormat::kQ8_0 && w.cols % 32 == 0 && n0 % kLanes == 0);
+  const int64_t blocks = w.cols / 32;
+  for (int64_t n = n0; n < std::min(n1, w.rows); n += kLanes) {
+    const int rows = static_cast<int>(std::min<int64_t>(kLanes, w.rows - n));
+    std::byte* strip = out + (n / kLanes) * blocks * kPackedQ8Block;
+    for (int64_t c = 0; c < blocks; c += 2) {
+      __m512i r[16];
+      ChunkPair<WFormat::kQ8_0>(w.row(n), w.row_bytes, rows, 0, blocks, c, r);
+      for (int v = 0; v < (c + 1 < blocks ? 16 : 8); ++v)
+        _mm512_storeu_si512(strip + (c + v / 8) * kPackedQ8Block + (v % 8) * 64, r[v]);
+    }
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int i = 0; i < kLanes; ++i) {  // each row's f16 d (zero for the padding rows)
+        std::byte* d = strip + b * kPackedQ8Block + 512 + 2 * i;
+        if (i < rows) {
+          std::memcpy(d, w.row(n + i) + b * BlockBytes(WFormat::kQ8_0), 2);
+        } else {
+          std::memset(d, 0, 2);
+        }
+      }
+    }
+  }
 }
 
 void MatMulQuantVnni(const float* a, int64_t M, int64_t K, int64_t lda, const Matrix& w, int64_t n0,

@@ -39,6 +39,16 @@ void MatMulQuantRowsVnni(const std::byte* act, int64_t row_bytes, int64_t M, int
                          const Matrix& w, int64_t n0, int64_t n1, float* out, int64_t ldo,
                          float* scratch);
 
+// Q8_0 weights in the layout the VNNI kernels read without packing panels per call: strips of
+// 16 rows (the last one zero-padded), block by block the panel's 8 vectors of q + 128 and then
+// the 16 rows' f16 d (as many bytes as the GGUF rows of whole strips). A Matrix whose `packed`
+// holds it (Matrix::packed_bytes) runs MatMulQuantVnni / MatMulQuantRowsVnni on it, with the
+// same results bit for bit and each strip one stream of bytes. Bytes: 0 unless w is q8_0.
+size_t PackedQ8_0VnniBytes(const Matrix& w);
+// Packs the strips of rows [n0, n1) (n0 a multiple of 16) into out, which holds
+// PackedQ8_0VnniBytes(w) bytes. REQUIRES: w is q8_0; the CPU runs AVX-512 (F, BW).
+void PackQ8_0Vnni(const Matrix& w, int64_t n0, int64_t n1, std::byte* out);
+
 // The vectorized activation quantizer of both kernels: byte-identical to quant::QuantizeActRow.
 // REQUIRES: AVX2/FMA/F16C.
 void QuantizeActRowAvx2(WFormat f, const float* x, int64_t K, std::byte* dst);

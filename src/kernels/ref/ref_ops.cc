@@ -257,7 +257,8 @@ void ToF32(const void* data, DType dtype, int64_t n, float* out) {
 const kernels::KernelTable& Table() {
   // Set by name (the Highway tables list the same functions by position). No scalar bf16 dot
   // products (matmul_bf16_dot, pack_bf16, gemm_bf16, attention_dot_items, matmul_bf16_rows),
-  // and MatMulQuant quantizes its own rows (quantize_act_row, matmul_quant_rows): null.
+  // and MatMulQuant quantizes its own rows (quantize_act_row, matmul_quant_rows) and reads the
+  // weights as stored (packed_weight_bytes, pack_weights): null.
   static const kernels::KernelTable table = [] {
     kernels::KernelTable t{};
     t.name = "scalar";
