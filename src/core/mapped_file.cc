@@ -58,11 +58,15 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-void MappedFile::ReleasePages(const void* p, size_t n) const {
+bool MappedFile::Contains(const void* p, size_t n) const {
   const auto* b = static_cast<const uint8_t*>(p);
-  if (data_ == nullptr || b < data_ || n > size_ || static_cast<size_t>(b - data_) > size_ - n) {
-    return;
-  }
+  return data_ != nullptr && b >= data_ && n <= size_ &&
+         static_cast<size_t>(b - data_) <= size_ - n;
+}
+
+void MappedFile::ReleasePages(const void* p, size_t n) const {
+  if (!Contains(p, n)) return;
+  const auto* b = static_cast<const uint8_t*>(p);
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(b) + page - 1) & ~(page - 1);
   const uintptr_t hi = (reinterpret_cast<uintptr_t>(b) + n) & ~(page - 1);

@@ -24,8 +24,10 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Whether [p, p + n) lies inside the mapping.
+  bool Contains(const void* p, size_t n) const;
   // Drops the whole pages inside [p, p + n) from memory (madvise MADV_DONTNEED: a later read
-  // maps them from the file again). Nothing outside the mapping.
+  // maps them from the file again). Nothing unless Contains(p, n).
   void ReleasePages(const void* p, size_t n) const;
 
  private:

@@ -100,6 +100,13 @@ std::vector<std::string> Checkpoint::Names() const {
   return out;
 }
 
+const MappedFile* Checkpoint::MappingOf(const std::byte* p, size_t n) const {
+  for (const auto& shard : shards_) {
+    if (shard->mapping().Contains(p, n)) return &shard->mapping();
+  }
+  return nullptr;
+}
+
 size_t Checkpoint::TotalBytes() const {
   size_t n = 0;
   for (const auto& [name, idx] : where_) n += shards_[idx]->Find(name)->nbytes();

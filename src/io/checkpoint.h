@@ -27,6 +27,7 @@ class Checkpoint : public TensorSource {
   bool Has(const std::string& name) const override { return Find(name) != nullptr; }
   std::vector<std::string> Names() const override;
   const std::string& origin() const override { return dir_; }
+  const MappedFile* MappingOf(const std::byte* p, size_t n) const override;
   // Total bytes of tensor data (for memory reporting).
   size_t TotalBytes() const;
 

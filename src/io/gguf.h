@@ -101,9 +101,8 @@ class GgufFile {
   const std::map<std::string, GgufValue, std::less<>>& metadata() const { return kv_; }
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
 
-  // Gives the pages of the mapped file wholly inside [p, p + n) back to the OS (they are read
-  // from the file again if touched); nothing for bytes the caller holds (Parse).
-  void ReleasePages(const std::byte* p, size_t n) const { file_.ReleasePages(p, n); }
+  // The file mapping (empty for bytes the caller holds: Parse).
+  const MappedFile& mapping() const { return file_; }
 
   const GgufValue* Find(std::string_view key) const;
   const GgufTensor* FindTensor(std::string_view name) const;

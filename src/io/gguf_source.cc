@@ -95,18 +95,11 @@ StatusOr<Matrix> GgufSource::GetMatrix(const std::string& name, const Shape& sha
     OCULAR_ASSIGN_OR_RETURN(TensorView f32, Get(name, shape));
     return MatrixFromView(f32, rows, NumElements(shape) / (rows > 0 ? rows : 1));
   }
-  m = MatrixFromBlocks(t->data, m.format, rows, NumElements(shape) / (rows > 0 ? rows : 1));
-  if (const size_t bytes = ops::PackedWeightBytes(m); bytes > 0) {
-    std::byte* packed = packed_bytes_.emplace_back(AllocateHugePages(bytes)).get();
-    if (packed == nullptr) {
-      return Error(StatusCode::kResourceExhausted, "gguf", origin(), ": no memory for tensor '",
-                   t->name, "' (", bytes, " bytes)");
-    }
-    ops::PackWeights(m, packed);
-    m.packed = &packed_.emplace_back(PackedMatrix{packed, m.data, m.rows});
-    file_->ReleasePages(m.data, m.bytes());
-  }
-  return m;
+  return MatrixFromBlocks(t->data, m.format, rows, NumElements(shape) / (rows > 0 ? rows : 1));
+}
+
+const MappedFile* GgufSource::MappingOf(const std::byte* p, size_t n) const {
+  return file_->mapping().Contains(p, n) ? &file_->mapping() : nullptr;
 }
 
 }  // namespace ocular

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "core/huge_pages.h"
 #include "io/gguf.h"
 #include "io/tensor_source.h"
 
@@ -36,11 +35,9 @@ class GgufSource final : public TensorSource {
   // Float tensors are returned in place; quantized ones, and norms stored plus one, as an
   // f32 copy owned by this source.
   StatusOr<TensorView> Get(const std::string& name, const Shape& shape) const override;
-  // In the stored format (quantized blocks stay quantized; f32 under OCULAR_GGUF_DEQUANTIZE=1),
-  // plus a copy in the active ISA's own layout where it has one (ops::PackWeights, owned by
-  // this source; then the file's pages of the tensor are given back to the OS, Matrix::data
-  // still reading them from the file when an op needs the stored rows, e.g. an embedding).
+  // In the stored format (quantized blocks stay quantized; f32 under OCULAR_GGUF_DEQUANTIZE=1).
   StatusOr<Matrix> GetMatrix(const std::string& name, const Shape& shape) const override;
+  const MappedFile* MappingOf(const std::byte* p, size_t n) const override;
 
  private:
   // The tensor behind HF `name`, checked against `shape`.
@@ -54,8 +51,6 @@ class GgufSource final : public TensorSource {
   bool dequantize_ = false;
   std::map<std::string, GgufName> by_hf_;
   mutable std::deque<std::vector<float>> owned_;  // f32 copies handed out by Get
-  mutable std::deque<HugePages> packed_bytes_;    // layouts handed out by GetMatrix
-  mutable std::deque<PackedMatrix> packed_;
 };
 
 }  // namespace ocular

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -297,48 +298,75 @@ TEST(Gguf, ReadsFileWrittenByGgufPy) {
   EXPECT_NEAR(row[31], 1.0f, 1e-2f);
 }
 
-// GgufSource::GetMatrix on a q8_0 tensor: under an ISA that packs weights (ops::PackWeights)
-// the matrix comes with its packed copy, and the file's pages it gave back still read as the
-// stored rows; under the others, none.
-TEST(Gguf, SourcePacksQ8_0WhereTheIsaHasALayout) {
-  constexpr int64_t kRows = 37, kCols = 4096;
+// TensorSource::PlaceMatrix on a GGUF's matrices: under an ISA that packs q8_0 weights
+// (ops::PackWeights) the q8_0 matrix gets its packed copy and keeps reading the stored rows
+// from the file (its pages given back, read again); under the others, and for an f32 matrix of
+// 2 MiB or more, a copy in memory of its own with the same bytes. OCULAR_MMAP_WEIGHTS=1 leaves
+// both in the mapping.
+TEST(Gguf, SourcePlacesMatricesInMemoryOfTheirOwn) {
+  constexpr int64_t kRows = 499, kCols = 4096, kF32Rows = 160;  // both over 2 MiB
   const size_t row_bytes = static_cast<size_t>(WFormatRowBytes(WFormat::kQ8_0, kCols));
   std::vector<std::byte> want(kRows * row_bytes);
-  std::vector<float> values(kCols);
+  std::vector<float> values(kCols), f32(kF32Rows * kCols);
   for (int64_t r = 0; r < kRows; ++r) {
     for (int64_t k = 0; k < kCols; ++k) values[k] = 0.001f * static_cast<float>((r * 31 + k) % 97);
     quant::QuantizeRow(WFormat::kQ8_0, values.data(), kCols, want.data() + r * row_bytes);
   }
+  for (size_t i = 0; i < f32.size(); ++i) f32[i] = static_cast<float>(i % 1013);
   GgufWriter w;
-  w.AddTensor("w", {kRows, kCols}, WFormat::kQ8_0);
-  const std::string path = TempPath("packed.gguf");
-  ASSERT_TRUE(w.Write(path, [&](size_t, std::byte* out, size_t n) -> Status {
-                 std::memcpy(out, want.data(), n);
+  w.AddTensor("q", {kRows, kCols}, WFormat::kQ8_0);
+  w.AddTensor("f", {kF32Rows, kCols}, WFormat::kF32);
+  const std::string path = TempPath("placed.gguf");
+  ASSERT_TRUE(w.Write(path, [&](size_t i, std::byte* out, size_t n) -> Status {
+                 std::memcpy(out, i == 0 ? want.data() : reinterpret_cast<std::byte*>(f32.data()),
+                             n);
                  return Status::Ok();
                }).ok());
   auto file = GgufFile::Open(path);
   ASSERT_TRUE(file.ok()) << file.status().message();
-  const GgufSource source(std::shared_ptr<const GgufFile>(std::move(*file)), {{"w", "w"}});
+  const GgufSource source(std::shared_ptr<const GgufFile>(std::move(*file)),
+                          {{"q", "q"}, {"f", "f"}});
   const std::string saved = ActiveIsa();
   int packed = 0;
-  for (const std::string& isa : SupportedIsas()) {
-    ASSERT_TRUE(SetIsa(isa).ok());
-    auto m = source.GetMatrix("w", {kRows, kCols});
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    const size_t bytes = ops::PackedWeightBytes(*m);
-    EXPECT_EQ(m->packed_bytes() != nullptr, bytes > 0) << isa;
-    if (bytes > 0) {
-      std::vector<std::byte> expect(bytes);
-      ops::PackWeights(*m, expect.data());
-      EXPECT_EQ(std::memcmp(m->packed_bytes(), expect.data(), bytes), 0) << isa;
-      ++packed;
+  for (bool mmap_weights : {false, true}) {
+    if (mmap_weights) {
+      ASSERT_EQ(::setenv("OCULAR_MMAP_WEIGHTS", "1", 1), 0);
     }
-    EXPECT_EQ(std::memcmp(m->data, want.data(), want.size()), 0) << isa;
+    for (const std::string& isa : SupportedIsas()) {
+      ASSERT_TRUE(SetIsa(isa).ok());
+      auto q = source.GetMatrix("q", {kRows, kCols});
+      auto f = source.GetMatrix("f", {kF32Rows, kCols});
+      ASSERT_TRUE(q.ok() && f.ok());
+      const std::byte* q_file = q->data;
+      const std::byte* f_file = f->data;
+      ASSERT_TRUE(source.PlaceMatrix(&*q, "q").ok());
+      ASSERT_TRUE(source.PlaceMatrix(&*f, "f").ok());
+      const size_t bytes = ops::PackedWeightBytes(*q);
+      EXPECT_EQ(q->packed_bytes() != nullptr, bytes > 0 && !mmap_weights) << isa;
+      EXPECT_EQ(q->data == q_file, bytes > 0 || mmap_weights) << isa;
+      EXPECT_EQ(f->data == f_file, mmap_weights) << isa;
+      if (q->packed_bytes() != nullptr) {
+        std::vector<std::byte> expect(bytes);
+        ops::PackWeights(*q, expect.data());
+        EXPECT_EQ(std::memcmp(q->packed_bytes(), expect.data(), bytes), 0) << isa;
+        ++packed;
+      }
+      EXPECT_EQ(std::memcmp(q->data, want.data(), want.size()), 0) << isa;
+      EXPECT_EQ(std::memcmp(f->data, f32.data(), f32.size() * 4), 0) << isa;
+    }
   }
+  ::unsetenv("OCULAR_MMAP_WEIGHTS");
   ASSERT_TRUE(SetIsa(saved).ok());
   std::filesystem::remove(path);
-  if (packed == 0) GTEST_SKIP() << "no ISA here packs q8_0 weights (AVX512-VNNI)";
+  if (packed == 0) std::printf("no ISA here packs q8_0 weights (AVX512-VNNI)\n");
 }
 
+}  // namespace
+}  // namespace ocular
+
+namespace ocular {
+namespace {
+
+// testdata/gguf/small.gguf was written by the PyPI gguf package's GGUFWriter (0.17.1).
 }  // namespace
 }  // namespace ocular

@@ -24,6 +24,7 @@ class SafetensorsFile {
   static StatusOr<SafetensorsFile> Open(const std::string& path);
 
   const std::string& path() const { return file_.path(); }
+  const MappedFile& mapping() const { return file_; }
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // nullptr if absent.

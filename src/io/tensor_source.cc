@@ -1,6 +1,62 @@
 #include "io/tensor_source.h"
 
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "kernels/ops.h"
+
 namespace ocular {
+
+namespace {
+
+// memcpy on every core for large copies: the first writes to fresh memory are page faults,
+// which threads take in parallel.
+void CopyOnThreads(std::byte* dst, const std::byte* src, size_t bytes) {
+  const size_t threads =
+      std::clamp<size_t>(bytes >> 26, 1, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  auto part = [&](size_t t) {
+    const size_t b = bytes * t / threads, e = bytes * (t + 1) / threads;
+    std::memcpy(dst + b, src + b, e - b);
+  };
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(part, t);
+  part(0);
+  for (std::thread& th : pool) th.join();
+}
+
+}  // namespace
+
+const MappedFile* TensorSource::MappingOf(const std::byte*, size_t) const { return nullptr; }
+
+Status TensorSource::PlaceMatrix(Matrix* m, const std::string& name) const {
+  constexpr size_t kMinCopyBytes = size_t{2} << 20;
+  const size_t packed_bytes = ops::PackedWeightBytes(*m);
+  const size_t bytes = packed_bytes > 0 ? packed_bytes : m->bytes();
+  const MappedFile* mapping = MappingOf(m->data, m->bytes());
+  if (mapping == nullptr || (packed_bytes == 0 && bytes < kMinCopyBytes) ||
+      !CopyWeightsOutOfFiles(bytes)) {
+    return Status::Ok();
+  }
+  if (placed_ == nullptr) placed_ = std::make_shared<Placed>();
+  std::byte* copy = placed_->bytes.emplace_back(AllocateHugePages(bytes)).get();
+  if (copy == nullptr) {
+    placed_->bytes.pop_back();
+    return Error(StatusCode::kResourceExhausted, "weights", origin(), ": no memory for tensor '",
+                 name, "' (", bytes, " bytes)");
+  }
+  const std::byte* stored = m->data;
+  if (packed_bytes > 0) {
+    ops::PackWeights(*m, copy);
+    m->packed = &placed_->packed.emplace_back(PackedMatrix{copy, m->data, m->rows});
+  } else {
+    CopyOnThreads(copy, m->data, bytes);
+    m->data = copy;
+  }
+  mapping->ReleasePages(stored, m->rows * m->row_bytes);
+  return Status::Ok();
+}
 
 StatusOr<Matrix> TensorSource::GetMatrix(const std::string& name, const Shape& shape) const {
   OCULAR_ASSIGN_OR_RETURN(TensorView view, Get(name, shape));
@@ -35,6 +91,13 @@ StatusOr<TensorView> UnionSource::Get(const std::string& name, const Shape& shap
     return Error(StatusCode::kDataLoss, "gguf", origin_, ": missing tensor '", name, "'");
   }
   return s->Get(name, shape);
+}
+
+const MappedFile* UnionSource::MappingOf(const std::byte* p, size_t n) const {
+  for (const auto& s : sources_) {
+    if (const MappedFile* f = s->MappingOf(p, n)) return f;
+  }
+  return nullptr;
 }
 
 StatusOr<Matrix> UnionSource::GetMatrix(const std::string& name, const Shape& shape) const {

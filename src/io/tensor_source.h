@@ -3,12 +3,15 @@
 // Models ask for each tensor with the shape their config expects; the source checks it.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/mapped_file.h"
 #include "core/matrix.h"
 #include "core/tensor.h"
+#include "core/weight_memory.h"
 #include "ocular/status.h"
 
 namespace ocular {
@@ -29,6 +32,26 @@ class TensorSource {
   // rest] rows (a Conv2d [D, C, P, P] is the matrix [D, C*P*P]), in the stored format.
   // The default builds it from Get(); quantized sources override it.
   virtual StatusOr<Matrix> GetMatrix(const std::string& name, const Shape& shape) const;
+
+  // The file mapping of this source that holds [p, p + n), or null (other memory: a copy, a
+  // join). Sources over files override it.
+  virtual const MappedFile* MappingOf(const std::byte* p, size_t n) const;
+
+  // Places matrix *m (as GetMatrix gave it; `name` for errors) that lies in a file mapping in
+  // memory of its own (core/weight_memory.h), owned by this source, and gives the mapping's
+  // pages back (MappedFile::ReleasePages): the active
+  // ISA's packed layout where it has one (ops::PackWeights: m->packed; m->data keeps reading
+  // the file for the ops that need the stored rows, an embedding's), else a copy on 2 MiB
+  // pages for matrices of 2 MiB or more (m->data). Nothing when CopyWeightsOutOfFiles says
+  // no. kResourceExhausted if the memory cannot be allocated.
+  Status PlaceMatrix(Matrix* m, const std::string& name) const;
+
+ private:
+  struct Placed {
+    std::deque<HugePages> bytes;
+    std::deque<PackedMatrix> packed;
+  };
+  mutable std::shared_ptr<Placed> placed_;  // shared by copies of the source
 };
 
 // The tensors of several sources as one: each name from the first source that has it (a
@@ -43,6 +66,7 @@ class UnionSource final : public TensorSource {
   bool Has(const std::string& name) const override { return Owner(name) != nullptr; }
   StatusOr<TensorView> Get(const std::string& name, const Shape& shape) const override;
   StatusOr<Matrix> GetMatrix(const std::string& name, const Shape& shape) const override;
+  const MappedFile* MappingOf(const std::byte* p, size_t n) const override;
 
  private:
   const TensorSource* Owner(const std::string& name) const;

@@ -108,6 +108,7 @@ StatusOr<BoundWeights> BindTensors(const TensorSource& src, const BindRules& rul
           size_t bytes;
           if (slot.matrix) {
             OCULAR_ASSIGN_OR_RETURN(*slot.matrix, src.GetMatrix(cand, shape));
+            OCULAR_RETURN_IF_ERROR(src.PlaceMatrix(slot.matrix, cand));
             const WFormat f = slot.matrix->format;
             formats.insert(WFormatName(f));
             const bool is_float = f == WFormat::kF32 || f == WFormat::kBF16 || f == WFormat::kF16;

@@ -33,6 +33,9 @@ class FlatSource final : public TensorSource {
   StatusOr<Matrix> GetMatrix(const std::string& name, const Shape& shape) const override {
     return file_->GetMatrix(name, GgufShape(shape));  // [shape[0], the rest] either way
   }
+  const MappedFile* MappingOf(const std::byte* p, size_t n) const override {
+    return file_->MappingOf(p, n);
+  }
 
  private:
   std::unique_ptr<GgufSource> file_;

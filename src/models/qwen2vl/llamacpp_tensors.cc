@@ -173,6 +173,9 @@ class PairSource final : public TensorSource {
   }
   StatusOr<TensorView> Get(const std::string& name, const Shape& shape) const override;
   StatusOr<Matrix> GetMatrix(const std::string& name, const Shape& shape) const override;
+  const MappedFile* MappingOf(const std::byte* p, size_t n) const override {
+    return inner_->MappingOf(p, n);
+  }
 
  private:
   // The HF tensor a part belongs to (its suffix), or null for a whole tensor.
