@@ -1,5 +1,6 @@
 // A checkpoint directory in HF layout: model.safetensors, or shards listed by
-// model.safetensors.index.json. Tensors are memory-mapped and used in their stored dtype.
+// model.safetensors.index.json. Tensors are memory-mapped and used in their stored dtype
+// (TensorSource::PlaceMatrix moves the large matrices into memory of their own).
 #pragma once
 
 #include <map>
