@@ -40,6 +40,12 @@ Status TensorSource::PlaceMatrix(Matrix* m, const std::string& name) const {
     return Status::Ok();
   }
   if (placed_ == nullptr) placed_ = std::make_shared<Placed>();
+  const std::pair<const std::byte*, int64_t> key{m->data, m->rows};
+  if (auto it = placed_->done.find(key);
+      it != placed_->done.end() && it->second.format == m->format && it->second.cols == m->cols) {
+    *m = it->second;
+    return Status::Ok();
+  }
   std::byte* copy = placed_->bytes.emplace_back(AllocateHugePages(bytes)).get();
   if (copy == nullptr) {
     placed_->bytes.pop_back();
@@ -55,6 +61,7 @@ Status TensorSource::PlaceMatrix(Matrix* m, const std::string& name) const {
     m->data = copy;
   }
   mapping->ReleasePages(stored, m->rows * m->row_bytes);
+  placed_->done[key] = *m;
   return Status::Ok();
 }
 

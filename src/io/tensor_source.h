@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,17 +40,18 @@ class TensorSource {
 
   // Places matrix *m (as GetMatrix gave it; `name` for errors) that lies in a file mapping in
   // memory of its own (core/weight_memory.h), owned by this source, and gives the mapping's
-  // pages back (MappedFile::ReleasePages): the active
-  // ISA's packed layout where it has one (ops::PackWeights: m->packed; m->data keeps reading
-  // the file for the ops that need the stored rows, an embedding's), else a copy on 2 MiB
-  // pages for matrices of 2 MiB or more (m->data). Nothing when CopyWeightsOutOfFiles says
-  // no. kResourceExhausted if the memory cannot be allocated.
+  // pages back (MappedFile::ReleasePages): the active ISA's packed layout where it has one
+  // (ops::PackWeights: m->packed; m->data keeps reading the file for the ops that need the
+  // stored rows, an embedding's), else a copy on 2 MiB pages for matrices of 2 MiB or more
+  // (m->data). The same stored matrix placed again gets the first placement. Nothing when
+  // CopyWeightsOutOfFiles says no. kResourceExhausted if the memory cannot be allocated.
   Status PlaceMatrix(Matrix* m, const std::string& name) const;
 
  private:
   struct Placed {
     std::deque<HugePages> bytes;
     std::deque<PackedMatrix> packed;
+    std::map<std::pair<const std::byte*, int64_t>, Matrix> done;  // by stored data and rows
   };
   mutable std::shared_ptr<Placed> placed_;  // shared by copies of the source
 };
