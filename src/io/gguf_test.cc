@@ -301,8 +301,8 @@ TEST(Gguf, ReadsFileWrittenByGgufPy) {
 // TensorSource::PlaceMatrix on a GGUF's matrices: under an ISA that packs q8_0 weights
 // (ops::PackWeights) the q8_0 matrix gets its packed copy and keeps reading the stored rows
 // from the file (its pages given back, read again); under the others, and for an f32 matrix of
-// 2 MiB or more, a copy in memory of its own with the same bytes. OCULAR_MMAP_WEIGHTS=1 leaves
-// both in the mapping.
+// 2 MiB or more, a copy in memory of its own with the same bytes (placed again: the same copy).
+// OCULAR_MMAP_WEIGHTS=1 leaves both in the mapping.
 TEST(Gguf, SourcePlacesMatricesInMemoryOfTheirOwn) {
   constexpr int64_t kRows = 499, kCols = 4096, kF32Rows = 160;  // both over 2 MiB
   const size_t row_bytes = static_cast<size_t>(WFormatRowBytes(WFormat::kQ8_0, kCols));
@@ -345,6 +345,9 @@ TEST(Gguf, SourcePlacesMatricesInMemoryOfTheirOwn) {
       EXPECT_EQ(q->packed_bytes() != nullptr, bytes > 0 && !mmap_weights) << isa;
       EXPECT_EQ(q->data == q_file, bytes > 0 || mmap_weights) << isa;
       EXPECT_EQ(f->data == f_file, mmap_weights) << isa;
+      auto again = source.GetMatrix("f", {kF32Rows, kCols});  // the first placement again
+      ASSERT_TRUE(again.ok() && source.PlaceMatrix(&*again, "f").ok());
+      EXPECT_EQ(again->data, f->data) << isa;
       if (q->packed_bytes() != nullptr) {
         std::vector<std::byte> expect(bytes);
         ops::PackWeights(*q, expect.data());

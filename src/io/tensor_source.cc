@@ -40,7 +40,7 @@ Status TensorSource::PlaceMatrix(Matrix* m, const std::string& name) const {
     return Status::Ok();
   }
   if (placed_ == nullptr) placed_ = std::make_shared<Placed>();
-  const std::pair<const std::byte*, int64_t> key{m->data, m->rows};
+  const std::tuple<const std::byte*, int64_t, bool> key{m->data, m->rows, packed_bytes > 0};
   if (auto it = placed_->done.find(key);
       it != placed_->done.end() && it->second.format == m->format && it->second.cols == m->cols) {
     *m = it->second;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/mapped_file.h"
@@ -51,7 +52,8 @@ class TensorSource {
   struct Placed {
     std::deque<HugePages> bytes;
     std::deque<PackedMatrix> packed;
-    std::map<std::pair<const std::byte*, int64_t>, Matrix> done;  // by stored data and rows
+    // By stored data, rows and whether packed.
+    std::map<std::tuple<const std::byte*, int64_t, bool>, Matrix> done;
   };
   mutable std::shared_ptr<Placed> placed_;  // shared by copies of the source
 };
