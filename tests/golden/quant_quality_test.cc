@@ -113,6 +113,32 @@ void SamplePixels(const std::string& dir, Tensor* pixels) {
   pixels->data = chw.data;
 }
 
+// "caption en" on the demo model's sample image, answered greedily (12 tokens) by `h`: the
+// positions the teacher-forced comparisons read.
+struct Caption {
+  Tensor pixels;
+  std::vector<int32_t> prompt, generated;
+  std::vector<float> Logits(Harness& h) const {
+    const TensorView pv = pixels.view();
+    return testing_support::TeacherForcedLogits(h, prompt, generated, &pv);
+  }
+};
+
+void Answer(const std::string& dir, Harness& h, Caption* c) {
+  ASSERT_NO_FATAL_FAILURE(SamplePixels(dir, &c->pixels));
+  auto processor = paligemma::PaliGemmaProcessor::Load(DirectoryFiles(dir), h.model->config());
+  ASSERT_TRUE(processor.ok());
+  auto prompt = (*processor)->BuildPrompt(1, "caption en", {});
+  ASSERT_TRUE(prompt.ok());
+  c->prompt = prompt->ids;
+  GenerationRequest req;
+  req.prompt = testing_support::FixturePrompt(h.model->spec(), c->prompt, &c->pixels);
+  req.max_new_tokens = 12;
+  auto out = h.Generate(req);
+  ASSERT_TRUE(out.ok());
+  c->generated = out->generated;
+}
+
 // The trained demo model (models/shapes-paligemma) on its sample image, one prompt of each
 // task, the reference's greedy answers (to <eos>) teacher-forced. The quantization
 // issue's targets (q8_0 top-1 >= 99 % and mean KL <= 1e-3, q4_k_m top-1 >= 95 %) are held on
@@ -213,23 +239,9 @@ TEST(QuantQuality, PackedWeightsRunTheModelToTheSameBits) {
   ASSERT_TRUE(packed.ok() && stored_model.ok());
   auto stored = Harness::Wrap(std::move(*stored_model), &f32);
   ASSERT_EQ(std::string(stored->backend.isa()), isa);
-  Tensor pixels;
-  ASSERT_NO_FATAL_FAILURE(SamplePixels(dir, &pixels));
-  const TensorView pv = pixels.view();
-  auto processor =
-      paligemma::PaliGemmaProcessor::Load(DirectoryFiles(dir), (*packed)->model->config());
-  ASSERT_TRUE(processor.ok());
-  auto prompt = (*processor)->BuildPrompt(1, "caption en", {});
-  ASSERT_TRUE(prompt.ok());
-  GenerationRequest req;
-  req.prompt = testing_support::FixturePrompt((*packed)->model->spec(), prompt->ids, &pixels);
-  req.max_new_tokens = 12;
-  auto out = (*packed)->Generate(req);
-  ASSERT_TRUE(out.ok());
-  const std::vector<float> got =
-      testing_support::TeacherForcedLogits(**packed, prompt->ids, out->generated, &pv);
-  const std::vector<float> want =
-      testing_support::TeacherForcedLogits(*stored, prompt->ids, out->generated, &pv);
+  Caption c;
+  ASSERT_NO_FATAL_FAILURE(Answer(dir, **packed, &c));
+  const std::vector<float> got = c.Logits(**packed), want = c.Logits(*stored);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
 }
@@ -249,22 +261,9 @@ TEST(QuantQuality, F32ActivationsRunTheDequantizedModel) {
   ASSERT_TRUE(int8.ok() && f32_act.ok() && dequantized.ok());
   ASSERT_NE((*f32_act)->model->spec().weight_formats.find("q4_k"), std::string::npos);
   ASSERT_EQ((*dequantized)->model->spec().weight_formats.find("q4_k"), std::string::npos);
-  Tensor pixels;
-  ASSERT_NO_FATAL_FAILURE(SamplePixels(dir, &pixels));
-  const TensorView pv = pixels.view();
-  auto processor =
-      paligemma::PaliGemmaProcessor::Load(DirectoryFiles(dir), (*f32_act)->model->config());
-  ASSERT_TRUE(processor.ok());
-  auto prompt = (*processor)->BuildPrompt(1, "caption en", {});
-  ASSERT_TRUE(prompt.ok());
-  GenerationRequest req;
-  req.prompt = testing_support::FixturePrompt((*dequantized)->model->spec(), prompt->ids, &pixels);
-  req.max_new_tokens = 12;
-  auto out = (*dequantized)->Generate(req);
-  ASSERT_TRUE(out.ok());
-  auto logits = [&](Harness& h) {
-    return testing_support::TeacherForcedLogits(h, prompt->ids, out->generated, &pv);
-  };
+  Caption c;
+  ASSERT_NO_FATAL_FAILURE(Answer(dir, **dequantized, &c));
+  auto logits = [&](Harness& h) { return c.Logits(h); };
   const std::vector<float> want = logits(**dequantized), got = logits(**f32_act),
                            got_int8 = logits(**int8);
   ASSERT_EQ(got.size(), want.size());
