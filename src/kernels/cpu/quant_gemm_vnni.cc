@@ -240,6 +240,7 @@ struct PanelBlocks {
   const Panel& p;
   const uint8_t* q(int64_t b) const { return p.q + 8 * b * 64; }
   __m512 d(int64_t b) const { return _mm512_loadu_ps(p.d + b * kLanes); }
+  void Prefetch(int64_t) const {}
 };
 constexpr int64_t kPackedQ8Block = 32 * kLanes + 2 * kLanes;  // bytes per block of a strip
 struct PackedQ8Blocks {
@@ -248,6 +249,16 @@ struct PackedQ8Blocks {
     return reinterpret_cast<const uint8_t*>(strip + b * kPackedQ8Block);
   }
   __m512 d(int64_t b) const { return _mm512_cvtph_ps(Load256(strip + b * kPackedQ8Block + 512)); }
+  bool stream;  // read once (decode rows): prefetch 8 blocks (4 KiB) ahead
+  // The hardware prefetchers stop at 4 KiB boundaries. Past the slice, the prefetch reads the
+  // strip's or the next strip's bytes, or names an address past the end (harmless). Measured
+  // end to end, q8_0 decode on a Sapphire Rapids VM: 1.04× (six alternating pairs).
+  void Prefetch(int64_t b) const {
+    if (!stream) return;
+    const uintptr_t p = reinterpret_cast<uintptr_t>(strip) + (b + 8) * kPackedQ8Block;
+    for (int i = 0; i < kPackedQ8Block; i += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(p + i), _MM_HINT_T0);
+  }
 };
 
 // acc[m] over the panel's nb blocks for kM activation rows (act[m]: quantized rows, their
@@ -258,6 +269,7 @@ inline void Blocks32(const Src& p, int64_t nb, const quant::ActRow* act, int64_t
   constexpr int kOffset = kF == WFormat::kQ8_0 ? 128 : kF == WFormat::kQ4_0 ? 8 : 16;
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t ab = b0 + b;
+    p.Prefetch(b);
     __m512i isum[kM];
     for (int m = 0; m < kM; ++m) isum[m] = _mm512_set1_epi32(-kOffset * act[m].sum32[ab]);
     for (int v = 0; v < 8; ++v) {
@@ -651,7 +663,7 @@ void PackedRowsQ8_0(const std::byte* act, int64_t row_bytes, int64_t M, int64_t 
     const __mmask16 mask = static_cast<__mmask16>((1u << strip) - 1);
     const std::byte* blocks0 = packed + (n / kLanes) * blocks * kPackedQ8Block;
     for (int64_t b0 = 0; b0 < blocks; b0 += slice) {
-      const PackedQ8Blocks src{blocks0 + b0 * kPackedQ8Block};
+      const PackedQ8Blocks src{blocks0 + b0 * kPackedQ8Block, M <= kMaxTile};
       const int64_t nb = std::min(slice, blocks - b0);
       for (int64_t i = 0; i < M; i += kMaxTile) {
         const int64_t tile = std::min<int64_t>(kMaxTile, M - i);
