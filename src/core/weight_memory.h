@@ -26,4 +26,17 @@ HugePages AllocateHugePages(size_t bytes);
 // the memory the system has available (/proc/meminfo MemAvailable).
 bool CopyWeightsOutOfFiles(size_t bytes);
 
+// While one is alive, CopyWeightsOutOfFiles says no on this thread: loads that read the
+// weights once (ocular quantize's) keep them in the mapping.
+class NoWeightCopies {
+ public:
+  NoWeightCopies();
+  ~NoWeightCopies();
+  NoWeightCopies(const NoWeightCopies&) = delete;
+  NoWeightCopies& operator=(const NoWeightCopies&) = delete;
+
+ private:
+  bool saved_;
+};
+
 }  // namespace ocular

@@ -302,7 +302,7 @@ TEST(Gguf, ReadsFileWrittenByGgufPy) {
 // (ops::PackWeights) the q8_0 matrix gets its packed copy and keeps reading the stored rows
 // from the file (its pages given back, read again); under the others, and for an f32 matrix of
 // 2 MiB or more, a copy in memory of its own with the same bytes (placed again: the same copy).
-// OCULAR_MMAP_WEIGHTS=1 leaves both in the mapping.
+// OCULAR_MMAP_WEIGHTS=1 and NoWeightCopies leave them in the mapping.
 TEST(Gguf, SourcePlacesMatricesInMemoryOfTheirOwn) {
   constexpr int64_t kRows = 499, kCols = 4096, kF32Rows = 160;  // both over 2 MiB
   const size_t row_bytes = static_cast<size_t>(WFormatRowBytes(WFormat::kQ8_0, kCols));
@@ -359,6 +359,14 @@ TEST(Gguf, SourcePlacesMatricesInMemoryOfTheirOwn) {
     }
   }
   ::unsetenv("OCULAR_MMAP_WEIGHTS");
+  {
+    const NoWeightCopies read_once;  // as ocular quantize loads: the mapping, on this thread
+    auto f = source.GetMatrix("f", {kF32Rows, kCols});
+    ASSERT_TRUE(f.ok());
+    const std::byte* f_file = f->data;
+    ASSERT_TRUE(source.PlaceMatrix(&*f, "f").ok());
+    EXPECT_EQ(f->data, f_file);
+  }
   ASSERT_TRUE(SetIsa(saved).ok());
   std::filesystem::remove(path);
   if (packed == 0) std::printf("no ISA here packs q8_0 weights (AVX512-VNNI)\n");

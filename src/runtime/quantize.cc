@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/file_io.h"
 #include "core/thread_pool.h"
+#include "core/weight_memory.h"
 #include "io/gguf.h"
 #include "io/model_files.h"
 #include "kernels/quant/blocks.h"
@@ -376,6 +377,7 @@ StatusOr<QuantizeReport> RequantizeLlamaCpp(const QuantizeOptions& o) {
     plan.push_back(std::move(p));
   }
   // Loading checks the pair is one ocular runs (Qwen2-VL's text file loads with its mmproj).
+  const NoWeightCopies read_once;
   OCULAR_RETURN_IF_ERROR(LoadModel(o.input, o.mmproj).status());
   GgufWriter w;
   for (const auto& [key, value] : g->metadata()) {
@@ -401,7 +403,9 @@ StatusOr<QuantizeReport> QuantizeModel(const QuantizeOptions& o) {
                  ": --mmproj goes with a llama.cpp text GGUF, not a model directory");
   }
   OCULAR_ASSIGN_OR_RETURN(ModelFiles files, ModelFiles::Open(o.input));
-  // Loading validates the whole model (config, every tensor's presence and shape).
+  // Loading validates the whole model (config, every tensor's presence and shape); the
+  // weights are read once, from the mapping.
+  const NoWeightCopies read_once;
   OCULAR_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(o.input));
   const ModelSpec& spec = loaded.model->spec();
 
