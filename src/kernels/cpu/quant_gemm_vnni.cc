@@ -4,7 +4,9 @@
 // each block's scales per row — and `vpdpbusd` multiplies it by 4 broadcast activation bytes, 64
 // products per instruction (llama.cpp's repacked AVX-512 GEMMs interleave rows the same way:
 // ggml-cpu/repack.cpp, block_q8_0x4 / block_q4_Kx8; we repack per call, in the thread's
-// scratch, so the weights stay in the GGUF layout).
+// scratch, so the weights stay in the GGUF layout — except Q8_0, whose panel layout takes no
+// more bytes than its blocks: the loaders pack it once (PackQ8_0Vnni, Matrix::packed) and the
+// tiles read it in place).
 //
 // Numerics (the same for every M, tile and thread split, so batching never changes a row):
 // per output and weight block b, the integer sum of the block — exactly ref/ref_quant.cc's —
@@ -179,9 +181,6 @@ inline void PackScales(const std::byte* blk, int64_t b, int r, const Panel& p) {
   }
 }
 
-// Packs blocks [b0, b0 + nb) of strip rows [0, rows) (the rest zero) at `row0` (rows
-// row_bytes apart) into panel p: two 32-value chunks per row at a time, one 16×16 transpose of
-// 32-bit words for the 16 rows.
 // Chunks c and c + 1 (zero past `chunks`) of the blocks from b0 of strip rows [0, rows) (the
 // rest zero), as vector v = values 4v..4v+3 of the 16 rows: v < 8 chunk c, v >= 8 chunk c + 1.
 template <WFormat kF>
@@ -205,6 +204,9 @@ inline void ChunkPair(const std::byte* row0, size_t row_bytes, int rows, int64_t
   Transpose16(r);
 }
 
+// Packs blocks [b0, b0 + nb) of strip rows [0, rows) (the rest zero) at `row0` (rows
+// row_bytes apart) into panel p: two 32-value chunks per row at a time, one 16×16 transpose of
+// 32-bit words for the 16 rows.
 template <WFormat kF>
 void PackPanel(const std::byte* row0, size_t row_bytes, int rows, int64_t b0, int64_t nb,
                const Panel& p) {
@@ -234,8 +236,8 @@ void PackPanel(const std::byte* row0, size_t row_bytes, int rows, int64_t b0, in
 inline __m512i Bcast(const int8_t* p) { return _mm512_set1_epi32(Load32(p)); }
 
 // Where Blocks32 finds block b's 8 vectors of unsigned bytes and its 16 rows' d: a panel packed
-// per call, or a strip of Q8_0 weights packed at load (PackQ8_0: 512 bytes of vectors, then the
-// 16 f16 d, per block — the GGUF's bytes, reordered).
+// per call, or a strip of Q8_0 weights packed at load (PackQ8_0Vnni: 512 bytes of vectors, then
+// the 16 f16 d, per block — the GGUF's bytes, reordered).
 struct PanelBlocks {
   const Panel& p;
   const uint8_t* q(int64_t b) const { return p.q + 8 * b * 64; }
@@ -245,11 +247,11 @@ struct PanelBlocks {
 constexpr int64_t kPackedQ8Block = 32 * kLanes + 2 * kLanes;  // bytes per block of a strip
 struct PackedQ8Blocks {
   const std::byte* strip;  // block 0 of the slice
+  bool stream;             // read once (decode rows): prefetch 8 blocks (4 KiB) ahead
   const uint8_t* q(int64_t b) const {
     return reinterpret_cast<const uint8_t*>(strip + b * kPackedQ8Block);
   }
   __m512 d(int64_t b) const { return _mm512_cvtph_ps(Load256(strip + b * kPackedQ8Block + 512)); }
-  bool stream;  // read once (decode rows): prefetch 8 blocks (4 KiB) ahead
   // The hardware prefetchers stop at 4 KiB boundaries. Past the slice, the prefetch reads the
   // strip's or the next strip's bytes, or names an address past the end (harmless). Measured
   // end to end, q8_0 decode on a Sapphire Rapids VM: 1.04× (six alternating pairs).
