@@ -1,32 +1,10 @@
 #include "io/tensor_source.h"
 
-#include <algorithm>
 #include <cstring>
-#include <thread>
-#include <vector>
 
 #include "kernels/ops.h"
 
 namespace ocular {
-
-namespace {
-
-// memcpy on every core for large copies: the first writes to fresh memory are page faults,
-// which threads take in parallel.
-void CopyOnThreads(std::byte* dst, const std::byte* src, size_t bytes) {
-  const size_t threads =
-      std::clamp<size_t>(bytes >> 26, 1, std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  auto part = [&](size_t t) {
-    const size_t b = bytes * t / threads, e = bytes * (t + 1) / threads;
-    std::memcpy(dst + b, src + b, e - b);
-  };
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(part, t);
-  part(0);
-  for (std::thread& th : pool) th.join();
-}
-
-}  // namespace
 
 const MappedFile* TensorSource::MappingOf(const std::byte*, size_t) const { return nullptr; }
 
@@ -57,7 +35,7 @@ Status TensorSource::PlaceMatrix(Matrix* m, const std::string& name) const {
     ops::PackWeights(*m, copy);
     m->packed = &placed_->packed.emplace_back(PackedMatrix{copy, m->data, m->rows});
   } else {
-    CopyOnThreads(copy, m->data, bytes);
+    std::memcpy(copy, m->data, bytes);
     m->data = copy;
   }
   mapping->ReleasePages(stored, m->rows * m->row_bytes);

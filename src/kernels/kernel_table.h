@@ -174,10 +174,9 @@ struct KernelTable {
   MatMulQuantRowsFn matmul_quant_rows;
   // Weights in a layout matmul[] reads faster than the stored one, made once at load
   // (ops::PackWeights; the result goes in Matrix::packed): the bytes it takes for w (0: none
-  // for this format), and the packing of rows [n0, n1) (n0 a multiple of 16: threads pack
-  // strips apart). Same results bit for bit. Null where no kernel has one.
+  // for this format), and the packing. Same results bit for bit. Null where no kernel has one.
   size_t (*packed_weight_bytes)(const Matrix& w);
-  void (*pack_weights)(const Matrix& w, int64_t n0, int64_t n1, std::byte* out);
+  void (*pack_weights)(const Matrix& w, std::byte* out);
 };
 
 }  // namespace ocular::kernels

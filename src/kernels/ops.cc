@@ -10,7 +10,6 @@
 #include <cstring>
 #include <span>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "core/check.h"
@@ -689,20 +688,7 @@ size_t PackedWeightBytes(const Matrix& w) {
 
 void PackWeights(const Matrix& w, std::byte* out) {
   OCULAR_CHECK(PackedWeightBytes(w) > 0, "HINT: PackedWeightBytes(w) says whether to pack");
-  const kernels::KernelTable& table = Active();
-  // Large matrices on every core: the first writes to fresh memory are page faults, slow on VMs.
-  const int64_t strips = (w.rows + 15) / 16;
-  const int64_t threads = std::clamp<int64_t>(
-      static_cast<int64_t>(w.bytes() >> 24), 1,
-      std::min<int64_t>(strips, std::max(1u, std::thread::hardware_concurrency())));
-  std::vector<std::thread> pool;
-  for (int64_t t = 1; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      table.pack_weights(w, strips * t / threads * 16, strips * (t + 1) / threads * 16, out);
-    });
-  }
-  table.pack_weights(w, 0, strips / threads * 16, out);
-  for (std::thread& th : pool) th.join();
+  Active().pack_weights(w, out);
 }
 
 bool WeightFormatSupported(WFormat f) {

@@ -293,7 +293,6 @@ TEST(QuantMatMulTest, VnniOnF32RowsEqualsTheOnceQuantizedPath) {
 // matches) reads the stored rows.
 TEST(QuantMatMulTest, PackedWeightsGiveTheSameBits) {
   const int64_t N = 53;
-  const std::string saved = ActiveIsa();
   int packed_isas = 0;
   ForEachIsa([&](const std::string& isa) {
     for (int64_t K : {96, 544, 2304}) {
@@ -335,15 +334,6 @@ TEST(QuantMatMulTest, PackedWeightsGiveTheSameBits) {
     }
   });
   if (packed_isas == 0) GTEST_SKIP() << "no ISA here packs weights (AVX512-VNNI)";
-  // A matrix large enough for ops::PackWeights to split it among threads: the same bytes as
-  // one pass over every strip.
-  ASSERT_TRUE(SetIsa("avx512").ok());
-  const QuantWeights big = MakeWeights(WFormat::kQ8_0, 16 * 1000 + 5, 2304, 33);
-  std::vector<std::byte> threaded(ops::PackedWeightBytes(big.m)), one(threaded.size());
-  ops::PackWeights(big.m, threaded.data());
-  cpu::PackQ8_0Vnni(big.m, 0, big.m.rows, one.data());
-  EXPECT_EQ(std::memcmp(threaded.data(), one.data(), one.size()), 0);
-  ASSERT_TRUE(SetIsa(saved).ok());
 }
 
 // ops::MatMul's bias and bf16 epilogue apply to quantized weights as to any other.

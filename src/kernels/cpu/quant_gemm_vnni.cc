@@ -731,10 +731,10 @@ size_t PackedQ8_0VnniBytes(const Matrix& w) {
   return static_cast<size_t>((w.rows + kLanes - 1) / kLanes * (w.cols / 32) * kPackedQ8Block);
 }
 
-void PackQ8_0Vnni(const Matrix& w, int64_t n0, int64_t n1, std::byte* out) {
-  OCULAR_CHECK(w.format == WFormat::kQ8_0 && w.cols % 32 == 0 && n0 % kLanes == 0);
+void PackQ8_0Vnni(const Matrix& w, std::byte* out) {
+  OCULAR_CHECK(w.format == WFormat::kQ8_0 && w.cols % 32 == 0);
   const int64_t blocks = w.cols / 32;
-  for (int64_t n = n0; n < std::min(n1, w.rows); n += kLanes) {
+  for (int64_t n = 0; n < w.rows; n += kLanes) {
     const int rows = static_cast<int>(std::min<int64_t>(kLanes, w.rows - n));
     std::byte* strip = out + (n / kLanes) * blocks * kPackedQ8Block;
     for (int64_t c = 0; c < blocks; c += 2) {

@@ -45,9 +45,8 @@ void MatMulQuantRowsVnni(const std::byte* act, int64_t row_bytes, int64_t M, int
 // holds it (Matrix::packed_bytes) runs MatMulQuantVnni / MatMulQuantRowsVnni on it, with the
 // same results bit for bit and each strip one stream of bytes. Bytes: 0 unless w is q8_0.
 size_t PackedQ8_0VnniBytes(const Matrix& w);
-// Packs the strips of rows [n0, n1) (n0 a multiple of 16) into out, which holds
-// PackedQ8_0VnniBytes(w) bytes. REQUIRES: w is q8_0; the CPU runs AVX-512 (F, BW).
-void PackQ8_0Vnni(const Matrix& w, int64_t n0, int64_t n1, std::byte* out);
+// REQUIRES: w is q8_0; out holds PackedQ8_0VnniBytes(w) bytes. The CPU runs AVX-512 (F, BW).
+void PackQ8_0Vnni(const Matrix& w, std::byte* out);
 
 // The vectorized activation quantizer of both kernels: byte-identical to quant::QuantizeActRow.
 // REQUIRES: AVX2/FMA/F16C.
